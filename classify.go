@@ -1,0 +1,257 @@
+package retryhttp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// A Decision is a classifier's answer about one attempt's outcome.
+type Decision int8
+
+const (
+	// NoOpinion passes the outcome to the next classifier in a Chain.
+	NoOpinion Decision = iota
+	// Retry says the outcome is transient: another attempt may succeed.
+	Retry
+	// DontRetry says the outcome is final.
+	DontRetry
+)
+
+// String returns the decision's name.
+func (d Decision) String() string {
+	switch d {
+	case NoOpinion:
+		return "no opinion"
+	case Retry:
+		return "retry"
+	case DontRetry:
+		return "don't retry"
+	}
+	return "Decision(" + strconv.Itoa(int(d)) + ")"
+}
+
+// A Verdict is what a Classifier concludes about one attempt: whether to
+// retry, and facets the budget and backoff use to price and pace the retry.
+type Verdict struct {
+	Decision Decision
+	// Throttle reports that the server asked the client to slow down
+	// (429, or 503 with Retry-After). Throttled retries use the throttle
+	// backoff, whose base delay is longer.
+	Throttle bool
+	// Timeout reports that the attempt timed out. A retry after a timeout
+	// costs more budget, since it suggests a degraded dependency.
+	Timeout bool
+}
+
+// A Classifier judges the outcome of one attempt: the request as sent, and
+// either the response or the error the base transport returned (exactly
+// one of resp and err is non-nil). It must not read or close resp.Body.
+// Implementations must be safe for concurrent use.
+type Classifier interface {
+	Classify(req *http.Request, resp *http.Response, err error) Verdict
+}
+
+// ClassifierFunc adapts a function to the Classifier interface.
+type ClassifierFunc func(req *http.Request, resp *http.Response, err error) Verdict
+
+// Classify calls f(req, resp, err).
+func (f ClassifierFunc) Classify(req *http.Request, resp *http.Response, err error) Verdict {
+	return f(req, resp, err)
+}
+
+// A Chain asks each of its classifiers in turn and returns the first verdict
+// whose Decision is not NoOpinion. When every classifier has no opinion, the
+// outcome is final: the verdict's Decision is DontRetry.
+type Chain []Classifier
+
+// Classify implements Classifier.
+func (c Chain) Classify(req *http.Request, resp *http.Response, err error) Verdict {
+	for _, cl := range c {
+		if v := cl.Classify(req, resp, err); v.Decision != NoOpinion {
+			return v
+		}
+	}
+	return Verdict{Decision: DontRetry}
+}
+
+// DefaultClassifier returns the classifier a Transport uses unless
+// WithClassifier replaces it: ContextClassifier, then ErrorClassifier, then
+// StatusClassifier. To adjust it, put your own classifiers in front:
+//
+//	retryhttp.Chain{retryhttp.Statuses(retryhttp.DontRetry, 500), retryhttp.DefaultClassifier()}
+func DefaultClassifier() Classifier { return defaultClassifier{} }
+
+// defaultClassifier is the default chain with its links called directly,
+// sparing every request three dynamic calls.
+type defaultClassifier struct{}
+
+func (defaultClassifier) Classify(req *http.Request, resp *http.Response, err error) Verdict {
+	if v := (contextClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+		return v
+	}
+	if v := (errorClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+		return v
+	}
+	if v := (statusClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+		return v
+	}
+	return Verdict{Decision: DontRetry}
+}
+
+// ContextClassifier never retries once the caller's own context (the
+// request's) is cancelled or past its deadline: the caller has given up.
+func ContextClassifier() Classifier { return contextClassifier{} }
+
+type contextClassifier struct{}
+
+func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) Verdict {
+	if req.Context().Err() != nil {
+		return Verdict{Decision: DontRetry}
+	}
+	return Verdict{}
+}
+
+// ErrorClassifier judges transport errors by their type.
+//
+// Retried: ErrAttemptTimeout (with the Timeout facet), dial failures
+// (including a refused connection), connection resets and aborts, broken
+// pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
+// temporary DNS failures, other network timeouts (with the Timeout facet) and
+// HTTP/2 REFUSED_STREAM.
+//
+// Never retried: certificate verification failures and other TLS errors, a
+// host that does not exist (NXDOMAIN), and context.Canceled or
+// context.DeadlineExceeded. Any other error has no opinion, which makes it
+// final at the end of the default chain: an unsupported scheme or an invalid
+// header is a programming error that a retry cannot fix.
+//
+// It has no opinion about responses.
+func ErrorClassifier() Classifier { return errorClassifier{} }
+
+type errorClassifier struct{}
+
+func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Verdict {
+	if err == nil {
+		return Verdict{}
+	}
+	retry := Verdict{Decision: Retry}
+	final := Verdict{Decision: DontRetry}
+
+	// Our own per-attempt timeout comes first: it wraps a context error.
+	if errors.Is(err, ErrAttemptTimeout) {
+		return Verdict{Decision: Retry, Timeout: true}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return final
+	}
+	if isTLSError(err) {
+		return final
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return final
+		}
+		if dnsErr.IsTimeout || dnsErr.IsTemporary {
+			return Verdict{Decision: Retry, Timeout: dnsErr.IsTimeout}
+		}
+		return final
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return Verdict{Decision: Retry, Timeout: opErr.Timeout()}
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return retry
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return Verdict{Decision: Retry, Timeout: true}
+	}
+	// net/http's bundled HTTP/2 stream error type is unexported, and so is
+	// its error code type, so the code can only be read from the message.
+	if strings.Contains(err.Error(), "REFUSED_STREAM") {
+		return retry
+	}
+	return Verdict{}
+}
+
+// isTLSError reports errors from certificate verification or the TLS
+// handshake itself, which a retry cannot fix.
+func isTLSError(err error) bool {
+	var (
+		verifyErr   *tls.CertificateVerificationError
+		unknownAuth x509.UnknownAuthorityError
+		hostname    x509.HostnameError
+		invalid     x509.CertificateInvalidError
+		record      tls.RecordHeaderError
+		alert       tls.AlertError
+		echRejected *tls.ECHRejectionError
+	)
+	return errors.As(err, &verifyErr) || errors.As(err, &unknownAuth) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &record) || errors.As(err, &alert) || errors.As(err, &echRejected)
+}
+
+// StatusClassifier judges responses by status code: 408, 429 and every 5xx
+// except 501 (Not Implemented), 505 (HTTP Version Not Supported) and 511
+// (Network Authentication Required) are retried; every other status is final.
+// 429, and 503 with a Retry-After header, carry the Throttle facet; 504
+// carries the Timeout facet. It has no opinion about errors.
+func StatusClassifier() Classifier { return statusClassifier{} }
+
+type statusClassifier struct{}
+
+func (statusClassifier) Classify(_ *http.Request, resp *http.Response, _ error) Verdict {
+	if resp == nil {
+		return Verdict{}
+	}
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests:
+		return Verdict{Decision: Retry, Throttle: true}
+	case code == http.StatusServiceUnavailable:
+		return Verdict{Decision: Retry, Throttle: hasRetryAfter(resp.Header)}
+	case code == http.StatusGatewayTimeout:
+		return Verdict{Decision: Retry, Timeout: true}
+	case code == http.StatusRequestTimeout:
+		return Verdict{Decision: Retry}
+	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported,
+		code == http.StatusNetworkAuthenticationRequired:
+		return Verdict{Decision: DontRetry}
+	case code >= 500 && code <= 599:
+		return Verdict{Decision: Retry}
+	}
+	return Verdict{Decision: DontRetry}
+}
+
+// Statuses returns a classifier that answers d for responses with any of the
+// given status codes, and has no opinion otherwise. Put it in front of the
+// default chain to change how a status is treated.
+func Statuses(d Decision, codes ...int) Classifier {
+	set := make(map[int]struct{}, len(codes))
+	for _, c := range codes {
+		set[c] = struct{}{}
+	}
+	return ClassifierFunc(func(_ *http.Request, resp *http.Response, _ error) Verdict {
+		if resp != nil {
+			if _, ok := set[resp.StatusCode]; ok {
+				return Verdict{Decision: d, Throttle: d == Retry && resp.StatusCode == http.StatusTooManyRequests}
+			}
+		}
+		return Verdict{}
+	})
+}
+
+func hasRetryAfter(h http.Header) bool {
+	return len(h["Retry-After"]) > 0
+}
