@@ -1,0 +1,449 @@
+package retryhttp
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// budgetCase is a Budget under test with a way to read its balance for u.
+type budgetCase struct {
+	name    string
+	budget  Budget
+	balance func() Tokens
+}
+
+// bothBudgets returns a Bucket and a HostBudget made with opts, each with a
+// function reading the balance requests to u see.
+func bothBudgets(u *url.URL, opts ...BucketOption) []budgetCase {
+	bucket := NewBucket(opts...)
+	hosts := NewHostBudget(opts...)
+	return []budgetCase{
+		{"Bucket", bucket, bucket.Balance},
+		{"HostBudget", hosts, func() Tokens { return hosts.Balance(u) }},
+	}
+}
+
+var (
+	retryVerdict   = Verdict{Decision: Retry}
+	timeoutVerdict = Verdict{Decision: Retry, Timeout: true}
+)
+
+func newRequest(t testing.TB, rawURL string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	require.NoError(t, err)
+	return req
+}
+
+func mustParse(t testing.TB, rawURL string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(t, err)
+	return u
+}
+
+// drain withdraws until the budget refuses, and returns how many retries it
+// allowed.
+func drain(t *testing.T, b Budget, req *http.Request, v Verdict) int {
+	t.Helper()
+	for n := 0; ; n++ {
+		if _, err := b.Withdraw(req, v); err != nil {
+			require.ErrorIs(t, err, ErrBudgetExhausted)
+			return n
+		}
+		require.Less(t, n, 1_000_000, "budget never ran out")
+	}
+}
+
+func repeat(v Verdict, n int) []Verdict {
+	vs := make([]Verdict, n)
+	for i := range vs {
+		vs[i] = v
+	}
+	return vs
+}
+
+// panicMessage calls f and returns what it panicked with, or "" if it did
+// not panic.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+			if msg == "" {
+				msg = "(empty panic)"
+			}
+		}
+	}()
+	f()
+	return ""
+}
+
+func TestBucketDefaults(t *testing.T) {
+	req := newRequest(t, "https://a.example/")
+	tests := []struct {
+		name      string
+		verdict   Verdict
+		wantCost  Tokens
+		wantCount int
+	}{
+		{"retry", retryVerdict, 5 * Token, 100},
+		{"timeout", timeoutVerdict, 10 * Token, 50},
+		{"throttle costs like a retry", Verdict{Decision: Retry, Throttle: true}, 5 * Token, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBucket()
+			require.Equal(t, 500*Token, b.Balance(), "new bucket balance")
+			for i := range tt.wantCount {
+				got, err := b.Withdraw(req, tt.verdict)
+				require.NoError(t, err, "retry %d", i+1)
+				require.Equal(t, tt.wantCost, got, "retry %d: got cost %d, want %d", i+1, got, tt.wantCost)
+			}
+			got, err := b.Withdraw(req, tt.verdict)
+			require.ErrorIs(t, err, ErrBudgetExhausted, "retry %d", tt.wantCount+1)
+			assert.Zero(t, got, "amount taken by a refused retry")
+			assert.Zero(t, b.Balance(), "balance after exhaustion")
+		})
+	}
+}
+
+func TestBucketRefusalChangesNothing(t *testing.T) {
+	req := newRequest(t, "https://a.example/")
+	b := NewBucket(BucketCapacity(8), BucketTimeoutCost(8))
+	_, err := b.Withdraw(req, retryVerdict)
+	require.NoError(t, err)
+	require.Equal(t, 3*Token, b.Balance())
+
+	for _, v := range []Verdict{retryVerdict, timeoutVerdict} {
+		got, err := b.Withdraw(req, v)
+		require.ErrorIs(t, err, ErrBudgetExhausted, "verdict %+v", v)
+		assert.Zero(t, got)
+		assert.Equal(t, 3*Token, b.Balance(), "balance after a refusal: got %d, want %d", b.Balance(), 3*Token)
+	}
+}
+
+func TestBucketDeposit(t *testing.T) {
+	req := newRequest(t, "https://a.example/")
+	tests := []struct {
+		name     string
+		opts     []BucketOption
+		withdraw []Verdict // before the deposits
+		deposits []Tokens  // spent, for each success
+		want     Tokens
+	}{
+		{
+			name:     "first attempt refunds one token",
+			withdraw: []Verdict{retryVerdict},
+			deposits: []Tokens{0},
+			want:     496 * Token,
+		},
+		{
+			name:     "successful retry puts back its cost",
+			withdraw: []Verdict{retryVerdict, retryVerdict},
+			deposits: []Tokens{5 * Token},
+			want:     495 * Token,
+		},
+		{
+			name:     "successful timeout retry puts back its cost",
+			withdraw: []Verdict{timeoutVerdict, timeoutVerdict},
+			deposits: []Tokens{10 * Token},
+			want:     490 * Token,
+		},
+		{
+			name:     "negative spent counts as a first attempt",
+			withdraw: []Verdict{retryVerdict},
+			deposits: []Tokens{-Token},
+			want:     496 * Token,
+		},
+		{
+			name:     "full bucket stays full",
+			deposits: []Tokens{0, 5 * Token, 10 * Token},
+			want:     500 * Token,
+		},
+		{
+			name:     "refunds stop at capacity",
+			withdraw: []Verdict{retryVerdict},
+			deposits: []Tokens{0, 0, 0, 0, 0, 0, 0},
+			want:     500 * Token,
+		},
+		{
+			name:     "spent beyond the room left stops at capacity",
+			withdraw: []Verdict{retryVerdict},
+			deposits: []Tokens{math.MaxInt64},
+			want:     500 * Token,
+		},
+		{
+			name:     "ten refunds of 0.1 make one token",
+			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(1), BucketRefund(0.1)},
+			withdraw: repeat(retryVerdict, 10),
+			deposits: make([]Tokens, 10),
+			want:     Token,
+		},
+		{
+			name:     "4 + 10 x 0.1 is exactly 5",
+			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(1), BucketRefund(0.1)},
+			withdraw: repeat(retryVerdict, 6),
+			deposits: make([]Tokens, 10),
+			want:     5 * Token,
+		},
+		{
+			name:     "zero refund",
+			opts:     []BucketOption{BucketRefund(0)},
+			withdraw: []Verdict{retryVerdict},
+			deposits: []Tokens{0, 0},
+			want:     495 * Token,
+		},
+		{
+			name:     "fractional amounts round to the nearest thousandth",
+			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(2.0004), BucketRefund(0.0016)},
+			withdraw: []Verdict{retryVerdict},
+			deposits: []Tokens{0},
+			want:     10*Token - 2*Token + 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBucket(tt.opts...)
+			for _, v := range tt.withdraw {
+				_, err := b.Withdraw(req, v)
+				require.NoError(t, err)
+			}
+			for _, spent := range tt.deposits {
+				b.Deposit(req, spent)
+			}
+			assert.Equal(t, tt.want, b.Balance(), "balance: got %d, want %d", b.Balance(), tt.want)
+		})
+	}
+}
+
+func TestBucketZeroCost(t *testing.T) {
+	req := newRequest(t, "https://a.example/")
+	b := NewBucket(BucketCapacity(10), BucketRetryCost(0), BucketTimeoutCost(10))
+	_, err := b.Withdraw(req, timeoutVerdict)
+	require.NoError(t, err)
+	require.Zero(t, b.Balance())
+	for range 3 {
+		got, err := b.Withdraw(req, retryVerdict)
+		require.NoError(t, err, "free retry from an empty bucket")
+		assert.Zero(t, got)
+	}
+	assert.Zero(t, b.Balance())
+
+	h := NewHostBudget(BucketRetryCost(0))
+	got, err := h.Withdraw(req, retryVerdict)
+	require.NoError(t, err)
+	assert.Zero(t, got)
+	assert.Zero(t, h.Hosts(), "a free retry created a bucket")
+}
+
+func TestBucketOptionsPanic(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []BucketOption
+		want string // in the panic message
+	}{
+		{"zero capacity", []BucketOption{BucketCapacity(0)}, "BucketCapacity must be positive"},
+		{"negative capacity", []BucketOption{BucketCapacity(-1)}, "BucketCapacity must be positive"},
+		{"capacity below a thousandth", []BucketOption{BucketCapacity(0.0004), BucketRetryCost(0), BucketTimeoutCost(0)}, "BucketCapacity must be positive"},
+		{"NaN capacity", []BucketOption{BucketCapacity(math.NaN())}, "BucketCapacity must be finite"},
+		{"infinite capacity", []BucketOption{BucketCapacity(math.Inf(1))}, "BucketCapacity must be finite"},
+		{"huge capacity", []BucketOption{BucketCapacity(1e16)}, "BucketCapacity is too large"},
+		{"negative retry cost", []BucketOption{BucketRetryCost(-1)}, "BucketRetryCost must not be negative"},
+		{"NaN retry cost", []BucketOption{BucketRetryCost(math.NaN())}, "BucketRetryCost must be finite"},
+		{"infinite retry cost", []BucketOption{BucketRetryCost(math.Inf(1))}, "BucketRetryCost must be finite"},
+		{"retry cost above capacity", []BucketOption{BucketRetryCost(500.001)}, "BucketRetryCost (500.001) must not exceed BucketCapacity (500)"},
+		{"capacity below default retry cost", []BucketOption{BucketCapacity(4), BucketTimeoutCost(4)}, "BucketRetryCost (5) must not exceed BucketCapacity (4)"},
+		{"negative timeout cost", []BucketOption{BucketTimeoutCost(-0.5)}, "BucketTimeoutCost must not be negative"},
+		{"NaN timeout cost", []BucketOption{BucketTimeoutCost(math.NaN())}, "BucketTimeoutCost must be finite"},
+		{"infinite timeout cost", []BucketOption{BucketTimeoutCost(math.Inf(-1))}, "BucketTimeoutCost must be finite"},
+		{"timeout cost above capacity", []BucketOption{BucketTimeoutCost(600)}, "BucketTimeoutCost (600) must not exceed BucketCapacity (500)"},
+		{"negative refund", []BucketOption{BucketRefund(-0.1)}, "BucketRefund must not be negative"},
+		{"NaN refund", []BucketOption{BucketRefund(math.NaN())}, "BucketRefund must be finite"},
+		{"infinite refund", []BucketOption{BucketRefund(math.Inf(1))}, "BucketRefund must be finite"},
+		{"huge refund", []BucketOption{BucketRefund(1e17)}, "BucketRefund is too large"},
+		{"zero max hosts", []BucketOption{BucketMaxHosts(0)}, "BucketMaxHosts must be at least 1"},
+		{"negative max hosts", []BucketOption{BucketMaxHosts(-1)}, "BucketMaxHosts must be at least 1"},
+	}
+	constructors := []struct {
+		name string
+		new  func(...BucketOption)
+	}{
+		{"NewBucket", func(opts ...BucketOption) { NewBucket(opts...) }},
+		{"NewHostBudget", func(opts ...BucketOption) { NewHostBudget(opts...) }},
+	}
+	for _, c := range constructors {
+		for _, tt := range tests {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				got := panicMessage(func() { c.new(tt.opts...) })
+				assert.Contains(t, got, "retryhttp: "+tt.want, "panic message: got %q, want it to contain %q", got, tt.want)
+			})
+		}
+	}
+}
+
+func TestBucketOptionsValid(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []BucketOption
+		want Tokens // capacity
+	}{
+		{"costs equal to capacity", []BucketOption{BucketCapacity(7), BucketRetryCost(7), BucketTimeoutCost(7)}, 7 * Token},
+		{"free retries and no refund", []BucketOption{BucketRetryCost(0), BucketTimeoutCost(0), BucketRefund(0)}, 500 * Token},
+		{"smallest capacity", []BucketOption{BucketCapacity(0.001), BucketRetryCost(0), BucketTimeoutCost(0.001)}, 1},
+		{"largest capacity", []BucketOption{BucketCapacity(9e15)}, 9e18},
+		{"refund above capacity", []BucketOption{BucketRefund(1000)}, 500 * Token},
+		{"one host", []BucketOption{BucketMaxHosts(1)}, 500 * Token},
+		{"later options win", []BucketOption{BucketCapacity(0), BucketCapacity(20)}, 20 * Token},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Empty(t, panicMessage(func() { NewHostBudget(tt.opts...) }))
+			b := NewBucket(tt.opts...)
+			assert.Equal(t, tt.want, b.Balance(), "initial balance: got %d, want %d", b.Balance(), tt.want)
+		})
+	}
+}
+
+// TestBudgetConcurrent has goroutines withdraw and deposit on one host as
+// Transports would: a withdrawal is followed by a deposit of what it took
+// (the retry succeeded) or by nothing (it failed), and first-attempt refunds
+// never put back more than has been lost, so the capacity is never reached
+// and the final balance is exactly the capacity minus what was taken plus
+// what was put back.
+func TestBudgetConcurrent(t *testing.T) {
+	const (
+		goroutines = 8
+		ops        = 10_000
+		capacity   = 500 * Token
+		refund     = Token / 10
+	)
+	u := mustParse(t, "https://a.example/")
+	req := newRequest(t, u.String())
+	for _, tt := range bothBudgets(u, BucketRefund(0.1)) {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				wg                sync.WaitGroup
+				taken, putBack    atomic.Int64
+				allowed, refused  atomic.Int64
+				outOfRange, first atomic.Int64
+				start             = make(chan struct{})
+			)
+			for g := range goroutines {
+				wg.Go(func() {
+					<-start // maximise overlap
+					rng := rand.New(rand.NewPCG(uint64(g), 1))
+					var pending []Tokens // taken by retries still in flight
+					var lost Tokens      // taken by retries that failed, not yet refunded
+					for range ops {
+						switch r := rng.IntN(10); {
+						case r < 4:
+							v := retryVerdict
+							if r == 0 {
+								v = timeoutVerdict
+							}
+							spent, err := tt.budget.Withdraw(req, v)
+							if err != nil {
+								refused.Add(1)
+								break
+							}
+							allowed.Add(1)
+							taken.Add(int64(spent))
+							pending = append(pending, spent)
+						case r < 6 && len(pending) > 0: // the retry succeeded
+							spent := pending[len(pending)-1]
+							pending = pending[:len(pending)-1]
+							tt.budget.Deposit(req, spent)
+							putBack.Add(int64(spent))
+						case r < 8 && len(pending) > 0: // the retry failed
+							lost += pending[len(pending)-1]
+							pending = pending[:len(pending)-1]
+						case lost >= refund: // a first attempt succeeded
+							lost -= refund
+							tt.budget.Deposit(req, 0)
+							putBack.Add(int64(refund))
+						}
+						if got := tt.balance(); got < 0 || got > capacity {
+							outOfRange.Add(1)
+							first.CompareAndSwap(0, int64(got))
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+
+			assert.Zero(t, outOfRange.Load(), "balances outside [0, %d], the first %d", capacity, first.Load())
+			assert.Positive(t, allowed.Load(), "retries allowed")
+			assert.Positive(t, refused.Load(), "retries refused")
+			want := capacity - Tokens(taken.Load()) + Tokens(putBack.Load())
+			assert.Equal(t, want, tt.balance(), "final balance: got %d, want %d (taken %d, put back %d)",
+				tt.balance(), want, taken.Load(), putBack.Load())
+		})
+	}
+}
+
+// TestBudgetConservation has goroutines contend on one host's bucket with
+// retries that all succeed, each putting back exactly what it took. Half the
+// bucket is taken first, so that no deposit reaches the capacity: the bucket
+// must end where it started.
+func TestBudgetConservation(t *testing.T) {
+	const (
+		goroutines = 8
+		ops        = 10_000
+	)
+	u := mustParse(t, "https://a.example/")
+	req := newRequest(t, u.String())
+	for _, tt := range bothBudgets(u) {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 25 {
+				_, err := tt.budget.Withdraw(req, timeoutVerdict)
+				require.NoError(t, err)
+			}
+			want := tt.balance()
+			require.Equal(t, 250*Token, want)
+
+			var (
+				wg      sync.WaitGroup
+				allowed atomic.Int64
+				start   = make(chan struct{})
+			)
+			for g := range goroutines {
+				wg.Go(func() {
+					<-start
+					v := Verdict{Decision: Retry, Timeout: g%2 == 0}
+					for range ops {
+						if spent, err := tt.budget.Withdraw(req, v); err == nil {
+							allowed.Add(1)
+							tt.budget.Deposit(req, spent)
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+
+			assert.Equal(t, int64(goroutines*ops), allowed.Load(), "retries allowed")
+			assert.Equal(t, want, tt.balance(), "final balance: got %d, want %d", tt.balance(), want)
+		})
+	}
+}
+
+func BenchmarkBucketDepositFullParallel(b *testing.B) {
+	bucket := NewBucket()
+	req := newRequest(b, "https://a.example/")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			bucket.Deposit(req, 0)
+		}
+	})
+}

@@ -1,0 +1,383 @@
+package retryhttp
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHostBudgetKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"different hosts", "https://a.example/", "https://b.example/", false},
+		{"case and default https port", "https://A.EXAMPLE:443/x", "https://a.example/y", true},
+		{"default http port", "http://a.example:80/", "http://A.example/", true},
+		{"different schemes", "http://a.example/", "https://a.example/", false},
+		{"other port", "https://a.example:8443/", "https://a.example/", false},
+		{"http default port on https", "https://a.example:80/", "https://a.example/", false},
+		{"https default port on http", "http://a.example:443/", "http://a.example/", false},
+		{"IPv6 with default port", "https://[::1]:443/", "https://[::1]/", true},
+		{"IPv6 ports differ", "https://[::1]:8443/", "https://[::1]/", false},
+		{"path and query do not matter", "https://a.example/p?q=1", "https://a.example/r", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHostBudget(BucketCapacity(10))
+			reqA, reqB := newRequest(t, tt.a), newRequest(t, tt.b)
+			require.Equal(t, 2, drain(t, h, reqA, retryVerdict), "retries allowed to %s", tt.a)
+			require.Equal(t, 1, h.Hosts())
+
+			want := 10 * Token
+			if tt.same {
+				want = 0
+			}
+			got := h.Balance(mustParse(t, tt.b))
+			assert.Equal(t, want, got, "balance of %s after draining %s: got %d, want %d", tt.b, tt.a, got, want)
+			_, err := h.Withdraw(reqB, retryVerdict)
+			if tt.same {
+				assert.ErrorIs(t, err, ErrBudgetExhausted, "retry of %s after draining %s", tt.b, tt.a)
+				assert.Equal(t, 1, h.Hosts())
+			} else {
+				assert.NoError(t, err, "retry of %s after draining %s", tt.b, tt.a)
+				assert.Equal(t, 2, h.Hosts())
+			}
+		})
+	}
+}
+
+func TestHostBudgetRequestHost(t *testing.T) {
+	h := NewHostBudget(BucketCapacity(10))
+	// As on a server, or a client request built by hand: no URL.Host.
+	req := &http.Request{
+		Method: http.MethodGet,
+		URL:    &url.URL{Scheme: "https", Path: "/"},
+		Host:   "A.example:443",
+		Header: http.Header{},
+	}
+	require.Equal(t, 2, drain(t, h, req, retryVerdict))
+	assert.Zero(t, h.Balance(mustParse(t, "https://a.example/")), "balance of req.Host")
+	assert.Equal(t, 10*Token, h.Balance(mustParse(t, "https://b.example/")), "balance of another host")
+
+	// URL.Host wins over req.Host when both are set.
+	other := newRequest(t, "https://b.example/")
+	other.Host = "a.example"
+	_, err := h.Withdraw(other, retryVerdict)
+	require.NoError(t, err)
+	assert.Equal(t, 5*Token, h.Balance(mustParse(t, "https://b.example/")))
+}
+
+func TestHostBudgetDepositUnknownHost(t *testing.T) {
+	h := NewHostBudget()
+	for i := range 1000 {
+		req := newRequest(t, fmt.Sprintf("https://h%d.example/", i))
+		h.Deposit(req, 0)
+		h.Deposit(req, 5*Token)
+	}
+	assert.Zero(t, h.Hosts(), "buckets created by deposits")
+	assert.Equal(t, 500*Token, h.Balance(mustParse(t, "https://h1.example/")))
+	assert.Equal(t, 500*Token, h.overflow.Balance(), "overflow balance")
+}
+
+func TestHostBudgetDepositRefillsHost(t *testing.T) {
+	h := NewHostBudget()
+	req := newRequest(t, "https://a.example/")
+	u := mustParse(t, "https://a.example/")
+	spent, err := h.Withdraw(req, timeoutVerdict)
+	require.NoError(t, err)
+	require.Equal(t, 490*Token, h.Balance(u))
+	h.Deposit(req, 0)
+	assert.Equal(t, 491*Token, h.Balance(u), "after a first-attempt success")
+	h.Deposit(req, spent)
+	assert.Equal(t, 500*Token, h.Balance(u), "after a successful retry")
+	h.Deposit(req, spent)
+	assert.Equal(t, 500*Token, h.Balance(u), "after a deposit into a full bucket")
+	assert.Equal(t, 500*Token, h.overflow.Balance(), "overflow balance")
+}
+
+func TestHostBudgetHostileStream(t *testing.T) {
+	const maxHosts, n = 64, 100_000
+	h := NewHostBudget(BucketMaxHosts(maxHosts))
+	hosts := make([]*http.Request, n)
+	ok := 0
+	for i := range hosts {
+		hosts[i] = newRequest(t, fmt.Sprintf("https://h%d.example/", i))
+		if _, err := h.Withdraw(hosts[i], retryVerdict); err == nil {
+			ok++
+		} else {
+			require.ErrorIs(t, err, ErrBudgetExhausted)
+		}
+		if got := h.Hosts(); got > maxHosts {
+			t.Fatalf("after %d hosts: got %d buckets, want at most %d", i+1, got, maxHosts)
+		}
+	}
+	// Every bucket is in use, so the first 64 hosts keep theirs and the rest
+	// share the overflow bucket, which pays for 100 retries.
+	assert.Equal(t, maxHosts, h.Hosts())
+	assert.Equal(t, maxHosts+100, ok, "retries allowed")
+	assert.Zero(t, h.overflow.Balance(), "overflow balance")
+	for i := range maxHosts {
+		require.Equal(t, 495*Token, h.Balance(hosts[i].URL), "balance of host %d", i)
+	}
+
+	// Once their retries succeed the buckets are full, and a sweep soon
+	// evicts them to make room for new hosts.
+	for i := range maxHosts {
+		h.Deposit(hosts[i], 5*Token)
+	}
+	fresh := 0
+	for ; fresh < maxHosts/8 && h.Hosts() == maxHosts; fresh++ {
+		_, _ = h.Withdraw(newRequest(t, fmt.Sprintf("https://new%d.example/", fresh)), retryVerdict)
+	}
+	require.Equal(t, 1, h.Hosts(), "buckets after %d new hosts", fresh)
+	u := mustParse(t, fmt.Sprintf("https://new%d.example/", fresh-1))
+	assert.Equal(t, 495*Token, h.Balance(u), "balance of the host that got a bucket")
+	for i := range maxHosts {
+		require.Equal(t, 500*Token, h.Balance(hosts[i].URL), "balance of evicted host %d", i)
+	}
+}
+
+func TestHostBudgetSweepRateLimit(t *testing.T) {
+	const maxHosts = 64
+	h := NewHostBudget(BucketMaxHosts(maxHosts))
+	req := func(i int) *http.Request { return newRequest(t, fmt.Sprintf("https://h%d.example/", i)) }
+	for i := range maxHosts {
+		_, err := h.Withdraw(req(i), retryVerdict)
+		require.NoError(t, err)
+	}
+	require.Equal(t, maxHosts, h.Hosts())
+
+	// The table is full of buckets in use: this sweep evicts nothing.
+	_, err := h.Withdraw(req(maxHosts), retryVerdict)
+	require.NoError(t, err)
+	require.Equal(t, 495*Token, h.overflow.Balance(), "overflow balance")
+
+	// Every bucket is full now, but the next sweep must wait until
+	// maxHosts/8 retries in all have found the table full.
+	for i := range maxHosts {
+		h.Deposit(req(i), 5*Token)
+	}
+	for i := 1; i < maxHosts/8; i++ {
+		_, err := h.Withdraw(req(maxHosts+i), retryVerdict)
+		require.NoError(t, err)
+		require.Equal(t, maxHosts, h.Hosts(), "a sweep ran %d retries after the last one", i)
+	}
+	_, err = h.Withdraw(req(2*maxHosts), retryVerdict)
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.Hosts(), "buckets after the next sweep")
+	assert.Equal(t, 495*Token, h.Balance(req(2*maxHosts).URL))
+}
+
+func TestHostBudgetOneHost(t *testing.T) {
+	h := NewHostBudget(BucketMaxHosts(1), BucketCapacity(10))
+	a, b := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
+	_, err := h.Withdraw(a, retryVerdict)
+	require.NoError(t, err)
+	_, err = h.Withdraw(b, retryVerdict) // the table is full of a bucket in use
+	require.NoError(t, err)
+	assert.Equal(t, 5*Token, h.overflow.Balance(), "overflow balance")
+	h.Deposit(b, 5*Token) // b has no bucket: this refills the overflow
+	assert.Equal(t, 10*Token, h.overflow.Balance(), "overflow balance")
+
+	h.Deposit(a, 5*Token)
+	_, err = h.Withdraw(b, retryVerdict) // a's bucket is full: evicted
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.Hosts())
+	assert.Equal(t, 10*Token, h.Balance(a.URL))
+	assert.Equal(t, 5*Token, h.Balance(b.URL))
+	assert.Equal(t, 10*Token, h.overflow.Balance(), "overflow balance")
+}
+
+// TestHostBudgetEvictedBucket checks what a request that looked a bucket up
+// just before it was evicted sees.
+func TestHostBudgetEvictedBucket(t *testing.T) {
+	h := NewHostBudget(BucketMaxHosts(1), BucketCapacity(10))
+	a, b := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
+	_, err := h.Withdraw(a, retryVerdict)
+	require.NoError(t, err)
+	h.Deposit(a, 5*Token)
+	stale := h.lookup(requestKey(a))
+	require.NotNil(t, stale)
+	_, err = h.Withdraw(b, retryVerdict)
+	require.NoError(t, err)
+	require.Nil(t, h.lookup(requestKey(a)), "a's bucket was not evicted")
+
+	ok, live := stale.take(5 * Token)
+	assert.False(t, ok, "took from an evicted bucket")
+	assert.False(t, live, "evicted bucket reported live")
+	assert.False(t, stale.put(Token), "put into an evicted bucket reported live")
+	assert.Equal(t, Tokens(evicted), stale.Balance(), "evicted bucket changed")
+	assert.Equal(t, 10*Token, h.Balance(a.URL), "balance of an evicted host")
+}
+
+func TestHostBudgetAllocs(t *testing.T) {
+	h := NewHostBudget()
+	tracked, untracked := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
+	_, err := h.Withdraw(tracked, retryVerdict)
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"deposit, untracked host", func() { h.Deposit(untracked, 0) }},
+		{"deposit, tracked host", func() { h.Deposit(tracked, 0) }},
+		{"withdraw and deposit, tracked host", func() {
+			spent, _ := h.Withdraw(tracked, retryVerdict)
+			h.Deposit(tracked, spent)
+		}},
+		{"balance", func() { h.Balance(tracked.URL) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := testing.AllocsPerRun(100, tt.f)
+			assert.Zero(t, got, "allocations: got %v, want 0", got)
+		})
+	}
+}
+
+// TestHostBudgetConcurrentEviction has goroutines use more hosts than there
+// is room for, so that buckets are created, swept and evicted while others
+// use them.
+func TestHostBudgetConcurrentEviction(t *testing.T) {
+	const (
+		goroutines = 8
+		ops        = 10_000
+		hosts      = 32
+		maxHosts   = 8
+		capacity   = 20 * Token
+	)
+	h := NewHostBudget(BucketMaxHosts(maxHosts), BucketCapacity(20))
+	reqs := make([]*http.Request, hosts)
+	for i := range reqs {
+		reqs[i] = newRequest(t, fmt.Sprintf("https://h%d.example/", i))
+	}
+	var (
+		wg                          sync.WaitGroup
+		tooMany, outOfRange         atomic.Int64
+		allowed, refused, wrongCost atomic.Int64
+		start                       = make(chan struct{})
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			rng := rand.New(rand.NewPCG(uint64(g), 2))
+			for range ops {
+				req := reqs[rng.IntN(hosts)]
+				v := retryVerdict
+				if rng.IntN(4) == 0 {
+					v = timeoutVerdict
+				}
+				spent, err := h.Withdraw(req, v)
+				switch {
+				case errors.Is(err, ErrBudgetExhausted):
+					refused.Add(1)
+				case err != nil || spent != h.cost(v):
+					wrongCost.Add(1)
+				default:
+					allowed.Add(1)
+					if rng.IntN(2) == 0 {
+						h.Deposit(req, spent)
+					}
+				}
+				h.Deposit(reqs[rng.IntN(hosts)], 0)
+				if n := h.Hosts(); n > maxHosts {
+					tooMany.Add(1)
+				}
+				if got := h.Balance(req.URL); got < 0 || got > capacity {
+					outOfRange.Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	assert.Zero(t, tooMany.Load(), "times more than %d buckets existed", maxHosts)
+	assert.Zero(t, outOfRange.Load(), "balances outside [0, %d]", capacity)
+	assert.Zero(t, wrongCost.Load(), "withdrawals with a wrong amount or error")
+	assert.Positive(t, allowed.Load(), "retries allowed")
+	assert.Positive(t, refused.Load(), "retries refused")
+	if got := h.overflow.Balance(); got < 0 || got > capacity {
+		t.Errorf("overflow balance: got %d, want it in [0, %d]", got, capacity)
+	}
+}
+
+// BenchmarkHostBudgetDepositParallel measures the deposits of healthy
+// traffic: to a host without a bucket, and to a host whose bucket is full.
+func BenchmarkHostBudgetDepositParallel(b *testing.B) {
+	for _, tracked := range []bool{false, true} {
+		name := "untracked"
+		if tracked {
+			name = "tracked"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := NewHostBudget()
+			req := newRequest(b, "https://a.example/")
+			other := newRequest(b, "https://b.example/")
+			// A bucket in the table, so that lookups hash the key.
+			_, err := h.Withdraw(other, retryVerdict)
+			require.NoError(b, err)
+			if tracked {
+				spent, err := h.Withdraw(req, retryVerdict)
+				require.NoError(b, err)
+				h.Deposit(req, spent)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					h.Deposit(req, 0)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkHostBudgetWithdrawDepositParallel(b *testing.B) {
+	h := NewHostBudget()
+	req := newRequest(b, "https://a.example/")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if spent, err := h.Withdraw(req, retryVerdict); err == nil {
+				h.Deposit(req, spent)
+			}
+		}
+	})
+}
+
+// BenchmarkHostBudgetManyHosts spreads retries that succeed over fewer hosts
+// than there is room for (the default 1024), and over more, which makes the
+// HostBudget evict buckets and create new ones all the time.
+func BenchmarkHostBudgetManyHosts(b *testing.B) {
+	for _, hosts := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			h := NewHostBudget()
+			reqs := make([]*http.Request, hosts)
+			for i := range reqs {
+				reqs[i] = newRequest(b, fmt.Sprintf("https://h%d.example/", i))
+			}
+			var next atomic.Uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req := reqs[next.Add(1)%uint64(hosts)]
+					if spent, err := h.Withdraw(req, retryVerdict); err == nil {
+						h.Deposit(req, spent)
+					}
+				}
+			})
+		})
+	}
+}
