@@ -1,0 +1,108 @@
+package retryhttp
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// stubBase answers every request with a canned 200 and no body, closing the
+// request body as a real transport does. It allocates nothing itself.
+type stubBase struct{ resp http.Response }
+
+func (s *stubBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	return &s.resp, nil
+}
+
+func newStub() *stubBase {
+	return &stubBase{resp: http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}}
+}
+
+// BenchmarkOverhead compares a bodiless GET and a POST with GetBody through
+// the bare stub and through a default Transport over the same stub.
+func BenchmarkOverhead(b *testing.B) {
+	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	payload := bytes.Repeat([]byte("p"), 1024)
+	transports := []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", newStub()},
+		{"retryhttp", New(WithBase(newStub()))},
+	}
+	for _, tr := range transports {
+		b.Run("GET/"+tr.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.rt.RoundTrip(get); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, tr := range transports {
+		b.Run("POST-GetBody/"+tr.name, func(b *testing.B) {
+			b.ReportAllocs()
+			req, _ := http.NewRequest(http.MethodPost, "http://svc.test/items", nil)
+			req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+			rd := bytes.NewReader(payload)
+			body := io.NopCloser(rd)
+			req.Body, req.ContentLength = body, int64(len(payload))
+			for b.Loop() {
+				rd.Reset(payload)
+				if _, err := tr.rt.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, tr := range transports {
+		b.Run("POST-noGetBody/"+tr.name, func(b *testing.B) {
+			b.ReportAllocs()
+			req, _ := http.NewRequest(http.MethodPost, "http://svc.test/items", nil)
+			rd := bytes.NewReader(payload)
+			req.Body, req.ContentLength = io.NopCloser(rd), int64(len(payload))
+			for b.Loop() {
+				rd.Reset(payload)
+				if _, err := tr.rt.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOverheadParallel runs the bodiless GET from every CPU at once
+// through one shared Transport: the budget's success path must not contend.
+func BenchmarkOverheadParallel(b *testing.B) {
+	tr := New(WithBase(newStub()))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+		for pb.Next() {
+			if _, err := tr.RoundTrip(get); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestSuccessPathAllocatesNothing pins the zero-allocation promise of the
+// bodiless GET, so that a regression fails the tests and not only a
+// benchmark nobody reads.
+func TestSuccessPathAllocatesNothing(t *testing.T) {
+	tr := New(WithBase(newStub()))
+	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := tr.RoundTrip(get); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("bodiless GET success path: got %v allocs/op, want 0", allocs)
+	}
+}

@@ -1,0 +1,75 @@
+package retryhttp
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"syscall"
+)
+
+// idempotentMethod reports whether RFC 9110 defines m as idempotent: sending
+// the request twice has the same effect on the server as sending it once.
+// The empty method means GET.
+func idempotentMethod(m string) bool {
+	switch m {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// hasIdempotencyKey reports whether h names an idempotency key. Like
+// net/http, it tests the presence of the canonical Idempotency-Key or
+// X-Idempotency-Key entry, whatever its value.
+func hasIdempotencyKey(h http.Header) bool {
+	if _, ok := h["Idempotency-Key"]; ok {
+		return true
+	}
+	_, ok := h["X-Idempotency-Key"]
+	return ok
+}
+
+// mayResend reports whether a request whose attempt ended in err (nil when a
+// response arrived) may be sent again without risking a repeated side
+// effect: its method is idempotent, it carries an idempotency key, or the
+// error proves the request never reached the server.
+func mayResend(method string, h http.Header, err error) bool {
+	return idempotentMethod(method) || hasIdempotencyKey(h) || (err != nil && neverSent(err))
+}
+
+// neverSent reports whether err proves that no byte of the request reached
+// the server: the connection was never established. A dial that failed
+// (refused, unreachable, timed out, or its name lookup failed) has sent
+// nothing, so even a POST may be retried after it. A TLS handshake failure is
+// not a dial error in net/http, and is never retried anyway.
+func neverSent(err error) bool {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	// A refused connection cannot happen once a connection exists.
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// newIdempotencyKey returns a random version 4 UUID, the form servers that
+// honour Idempotency-Key most often expect.
+func newIdempotencyKey() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never returns an error.
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], u[10:16])
+	return string(s[:])
+}

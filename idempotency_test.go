@@ -1,0 +1,58 @@
+package retryhttp
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestMayResend(t *testing.T) {
+	key := http.Header{"Idempotency-Key": {"k"}}
+	xkey := http.Header{"X-Idempotency-Key": {"k"}}
+	nilKey := http.Header{"Idempotency-Key": nil} // net/http counts presence
+	reset := &net.OpError{Op: "read", Err: syscall.ECONNRESET}
+	tests := []struct {
+		method string
+		header http.Header
+		err    error
+		want   bool
+	}{
+		{"", nil, nil, true},
+		{"GET", nil, nil, true},
+		{"HEAD", nil, nil, true},
+		{"OPTIONS", nil, nil, true},
+		{"TRACE", nil, nil, true},
+		{"PUT", nil, nil, true},
+		{"DELETE", nil, nil, true},
+		{"POST", nil, nil, false},
+		{"PATCH", nil, nil, false},
+		{"CONNECT", nil, nil, false},
+		{"PROPFIND", nil, nil, false},
+		{"get", nil, nil, false}, // methods are case-sensitive
+		{"POST", key, nil, true},
+		{"PATCH", xkey, nil, true},
+		{"POST", nilKey, nil, true},
+		{"POST", nil, dialRefused, true},
+		{"POST", nil, syscall.ECONNREFUSED, true},
+		{"POST", nil, &net.OpError{Op: "dial", Err: &net.DNSError{IsTemporary: true}}, true},
+		{"POST", nil, reset, false},
+		{"POST", nil, errors.New("EOF"), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, mayResend(tt.method, tt.header, tt.err), "%q %v %v", tt.method, tt.header, tt.err)
+	}
+}
+
+func TestNewIdempotencyKey(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		k := newIdempotencyKey()
+		assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, k)
+		assert.False(t, seen[k], "duplicate key %s", k)
+		seen[k] = true
+	}
+}

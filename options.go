@@ -1,0 +1,182 @@
+package retryhttp
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Defaults used by New. doc.go and README.md tabulate them with their reasons.
+const (
+	// DefaultMaxAttempts is the number of attempts, the first included.
+	DefaultMaxAttempts = 3
+	// DefaultRetryAfterLimit is the longest Retry-After the Transport waits
+	// for; a server asking for longer gets its response returned at once.
+	DefaultRetryAfterLimit = time.Minute
+	// DefaultBodyBufferLimit is how much of a request body without GetBody
+	// the Transport buffers so that it can resend it.
+	DefaultBodyBufferLimit = 1 << 20
+	// IdempotencyKeyHeader is the header WithIdempotencyKeys sets.
+	IdempotencyKeyHeader = "Idempotency-Key"
+)
+
+// An Option configures a Transport. Options are applied in order by New; an
+// invalid value panics there with a message naming the option.
+type Option func(*Transport)
+
+// WithBase sets the transport that makes each attempt: an SDK's transport,
+// an instrumented one (otelhttp), an authenticating one (oauth2). The default
+// is go-cleanhttp's pooled transport, a fresh *http.Transport with the
+// standard library's defaults, not shared with other packages.
+//
+// The base must not be an *http.Client's follow-redirects machinery: wrap
+// the client's Transport instead.
+func WithBase(rt http.RoundTripper) Option {
+	if rt == nil {
+		panic("retryhttp: WithBase: nil RoundTripper")
+	}
+	return func(t *Transport) { t.base = rt }
+}
+
+// WithMaxAttempts sets how many attempts a request gets, the first included.
+// 1 disables retries. The default is 3.
+func WithMaxAttempts(n int) Option {
+	if n < 1 {
+		panic("retryhttp: WithMaxAttempts: attempts must be at least 1, got " + strconv.Itoa(n))
+	}
+	return func(t *Transport) { t.maxAttempts = n }
+}
+
+// WithBackoff sets the delay before each retry of an ordinary failure. The
+// default is DefaultBackoff: full jitter over exponential backoff from 50 ms,
+// capped at 20 s.
+func WithBackoff(b Backoff) Option {
+	if b == nil {
+		panic("retryhttp: WithBackoff: nil Backoff")
+	}
+	return func(t *Transport) { t.backoff = b }
+}
+
+// WithThrottleBackoff sets the delay before a retry of a throttled attempt
+// (429, or 503 with Retry-After). The default is DefaultThrottleBackoff: full
+// jitter over exponential backoff from 1 s, capped at 20 s. A Retry-After
+// header still sets the least delay.
+func WithThrottleBackoff(b Backoff) Option {
+	if b == nil {
+		panic("retryhttp: WithThrottleBackoff: nil Backoff")
+	}
+	return func(t *Transport) { t.throttleBackoff = b }
+}
+
+// WithClassifier replaces the classifier that decides which outcomes are
+// worth retrying. The default is DefaultClassifier(); to extend it, chain
+// your classifiers in front of it.
+func WithClassifier(c Classifier) Option {
+	if c == nil {
+		panic("retryhttp: WithClassifier: nil Classifier")
+	}
+	return func(t *Transport) { t.classifier = c }
+}
+
+// WithBudget sets the budget retries are paid from. Pass the same budget to
+// several Transports to share it, or a *Bucket for one budget over all
+// hosts. The default is a NewHostBudget() of the Transport's own: one bucket
+// of 500 tokens per scheme and host, a retry costing 5.
+func WithBudget(b Budget) Option {
+	if b == nil {
+		panic("retryhttp: WithBudget: nil Budget (use WithoutBudget to retry without one)")
+	}
+	return func(t *Transport) { t.budget = b }
+}
+
+// WithoutBudget lets every retryable failure be retried, within the
+// attempt limit, whatever the failure rate. It is meant for tests and for
+// isolating backoff behaviour: in production a budget is what stops retries
+// from multiplying the load on a dependency that is down.
+func WithoutBudget() Option {
+	return func(t *Transport) { t.budget = nil }
+}
+
+// WithRetryAfterLimit sets the longest Retry-After the Transport waits for.
+// When a server asks for a longer wait (or a wait past the request's
+// deadline), the Transport does not retry: it returns the response at once,
+// its Retry-After header intact, for the caller to act on. The default is
+// one minute.
+func WithRetryAfterLimit(d time.Duration) Option {
+	if d < 0 {
+		panic("retryhttp: WithRetryAfterLimit: negative duration " + d.String())
+	}
+	return func(t *Transport) { t.retryAfterLimit = d }
+}
+
+// WithAttemptTimeout bounds each attempt, from sending the request to
+// receiving the response headers. An attempt that runs out of time fails
+// with an error wrapping ErrAttemptTimeout and is retried. The limit stops
+// once the headers arrive: reading the returned body is bounded only by the
+// request's own context, and closing the body releases the attempt. Zero,
+// the default, sets no per-attempt limit.
+func WithAttemptTimeout(d time.Duration) Option {
+	if d < 0 {
+		panic("retryhttp: WithAttemptTimeout: negative duration " + d.String())
+	}
+	return func(t *Transport) { t.attemptTimeout = d }
+}
+
+// WithBodyBufferLimit sets how many bytes of a request body the Transport
+// buffers when the request has no GetBody, so that it can send the body
+// again. A longer body is streamed once, with at most n bytes held in memory,
+// and the request is not retried. The default is 1 MiB. Requests with
+// GetBody (as http.NewRequest sets for bytes, strings and their readers) are
+// never buffered.
+func WithBodyBufferLimit(n int64) Option {
+	if n < 0 {
+		panic("retryhttp: WithBodyBufferLimit: negative limit " + strconv.FormatInt(n, 10))
+	}
+	return func(t *Transport) { t.bodyBufferLimit = n }
+}
+
+// WithIdempotencyKeys gives every request whose method is not idempotent
+// (POST, PATCH, ...) and that carries no Idempotency-Key or
+// X-Idempotency-Key header a fresh random Idempotency-Key before its first
+// attempt, and the same key on every retry, so that such requests may be
+// retried. Use it only with servers that honour the header; a server that
+// ignores it may execute the request more than once.
+func WithIdempotencyKeys() Option {
+	return func(t *Transport) { t.autoKeys = true }
+}
+
+// A RetryEvent describes a retry about to be made, for WithOnRetry.
+type RetryEvent struct {
+	// Request is the caller's request. Do not modify it.
+	Request *http.Request
+	// Attempt is the number of the attempt that failed, 1 for the first.
+	Attempt int
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+	// StatusCode is the failed attempt's status, or 0 when it has an error.
+	StatusCode int
+	// Err is the failed attempt's error, or nil when it has a response.
+	Err error
+	// Verdict is the classifier's verdict on the failed attempt.
+	Verdict Verdict
+}
+
+// WithOnRetry calls fn before each retry's wait, on the goroutine making the
+// request. fn must be fast and must not block: the retry waits for it.
+func WithOnRetry(fn func(RetryEvent)) Option {
+	if fn == nil {
+		panic("retryhttp: WithOnRetry: nil function")
+	}
+	return func(t *Transport) { t.onRetry = fn }
+}
+
+// WithLogger logs each retry and each abandoned retry at debug level. The
+// messages name the method, scheme, host and path, never headers, user
+// information or query strings.
+func WithLogger(l *slog.Logger) Option {
+	if l == nil {
+		panic("retryhttp: WithLogger: nil Logger")
+	}
+	return func(t *Transport) { t.logger = l }
+}

@@ -1,0 +1,82 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// send makes one attempt through the base transport, applying the
+// per-attempt timeout, and never returns both a response and an error.
+func (t *Transport) send(a *http.Request) (*http.Response, error) {
+	if t.attemptTimeout <= 0 {
+		resp, err := t.base.RoundTrip(a)
+		return checkResult(resp, err)
+	}
+	ctx, cancel := context.WithCancelCause(a.Context())
+	timer := time.AfterFunc(t.attemptTimeout, func() { cancel(ErrAttemptTimeout) })
+	resp, err := t.base.RoundTrip(a.WithContext(ctx))
+	fired := !timer.Stop()
+	resp, err = checkResult(resp, err)
+	if fired && a.Context().Err() == nil {
+		// The attempt ran out of time, though the response headers may have
+		// arrived just as it did: their body is cut off either way.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel(ErrAttemptTimeout)
+		if err == nil {
+			err = context.DeadlineExceeded
+		}
+		return nil, &attemptTimeoutError{err: err}
+	}
+	if err != nil {
+		cancel(context.Canceled)
+		return nil, err
+	}
+	// The response is the caller's to read: keep its context alive until
+	// the body is closed.
+	resp.Body = newCancelBody(resp.Body, func() { cancel(context.Canceled) })
+	return resp, nil
+}
+
+// cancelBody releases an attempt's context when the caller closes the
+// response body.
+type cancelBody struct {
+	io.ReadCloser
+	cancel func()
+	once   sync.Once
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.cancel)
+	return err
+}
+
+// cancelWriteBody keeps the body of a 101 Switching Protocols response an
+// io.ReadWriteCloser, as net/http promises.
+type cancelWriteBody struct {
+	*cancelBody
+	io.Writer
+}
+
+func newCancelBody(rc io.ReadCloser, cancel func()) io.ReadCloser {
+	b := &cancelBody{ReadCloser: rc, cancel: cancel}
+	if w, ok := rc.(io.Writer); ok {
+		return cancelWriteBody{cancelBody: b, Writer: w}
+	}
+	return b
+}
+
+// attemptTimeoutError is the error of an attempt cut short by the
+// per-attempt timeout.
+type attemptTimeoutError struct{ err error }
+
+func (e *attemptTimeoutError) Error() string {
+	return ErrAttemptTimeout.Error() + ": " + e.err.Error()
+}
+func (e *attemptTimeoutError) Unwrap() []error { return []error{ErrAttemptTimeout, e.err} }
+func (e *attemptTimeoutError) Timeout() bool   { return true }

@@ -1,0 +1,379 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+)
+
+// drainLimit bounds how much of a discarded response body is read so that
+// its connection can be reused. A longer body is closed unread, which costs
+// that connection but never unbounded reading.
+const drainLimit = 4 << 10
+
+// A Transport is an http.RoundTripper that retries failed attempts of a
+// request through a base RoundTripper, when retrying is safe and worthwhile:
+//
+//   - the outcome is transient (the Classifier says Retry);
+//   - the request may be sent again (its method is idempotent, it carries an
+//     Idempotency-Key, or the failure proves it never reached the server)
+//     and its body can be replayed;
+//   - attempts remain, the wait fits the request's deadline and any
+//     Retry-After within its limit, and the Budget pays for the retry.
+//
+// Otherwise it returns exactly what the base returned for the last attempt:
+// the response, even a 503, with its body unread and a nil error, or, when no
+// response exists, an *Error wrapping the last error.
+//
+// A Transport is immutable once New returns it and is safe for concurrent
+// use by many goroutines. Most callers want
+//
+//	client := &http.Client{Transport: retryhttp.New()}
+type Transport struct {
+	base            http.RoundTripper
+	maxAttempts     int
+	backoff         Backoff
+	throttleBackoff Backoff
+	classifier      Classifier
+	budget          Budget // nil: retries are not budgeted
+	retryAfterLimit time.Duration
+	attemptTimeout  time.Duration
+	bodyBufferLimit int64
+	autoKeys        bool
+	onRetry         func(RetryEvent)
+	logger          *slog.Logger
+
+	// now and rand are the clock and the random source of jitter, uniform in
+	// [0, 1). In-package tests replace them.
+	now  func() time.Time
+	rand func() float64
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// New returns a Transport configured by opts over the defaults listed in the
+// package documentation. It panics, naming the option, when an option's
+// value is invalid.
+func New(opts ...Option) *Transport {
+	t := &Transport{
+		maxAttempts:     DefaultMaxAttempts,
+		backoff:         DefaultBackoff(),
+		throttleBackoff: DefaultThrottleBackoff(),
+		classifier:      DefaultClassifier(),
+		budget:          NewHostBudget(),
+		retryAfterLimit: DefaultRetryAfterLimit,
+		bodyBufferLimit: DefaultBodyBufferLimit,
+		now:             time.Now,
+		rand:            rand.Float64,
+	}
+	for _, o := range opts {
+		if o == nil {
+			panic("retryhttp: New: nil Option")
+		}
+		o(t)
+	}
+	if t.base == nil {
+		t.base = cleanhttp.DefaultPooledTransport()
+	}
+	return t
+}
+
+// CloseIdleConnections closes the base transport's idle connections, if it
+// has a CloseIdleConnections method, so that http.Client.CloseIdleConnections
+// reaches the connection pool.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// An Error reports a request that ended without any response: every attempt
+// failed with an error, or the request could not be sent. Unwrap returns the
+// last attempt's error, so errors.Is and errors.As see through it.
+type Error struct {
+	// Attempts is how many attempts were sent, 0 when none was.
+	Attempts int
+	// Err is the last attempt's error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	s := " attempts: "
+	if e.Attempts == 1 {
+		s = " attempt: "
+	}
+	return "retryhttp: " + strconv.Itoa(e.Attempts) + s + e.Err.Error()
+}
+
+// Unwrap returns the last attempt's error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Timeout reports whether the last attempt's error was a timeout, as
+// net.Error does, so that url.Error.Timeout keeps working through an *Error.
+func (e *Error) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.Err, &t) && t.Timeout()
+}
+
+// Attempts reports how many attempts produced resp: 1 unless resp came from
+// a retry made by a Transport.
+func Attempts(resp *http.Response) int {
+	if resp == nil || resp.Request == nil {
+		return 1
+	}
+	if n, ok := resp.Request.Context().Value(attemptKey{}).(int); ok {
+		return n
+	}
+	return 1
+}
+
+// attemptKey is the context key under which a retry's request carries its
+// attempt number.
+type attemptKey struct{}
+
+// RoundTrip sends req through the base transport, retrying as the Transport
+// is configured to. It implements http.RoundTripper: it never modifies req,
+// and closes req.Body exactly once, on every path.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := checkRequest(req); err != nil {
+		if req != nil && req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &Error{Err: err}
+	}
+	var body replay // the zero replay sends no body
+	if req.Body != nil && req.Body != http.NoBody {
+		var err error
+		if body, err = prepareReplay(req, t.bodyBufferLimit, t.maxAttempts > 1); err != nil {
+			return nil, &Error{Err: errors.Join(errors.New("reading request body"), err)}
+		}
+	}
+	header, keyed := req.Header, false
+	if t.autoKeys && !idempotentMethod(req.Method) && !hasIdempotencyKey(header) {
+		header, keyed = header.Clone(), true
+		header.Set(IdempotencyKeyHeader, newIdempotencyKey())
+	}
+
+	ctx := req.Context()
+	var (
+		spent   Tokens        // what the budget took for the current retry
+		prev    time.Duration // the previous retry's delay
+		next    = req.Body    // the next attempt's body
+		attempt = 1
+	)
+	if body.first != nil {
+		next = body.first
+	}
+	for {
+		a := req
+		if attempt > 1 || body.modifies() || keyed {
+			actx := ctx
+			if attempt > 1 {
+				actx = context.WithValue(ctx, attemptKey{}, attempt)
+			}
+			a = req.WithContext(actx)
+			a.Header = header
+			body.setBody(a, next)
+		}
+		resp, err := t.send(a)
+
+		v := t.classifier.Classify(req, resp, err)
+		if v.Decision != Retry {
+			if resp != nil && resp.StatusCode < 500 && t.budget != nil {
+				t.budget.Deposit(req, spent)
+			}
+			return t.finish(resp, err, attempt, a)
+		}
+		delay, reason := t.plan(req, header, &body, resp, err, attempt, prev, v)
+		if reason != "" {
+			t.logGiveUp(req, attempt, reason, resp, err)
+			return t.finish(resp, err, attempt, a)
+		}
+		nb, berr := body.next()
+		if berr != nil {
+			t.logGiveUp(req, attempt, "request body cannot be replayed", resp, err)
+			return t.finish(resp, err, attempt, a)
+		}
+		if t.budget != nil {
+			took, berr := t.budget.Withdraw(req, v)
+			if berr != nil {
+				if nb != nil {
+					nb.Close()
+				}
+				t.logGiveUp(req, attempt, "retry budget exhausted", resp, err)
+				return t.finish(resp, err, attempt, a)
+			}
+			spent = took
+		}
+
+		t.notify(req, attempt, delay, resp, err, v)
+		if resp != nil {
+			discard(resp)
+		}
+		if werr := wait(ctx, delay); werr != nil {
+			if nb != nil {
+				nb.Close()
+			}
+			if err != nil {
+				werr = errors.Join(werr, err)
+			}
+			return nil, &Error{Attempts: attempt, Err: werr}
+		}
+		next, prev = nb, delay
+		attempt++
+	}
+}
+
+// checkRequest rejects requests no transport can send, before any attempt.
+func checkRequest(req *http.Request) error {
+	switch {
+	case req == nil:
+		return errors.New("nil Request")
+	case req.URL == nil:
+		return errors.New("nil Request.URL")
+	case req.Header == nil:
+		return errors.New("nil Request.Header")
+	}
+	return nil
+}
+
+// checkResult enforces the RoundTripper contract on the base's result.
+func checkResult(resp *http.Response, err error) (*http.Response, error) {
+	switch {
+	case err != nil && resp != nil:
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, err
+	case err == nil && resp == nil:
+		return nil, errors.New("retryhttp: base RoundTripper returned a nil response and a nil error")
+	case resp != nil && resp.Body == nil:
+		resp.Body = http.NoBody
+	}
+	return resp, err
+}
+
+// plan decides whether a failed attempt is retried and after what delay. It
+// returns a non-empty reason when it is not.
+func (t *Transport) plan(req *http.Request, header http.Header, body *replay, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict) (time.Duration, string) {
+	if attempt >= t.maxAttempts {
+		return 0, "attempts exhausted"
+	}
+	if !mayResend(req.Method, header, err) {
+		return 0, "request is not idempotent"
+	}
+	if !body.replayable() {
+		return 0, "request body cannot be replayed"
+	}
+	b := t.backoff
+	if v.Throttle {
+		b = t.throttleBackoff
+	}
+	delay := max(b(attempt, prev, t.rand()), 0)
+	now := t.now()
+	if resp != nil {
+		floor, tooLong := retryAfterFloor(resp.Header, now, t.retryAfterLimit)
+		if tooLong {
+			return 0, "Retry-After exceeds the limit"
+		}
+		delay = max(delay, floor)
+	}
+	if deadline, ok := req.Context().Deadline(); ok && deadline.Sub(now) <= delay {
+		return 0, "delay would pass the deadline"
+	}
+	return delay, ""
+}
+
+// finish returns the last attempt's result to the caller.
+func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.Request) (*http.Response, error) {
+	if err != nil {
+		return nil, &Error{Attempts: attempt, Err: err}
+	}
+	if attempt > 1 && resp.Request == nil {
+		resp.Request = a
+	}
+	return resp, nil
+}
+
+// discard drains a little of a response that will not be returned, so its
+// connection can be reused, and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+	resp.Body.Close()
+}
+
+// wait sleeps for d or until ctx is done, whichever comes first.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// notify tells the hook and the logger about a retry about to be made.
+func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, resp *http.Response, err error, v Verdict) {
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	if t.onRetry != nil {
+		t.onRetry(RetryEvent{Request: req, Attempt: attempt, Delay: delay, StatusCode: status, Err: err, Verdict: v})
+	}
+	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
+		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: retrying",
+			append(requestAttrs(req, attempt, resp, err), slog.Duration("delay", delay))...)
+	}
+}
+
+// logGiveUp logs a retryable failure that is not retried, and why.
+func (t *Transport) logGiveUp(req *http.Request, attempt int, reason string, resp *http.Response, err error) {
+	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
+		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not retrying",
+			append(requestAttrs(req, attempt, resp, err), slog.String("reason", reason))...)
+	}
+}
+
+// requestAttrs describes an attempt for the log without headers, user
+// information or query strings, which may hold secrets.
+func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error) []slog.Attr {
+	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
+	if u.Host == "" {
+		u.Host = req.Host
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	attrs := []slog.Attr{
+		slog.String("method", method),
+		slog.String("url", u.String()),
+		slog.Int("attempt", attempt),
+	}
+	if resp != nil {
+		attrs = append(attrs, slog.Int("status", resp.StatusCode))
+	}
+	if err != nil {
+		// A *url.Error's message repeats the URL, query string included.
+		var uerr *url.Error
+		for errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	return attrs
+}

@@ -1,0 +1,965 @@
+package retryhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dialRefused is the error net/http returns when nothing listens on a port.
+var dialRefused = &net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Op: "connect", Err: syscall.ECONNREFUSED}}
+
+func TestZeroConfigClient(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+
+	tr := New()
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	resp, err := client.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(body))
+	assert.EqualValues(t, 2, calls.Load(), "server calls")
+	assert.Equal(t, 2, Attempts(resp))
+}
+
+func TestFinalResponseReturnedUnread(t *testing.T) {
+	// When retries end, the caller gets the last response as the base gave
+	// it: status, headers and an unread body, with a nil error.
+	tests := []struct {
+		name     string
+		opts     []Option
+		steps    []step
+		attempts int
+	}{
+		{"attempts exhausted", nil, statuses(503), 3},
+		{"not retryable", nil, statuses(404), 1},
+		{"budget exhausted", []Option{WithBudget(NewBucket(BucketCapacity(5), BucketTimeoutCost(5)))}, statuses(503), 2},
+		{"Retry-After over limit", nil, []step{{status: 503, header: http.Header{"Retry-After": {"3600"}}, body: "later"}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: tt.steps}
+				resp, err := newTestTransport(base, 0.5, tt.opts...).RoundTrip(get(t, "http://svc.test/x"))
+				require.NoError(t, err)
+				require.NotNil(t, resp)
+				assert.Equal(t, tt.steps[0].status, resp.StatusCode)
+				assert.Equal(t, tt.attempts, base.count(), "attempts")
+				assert.Equal(t, tt.attempts, Attempts(resp))
+				assert.Equal(t, tt.steps[0].header.Get("Retry-After"), resp.Header.Get("Retry-After"))
+				base.requireDiscardedClosed(t, resp)
+				body, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				assert.Equal(t, tt.steps[0].body, string(body), "final body must be unread")
+			})
+		})
+	}
+}
+
+func TestErrorWrapsCauseAndCountsAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: []step{{err: dialRefused}}}
+		resp, err := newTestTransport(base, 0.5).RoundTrip(get(t, "http://svc.test/"))
+		require.Nil(t, resp)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+		var opErr *net.OpError
+		require.ErrorAs(t, err, &opErr)
+		assert.Equal(t, "dial", opErr.Op)
+		var rerr *Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 3, rerr.Attempts)
+		assert.Contains(t, err.Error(), "3 attempts")
+		assert.Equal(t, 3, base.count())
+	})
+}
+
+func TestBaseContractViolations(t *testing.T) {
+	t.Run("nil response and nil error", func(t *testing.T) {
+		tr := New(WithBase(rtFunc(func(*http.Request) (*http.Response, error) { return nil, nil })), WithMaxAttempts(1))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		assert.Nil(t, resp)
+		assert.Error(t, err)
+	})
+	t.Run("response and error", func(t *testing.T) {
+		b := newCountingBody("x")
+		tr := New(WithBase(rtFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Body: b}, errors.New("boom")
+		})), WithMaxAttempts(1))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		assert.Nil(t, resp)
+		assert.Error(t, err)
+		assert.EqualValues(t, 1, b.closes.Load(), "the stray body is closed")
+	})
+	t.Run("nil body", func(t *testing.T) {
+		tr := New(WithBase(rtFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 204}, nil
+		})))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		require.NotNil(t, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	})
+}
+
+func TestBadRequests(t *testing.T) {
+	body := newCountingBody("x")
+	tests := []struct {
+		name string
+		req  *http.Request
+	}{
+		{"nil request", nil},
+		{"nil URL", &http.Request{Method: "GET", Header: http.Header{}}},
+		{"nil header", &http.Request{Method: "POST", URL: mustURL("http://svc.test/"), Body: body}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := &script{steps: statuses(200)}
+			var resp *http.Response
+			var err error
+			require.NotPanics(t, func() { resp, err = New(WithBase(base)).RoundTrip(tt.req) })
+			assert.Nil(t, resp)
+			assert.ErrorContains(t, err, "nil")
+			assert.Zero(t, base.count())
+		})
+	}
+	assert.EqualValues(t, 1, body.closes.Load(), "body of a rejected request is closed")
+}
+
+func TestCallerRequestNotModified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 503, 200)}
+		tr := newTestTransport(base, 0.5, WithIdempotencyKeys(), WithAttemptTimeout(time.Second))
+		req, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/p?q=1", "payload", false)
+		req.Header.Set("X-Mine", "1")
+		before := *req
+		beforeHeader := req.Header.Clone()
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, beforeHeader, req.Header, "header")
+		assert.Equal(t, before.URL, req.URL)
+		assert.Equal(t, before.ContentLength, req.ContentLength)
+		assert.True(t, before.Context() == req.Context(), "context")
+		assert.True(t, before.Body == req.Body, "body")
+		assert.Nil(t, req.GetBody, "GetBody")
+	})
+}
+
+// TestRequestBodyClosedOnce checks that the caller's body, and every body
+// GetBody produced, is closed exactly once, whatever path the request takes.
+func TestRequestBodyClosedOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		steps   []step
+		getBody bool
+		opts    []Option
+		cancel  bool // cancel the request during the first wait
+	}{
+		{"success", statuses(200), true, nil, false},
+		{"not retryable", statuses(400), true, nil, false},
+		{"retried then success", statuses(503, 200), true, nil, false},
+		{"attempts exhausted", statuses(503), true, nil, false},
+		{"budget exhausted", statuses(503), true, []Option{WithBudget(NewBucket(BucketCapacity(5), BucketTimeoutCost(5)))}, false},
+		{"cancelled while waiting", statuses(503), true, nil, true},
+		{"buffered, retried", statuses(503, 200), false, nil, false},
+		{"streamed once", statuses(503), false, []Option{WithBodyBufferLimit(2)}, false},
+		{"retries off", statuses(503), false, []Option{WithMaxAttempts(1)}, false},
+		{"error then success", []step{{err: dialRefused}, {status: 200}}, true, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				base := &script{steps: tt.steps}
+				opts := tt.opts
+				if tt.cancel {
+					opts = append(opts, WithOnRetry(func(RetryEvent) { cancel() }))
+				}
+				req, body := withBody(t, ctx, http.MethodPut, "http://svc.test/", "payload", false)
+				var made []*countingBody
+				if tt.getBody {
+					req.GetBody = func() (io.ReadCloser, error) {
+						b := newCountingBody("payload")
+						made = append(made, b)
+						return b, nil
+					}
+				}
+				resp, err := newTestTransport(base, 0.5, opts...).RoundTrip(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				assert.EqualValues(t, 1, body.closes.Load(), "caller's body closes")
+				for i, b := range made {
+					assert.EqualValues(t, 1, b.closes.Load(), "GetBody body %d closes", i+1)
+				}
+				for i, got := range base.bodies {
+					assert.Equal(t, "payload", got, "body of attempt %d", i+1)
+				}
+			})
+		})
+	}
+}
+
+func TestGetBodyBodyClosedWhenRetryAbandoned(t *testing.T) {
+	// The next attempt's body is made before the budget is asked; when the
+	// budget refuses, that body must still be closed.
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503)}
+		req, _ := withBody(t, t.Context(), http.MethodPut, "http://svc.test/", "payload", false)
+		var made []*countingBody
+		req.GetBody = func() (io.ReadCloser, error) {
+			b := newCountingBody("payload")
+			made = append(made, b)
+			return b, nil
+		}
+		budget := NewBucket(BucketCapacity(5), BucketTimeoutCost(5))
+		_, err := budget.Withdraw(req, Verdict{Decision: Retry})
+		require.NoError(t, err)
+		resp, err := newTestTransport(base, 0.5, WithBudget(budget)).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, made, 1)
+		assert.EqualValues(t, 1, made[0].closes.Load())
+		assert.Equal(t, 1, base.count())
+	})
+}
+
+func TestGetBodyFailureEndsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503)}
+		req, _ := withBody(t, t.Context(), http.MethodPut, "http://svc.test/", "payload", false)
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("no rewind") }
+		resp, err := newTestTransport(base, 0.5).RoundTrip(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, 1, base.count())
+	})
+}
+
+func TestConnectionReusedAcrossRetries(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, strings.Repeat("x", 1000)) // drained, so the connection survives
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	conns := startCountingConns(srv)
+	defer srv.Close()
+
+	var reused []bool
+	var mu sync.Mutex
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		mu.Lock()
+		reused = append(reused, info.Reused)
+		mu.Unlock()
+	}}
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	mu.Lock()
+	assert.Equal(t, []bool{false, true, true}, reused, "GotConnInfo.Reused per attempt")
+	mu.Unlock()
+	assert.EqualValues(t, 1, conns.Load(), "connections the server saw")
+}
+
+// startCountingConns starts srv, counting the connections it accepts.
+func startCountingConns(srv *httptest.Server) *atomic.Int32 {
+	var conns atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	return &conns
+}
+
+func TestOutageKeepsConnections(t *testing.T) {
+	// A failing dependency must not make the client churn connections:
+	// idle connections stay pooled across failed attempts and requests.
+	var calls atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	conns := startCountingConns(srv)
+	defer srv.Close()
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	for range 50 {
+		resp, err := tr.RoundTrip(get(t, srv.URL))
+		require.NoError(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 503, resp.StatusCode)
+	}
+	assert.EqualValues(t, 1, conns.Load(), "connections opened for %d calls", calls.Load())
+	assert.Greater(t, calls.Load(), int32(50), "some requests were retried")
+}
+
+type idleCounter struct {
+	script
+	closes atomic.Int32
+}
+
+func (c *idleCounter) CloseIdleConnections() { c.closes.Add(1) }
+
+func TestCloseIdleConnectionsForwarded(t *testing.T) {
+	base := &idleCounter{script: script{steps: statuses(200)}}
+	client := &http.Client{Transport: New(WithBase(base))}
+	client.CloseIdleConnections()
+	assert.EqualValues(t, 1, base.closes.Load())
+	// A failure never closes the pool on its own.
+	synctest.Test(t, func(t *testing.T) {
+		base.steps = []step{{err: dialRefused}}
+		_, err := newTestTransport(base, 0.5).RoundTrip(get(t, "http://svc.test/"))
+		require.Error(t, err)
+	})
+	assert.EqualValues(t, 1, base.closes.Load())
+	// A base without the method is fine too.
+	New(WithBase(rtFunc(func(*http.Request) (*http.Response, error) { return nil, nil }))).CloseIdleConnections()
+}
+
+// executionServer counts the requests it executes per method and idempotency
+// key, failing the first fails of each with 503.
+func executionServer(fails int) (*httptest.Server, *sync.Map) {
+	var seen sync.Map // key -> *atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		key := r.Method + " " + r.URL.Path + " " + r.Header.Get("Idempotency-Key")
+		n, _ := seen.LoadOrStore(key, new(atomic.Int32))
+		if int(n.(*atomic.Int32).Add(1)) <= fails {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	return srv, &seen
+}
+
+func executions(seen *sync.Map) map[string]int {
+	out := map[string]int{}
+	seen.Range(func(k, v any) bool {
+		out[k.(string)] = int(v.(*atomic.Int32).Load())
+		return true
+	})
+	return out
+}
+
+func TestIdempotency(t *testing.T) {
+	srv, seen := executionServer(2)
+	defer srv.Close()
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	do := func(method, path, key string) int {
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, 503, do(http.MethodPost, "/nokey", ""), "key-less POST gets the 503")
+	assert.Equal(t, 503, do(http.MethodPatch, "/nokey", ""), "key-less PATCH gets the 503")
+	assert.Equal(t, 201, do(http.MethodPost, "/key", "k1"))
+	assert.Equal(t, 201, do(http.MethodPut, "/put", ""))
+	assert.Equal(t, 201, do(http.MethodDelete, "/del", ""))
+	assert.Equal(t, map[string]int{
+		"POST /nokey ":  1,
+		"PATCH /nokey ": 1,
+		"POST /key k1":  3,
+		"PUT /put ":     3,
+		"DELETE /del ":  3,
+	}, executions(seen))
+}
+
+func TestXIdempotencyKeyCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 200)}
+		req, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "x", true)
+		req.Header["X-Idempotency-Key"] = []string{"abc"}
+		resp, err := newTestTransport(base, 0.5).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 2, base.count())
+	})
+}
+
+func TestAutomaticIdempotencyKeys(t *testing.T) {
+	srv, seen := executionServer(2)
+	defer srv.Close()
+	var keys []string
+	var mu sync.Mutex
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(IdempotencyKeyHeader))
+		mu.Unlock()
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	client := &http.Client{Transport: New(WithBase(base), WithIdempotencyKeys(), WithBackoff(Constant(0)))}
+	for range 2 {
+		resp, err := client.Post(srv.URL+"/auto", "application/json", strings.NewReader("{}"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 201, resp.StatusCode)
+	}
+	require.Len(t, keys, 6)
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, keys[0])
+	assert.Equal(t, []string{keys[0], keys[0], keys[0]}, keys[:3], "one key for every attempt of a request")
+	assert.Equal(t, []string{keys[3], keys[3], keys[3]}, keys[3:], "one key for every attempt of a request")
+	assert.NotEqual(t, keys[0], keys[3], "a fresh key per request")
+	got := executions(seen)
+	assert.Equal(t, 3, got["POST /auto "+keys[0]])
+	// A GET gets no key, and a caller's key is kept.
+	resp, err := client.Get(srv.URL + "/get")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Empty(t, keys[len(keys)-1])
+}
+
+func TestNeverSentPostIsRetried(t *testing.T) {
+	// A refused dial proves the POST never reached the server.
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: []step{{err: dialRefused}, {status: 201}}}
+		req, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "x", true)
+		resp, err := newTestTransport(base, 0.5).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 201, resp.StatusCode)
+		assert.Equal(t, []string{"x", "x"}, base.bodies)
+	})
+	// A reset after the request was written may have executed it.
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: []step{{err: syscall.ECONNRESET}, {status: 201}}}
+		req, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "x", true)
+		_, err := newTestTransport(base, 0.5).RoundTrip(req)
+		assert.ErrorIs(t, err, syscall.ECONNRESET)
+		assert.Equal(t, 1, base.count())
+	})
+}
+
+func TestNeverSentToRealClosedPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: every dial is refused
+	var attempts atomic.Int32
+	tr := New(WithBackoff(Constant(0)), WithOnRetry(func(RetryEvent) { attempts.Add(1) }))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader("x"))
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.EqualValues(t, 2, attempts.Load(), "a refused POST is retried")
+}
+
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		name       string
+		retryAfter string
+		wantWait   time.Duration // least wait before attempt 2
+		attempts   int
+	}{
+		{"seconds are a floor", "3", 3 * time.Second, 2},
+		{"zero falls back to backoff", "0", 0, 2},
+		{"garbage falls back to backoff", "soon", 0, 2},
+		{"negative falls back to backoff", "-1", 0, 2},
+		{"huge is not waited for", "99999999999999", 0, 1},
+		{"year 9999 is not waited for", "Fri, 31 Dec 9999 23:59:59 GMT", 0, 1},
+		{"over the limit is not waited for", "61", 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: []step{{status: 429, header: http.Header{"Retry-After": {tt.retryAfter}}}, {status: 200}}}
+				start := time.Now()
+				resp, err := newTestTransport(base, 0, WithMaxAttempts(2)).RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, tt.attempts, base.count())
+				if tt.attempts == 2 {
+					assert.Equal(t, tt.wantWait, base.times[1].Sub(start), "wait with jitter at 0")
+				} else {
+					assert.Equal(t, tt.retryAfter, resp.Header.Get("Retry-After"), "header intact")
+					assert.Zero(t, time.Since(start), "returned at once")
+				}
+			})
+		})
+	}
+}
+
+func TestRetryAfterHTTPDate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		when := time.Now().Add(10 * time.Second).UTC().Format(http.TimeFormat)
+		base := &script{steps: []step{{status: 503, header: http.Header{"Retry-After": {when}}}, {status: 200}}}
+		start := time.Now()
+		resp, err := newTestTransport(base, 0).RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.GreaterOrEqual(t, base.times[1].Sub(start), 9*time.Second) // the date has whole seconds
+		assert.LessOrEqual(t, base.times[1].Sub(start), 10*time.Second)
+	})
+}
+
+func TestBackoffDelays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(500, 502, 504, 200)}
+		var delays []time.Duration
+		tr := newTestTransport(base, 0.5, WithMaxAttempts(4), WithOnRetry(func(e RetryEvent) { delays = append(delays, e.Delay) }))
+		start := time.Now()
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		// Full jitter at r = 0.5 over 50 ms, 100 ms, 200 ms.
+		want := []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+		assert.Equal(t, want, delays)
+		assert.Equal(t, start.Add(25*time.Millisecond), base.times[1])
+		assert.Equal(t, start.Add(75*time.Millisecond), base.times[2])
+		assert.Equal(t, start.Add(175*time.Millisecond), base.times[3])
+	})
+}
+
+func TestThrottleUsesThrottleBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(429, 200)}
+		var ev RetryEvent
+		tr := newTestTransport(base, 0.5, WithOnRetry(func(e RetryEvent) { ev = e }))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 500*time.Millisecond, ev.Delay, "half of the 1 s throttle base")
+		assert.True(t, ev.Verdict.Throttle)
+		assert.Equal(t, 429, ev.StatusCode)
+		assert.Equal(t, 1, ev.Attempt)
+	})
+}
+
+func TestBudgetLimitsAmplification(t *testing.T) {
+	// Against a dependency that is down, the default budget lets 100 retries
+	// through (500 tokens at 5 each), then none: 1000 requests cost the
+	// server about 1100 calls, not 3000.
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503)}
+		tr := newTestTransport(base, 0)
+		for range 1000 {
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		assert.Equal(t, 1100, base.count())
+		// Another host has its own bucket.
+		resp, err := tr.RoundTrip(get(t, "http://other.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 1103, base.count())
+	})
+}
+
+func TestSuccessRefillsBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := NewBucket(BucketCapacity(10))
+		base := &script{steps: statuses(503, 200)}
+		tr := newTestTransport(base, 0, WithBudget(budget))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 10*Token, budget.Balance(), "a successful retry refunds its cost")
+	})
+}
+
+func TestDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		base := &script{steps: []step{{status: 503, header: http.Header{"Retry-After": {"5"}}}}}
+		start := time.Now()
+		resp, err := newTestTransport(base, 0).RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 1, base.count())
+		assert.Zero(t, time.Since(start), "did not wait past the deadline")
+		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// Backoff that would cross the deadline returns the last result.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		base := &script{steps: []step{{err: dialRefused}}}
+		_, err := newTestTransport(base, 0, WithBackoff(Constant(2*time.Second))).RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+		assert.Equal(t, 1, base.count())
+	})
+}
+
+func TestCancelDuringWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		base := &script{steps: statuses(503)}
+		tr := newTestTransport(base, 0, WithBackoff(Constant(time.Hour)))
+		done := make(chan error)
+		go func() {
+			_, err := tr.RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+			done <- err
+		}()
+		synctest.Wait() // the request is waiting to retry
+		start := time.Now()
+		cancel()
+		err := <-done
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Zero(t, time.Since(start))
+		assert.Equal(t, 1, base.count())
+		base.requireDiscardedClosed(t, nil)
+	})
+}
+
+func TestCallerCancellationNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			cancel()
+			return nil, r.Context().Err()
+		})
+		var n atomic.Int32
+		tr := newTestTransport(rtFunc(func(r *http.Request) (*http.Response, error) { n.Add(1); return base(r) }), 0)
+		_, err := tr.RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.EqualValues(t, 1, n.Load())
+	})
+}
+
+// hangingBase blocks every attempt until its context ends, as a server that
+// never answers does.
+func hangingBase(attempts *atomic.Int32) http.RoundTripper {
+	return rtFunc(func(r *http.Request) (*http.Response, error) {
+		attempts.Add(1)
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	})
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var attempts atomic.Int32
+		var budget = NewBucket()
+		tr := newTestTransport(hangingBase(&attempts), 0, WithAttemptTimeout(time.Second), WithBudget(budget))
+		start := time.Now()
+		_, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.ErrorIs(t, err, ErrAttemptTimeout)
+		var timeout interface{ Timeout() bool }
+		require.ErrorAs(t, err, &timeout)
+		assert.True(t, timeout.Timeout())
+		assert.EqualValues(t, 3, attempts.Load())
+		assert.Equal(t, 3*time.Second, time.Since(start))
+		assert.Equal(t, 480*Token, budget.Balance(), "two retries after timeouts cost 10 each")
+	})
+}
+
+func TestAttemptTimeoutThroughClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var attempts atomic.Int32
+		client := &http.Client{Transport: newTestTransport(hangingBase(&attempts), 0, WithAttemptTimeout(time.Second))}
+		_, err := client.Get("http://svc.test/")
+		var uerr interface{ Timeout() bool }
+		require.ErrorAs(t, err, &uerr)
+		assert.True(t, uerr.Timeout(), "url.Error.Timeout sees through *Error")
+	})
+}
+
+// slowBody streams size bytes in chunks, one chunk per tick, honouring ctx
+// as net/http's response bodies do.
+func slowBody(ctx context.Context, size, chunk int, tick time.Duration) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		for sent := 0; sent < size; sent += chunk {
+			select {
+			case <-ctx.Done():
+				pw.CloseWithError(ctx.Err())
+				return
+			case <-time.After(tick):
+			}
+			if _, err := pw.Write(bytes.Repeat([]byte("x"), chunk)); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	return pr
+}
+
+func TestAttemptTimeoutDoesNotCutFinalBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size = 64 << 10
+		var ctxDone atomic.Bool
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			ctx := r.Context()
+			context.AfterFunc(ctx, func() { ctxDone.Store(true) })
+			// 64 KiB over 16 s, in 1 KiB chunks, after a 1 s attempt timeout.
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: slowBody(ctx, size, 1<<10, 250*time.Millisecond)}, nil
+		})
+		tr := newTestTransport(base, 0, WithAttemptTimeout(time.Second))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		start := time.Now()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Len(t, body, size)
+		assert.Equal(t, 16*time.Second, time.Since(start))
+		assert.False(t, ctxDone.Load(), "attempt context alive until Close")
+		require.NoError(t, resp.Body.Close())
+		synctest.Wait()
+		assert.True(t, ctxDone.Load(), "Close releases the attempt context")
+	})
+}
+
+func TestUpgradeBodyStaysWritable(t *testing.T) {
+	type rwc struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: rwc{strings.NewReader(""), io.Discard, io.NopCloser(nil)}}, nil
+	})
+	resp, err := New(WithBase(base), WithAttemptTimeout(time.Second)).RoundTrip(get(t, "http://svc.test/"))
+	require.NoError(t, err)
+	_, ok := resp.Body.(io.ReadWriteCloser)
+	assert.True(t, ok, "101 body must stay an io.ReadWriteCloser")
+	resp.Body.Close()
+}
+
+// plainReader hides a reader's type so that http.NewRequest sets no GetBody.
+type plainReader struct{ r io.Reader }
+
+func (p *plainReader) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func TestBodyWithoutGetBodyIsBuffered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 503, 200)}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://svc.test/", &plainReader{strings.NewReader("0123456789")})
+		require.NoError(t, err)
+		require.Nil(t, req.GetBody)
+		var lengths []int64
+		tr := newTestTransport(rtFunc(func(r *http.Request) (*http.Response, error) {
+			lengths = append(lengths, r.ContentLength)
+			return base.RoundTrip(r)
+		}), 0)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []string{"0123456789", "0123456789", "0123456789"}, base.bodies)
+		assert.Equal(t, []int64{10, 10, 10}, lengths, "unknown length becomes known")
+	})
+}
+
+// countingReader records how many bytes have been read from it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func TestBodyOverLimitStreamedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, size = 1 << 10, 1 << 20
+		src := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte("y"), size))}
+		var readBeforeSend int64
+		var lengths []int64
+		base := &script{steps: statuses(503)}
+		tr := newTestTransport(rtFunc(func(r *http.Request) (*http.Response, error) {
+			readBeforeSend = src.n.Load()
+			lengths = append(lengths, r.ContentLength)
+			return base.RoundTrip(r)
+		}), 0, WithBodyBufferLimit(limit))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://svc.test/", src)
+		require.NoError(t, err)
+		req.ContentLength = size
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, 1, base.count(), "a streamed body is not retried")
+		assert.Len(t, base.bodies[0], size, "the whole body reached the server")
+		assert.LessOrEqual(t, readBeforeSend, int64(limit+1), "memory bounded by the limit")
+		assert.Equal(t, []int64{size}, lengths)
+	})
+}
+
+func TestBodyReadErrorIsReported(t *testing.T) {
+	base := &script{steps: statuses(200)}
+	req, err := http.NewRequest(http.MethodPut, "http://svc.test/", io.MultiReader(strings.NewReader("ab"), iotestErrReader{}))
+	require.NoError(t, err)
+	_, err = New(WithBase(base)).RoundTrip(req)
+	assert.ErrorContains(t, err, "reading request body")
+	assert.ErrorIs(t, err, errRead)
+	assert.Zero(t, base.count())
+}
+
+var errRead = errors.New("read failed")
+
+type iotestErrReader struct{}
+
+func (iotestErrReader) Read([]byte) (int, error) { return 0, errRead }
+
+func TestOnRetryAndLogger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		base := &script{steps: []step{{err: urlErrorWithQuery}, {status: 502}, {status: 503}}}
+		var events []RetryEvent
+		tr := newTestTransport(base, 0, WithLogger(logger), WithOnRetry(func(e RetryEvent) { events = append(events, e) }))
+		req := get(t, "http://user:secret@svc.test/path?token=secret")
+		req.Header.Set("Authorization", "Bearer secret")
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, events, 2)
+		assert.Equal(t, 1, events[0].Attempt)
+		assert.Error(t, events[0].Err)
+		assert.Equal(t, 0, events[0].StatusCode)
+		assert.Equal(t, 2, events[1].Attempt)
+		assert.Equal(t, 502, events[1].StatusCode)
+		assert.Same(t, req, events[0].Request)
+		out := logs.String()
+		assert.Contains(t, out, `"msg":"retryhttp: retrying"`)
+		assert.Contains(t, out, `"msg":"retryhttp: not retrying"`)
+		assert.Contains(t, out, `"url":"http://svc.test/path"`)
+		assert.NotContains(t, out, "secret")
+	})
+}
+
+// urlErrorWithQuery is an error whose message repeats a secret query string.
+var urlErrorWithQuery = &url.Error{Op: "Get", URL: "http://svc.test/path?token=secret", Err: syscall.ECONNRESET}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func TestHTTPMockSequence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := httpmock.NewMockTransport()
+		mock.RegisterResponder(http.MethodGet, "http://svc.test/items",
+			httpmock.ResponderFromMultipleResponses([]*http.Response{
+				httpmock.NewStringResponse(502, "bad gateway"),
+				httpmock.NewStringResponse(429, "slow down"),
+				httpmock.NewStringResponse(200, "items"),
+			}))
+		resp, err := newTestTransport(mock, 0).RoundTrip(get(t, "http://svc.test/items"))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		assert.Equal(t, "items", string(body))
+		assert.Equal(t, 3, mock.GetTotalCallCount())
+		assert.Equal(t, 3, Attempts(resp))
+	})
+}
+
+func TestOptionsPanicOnInvalidValues(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  func() Option
+		want string
+	}{
+		{"attempts", func() Option { return WithMaxAttempts(0) }, "WithMaxAttempts"},
+		{"base", func() Option { return WithBase(nil) }, "WithBase"},
+		{"backoff", func() Option { return WithBackoff(nil) }, "WithBackoff"},
+		{"throttle backoff", func() Option { return WithThrottleBackoff(nil) }, "WithThrottleBackoff"},
+		{"classifier", func() Option { return WithClassifier(nil) }, "WithClassifier"},
+		{"budget", func() Option { return WithBudget(nil) }, "WithBudget"},
+		{"retry-after limit", func() Option { return WithRetryAfterLimit(-time.Second) }, "WithRetryAfterLimit"},
+		{"attempt timeout", func() Option { return WithAttemptTimeout(-1) }, "WithAttemptTimeout"},
+		{"body buffer", func() Option { return WithBodyBufferLimit(-1) }, "WithBodyBufferLimit"},
+		{"on retry", func() Option { return WithOnRetry(nil) }, "WithOnRetry"},
+		{"logger", func() Option { return WithLogger(nil) }, "WithLogger"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "no panic")
+				assert.Contains(t, fmt.Sprint(r), tt.want)
+			}()
+			New(tt.opt())
+		})
+	}
+	assert.PanicsWithValue(t, "retryhttp: New: nil Option", func() { New(nil) })
+}
+
+func TestConcurrentUse(t *testing.T) {
+	srv, _ := executionServer(1)
+	defer srv.Close()
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for i := range 16 {
+		wg.Go(func() {
+			for j := range 20 {
+				resp, err := client.Get(fmt.Sprintf("%s/%d/%d", srv.URL, i, j))
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == 201 {
+						ok.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 320, ok.Load())
+}
