@@ -1,0 +1,94 @@
+// Package retryhttp provides an http.RoundTripper that retries failed HTTP
+// requests when it is safe and worthwhile, and returns exactly what a plain
+// transport would when it is not.
+//
+// Most callers want
+//
+//	client := &http.Client{Transport: retryhttp.New()}
+//
+// or, for an SDK that accepts a transport, retryhttp.New(retryhttp.WithBase(sdkTransport)).
+// A Transport is immutable once made and safe for concurrent use; share one
+// per process (or per dependency), as with http.Transport, so that its
+// connection pool and retry budget are shared too.
+//
+// # Which outcomes are retried
+//
+// Each attempt's outcome is judged by a Classifier, a Chain of small
+// classifiers that each answer Retry, DontRetry or NoOpinion. The default,
+// DefaultClassifier, retries 408, 429 and 5xx responses except 501, 505 and
+// 511, and transport errors that are transient by type: refused or failed
+// dials, connection resets, a connection closed mid-exchange, network
+// timeouts and HTTP/2 REFUSED_STREAM. It never retries certificate or other
+// TLS errors, a host that does not exist, errors it does not know (an
+// unsupported scheme, an invalid header), or anything after the caller's own
+// context is done. Put your classifiers in front of it to change a case.
+//
+// # Which requests are retried
+//
+// A retry resends the request, so it must be safe to execute twice. GET,
+// HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent by definition. POST,
+// PATCH and other methods are retried only when they carry an
+// Idempotency-Key or X-Idempotency-Key header, or when the failure proves the
+// request never reached the server (the dial failed). WithIdempotencyKeys
+// gives such requests a random key, the same on every attempt.
+//
+// The body must also be replayable: Request.GetBody is used when set (as
+// http.NewRequest does for in-memory bodies); otherwise the body is buffered
+// up to WithBodyBufferLimit and a longer body is sent once, never retried.
+//
+// # How long it waits
+//
+// The delay before retry n is the Backoff's: by default exponential from
+// 50 ms, capped at 20 s, with full jitter (uniform in [0, cap)), so that
+// clients failing together do not retry together. A throttled attempt (429,
+// or 503 with Retry-After) uses the throttle backoff, from 1 s. A Retry-After
+// header is a floor on the delay; one longer than WithRetryAfterLimit, or one
+// that would pass the request's deadline, is not waited for: the response is
+// returned at once for the caller to act on. No wait ever passes the
+// request's deadline, and cancelling the request ends a wait at once.
+//
+// # How much it retries
+//
+// Retries are paid from a Budget: by default a HostBudget, one token bucket
+// per scheme and host. A retry costs 5 tokens (10 after a timeout); a
+// request that succeeds first time returns 1, and a retry that succeeds
+// returns its cost. With 500 tokens a host that fails outright gets 100
+// retries, then first attempts only: the dependency sees about one request
+// per request instead of three, and retries resume as successes refill the
+// bucket. The first attempt of a request is never refused.
+//
+// # What it returns
+//
+// When retries end, for any reason, the caller gets the last attempt's result
+// as the base transport returned it: the response, even a 503, with its body
+// unread and a nil error; or, when no response exists, an *Error that wraps
+// the last error (errors.Is and errors.As see through it) and counts the
+// attempts. Attempts reports how many attempts produced a response.
+//
+// # Defaults
+//
+//	Setting               Default                                  Option
+//	attempts              3 (the first included)                   WithMaxAttempts
+//	backoff               exponential 50 ms x2, cap 20 s, full jitter  WithBackoff
+//	throttle backoff      exponential 1 s x2, cap 20 s, full jitter    WithThrottleBackoff
+//	Retry-After limit     1 minute                                 WithRetryAfterLimit
+//	budget                per host: 500 tokens, retry 5, retry      WithBudget, WithoutBudget
+//	                      after timeout 10, refund 1 per first-
+//	                      attempt success, at most 1024 hosts
+//	attempt timeout       none                                     WithAttemptTimeout
+//	body buffer           1 MiB                                    WithBodyBufferLimit
+//	idempotency keys      off                                      WithIdempotencyKeys
+//	classifier            DefaultClassifier()                      WithClassifier
+//	base transport        go-cleanhttp pooled transport            WithBase
+//
+// Three attempts recover most transient failures while bounding the load a
+// request can cause; the budget bounds it further when failures are not
+// transient. 50 ms is long enough for a dropped connection or a restarting
+// instance behind a load balancer, short enough that a retried call still
+// looks like a call. 20 s caps the wait where a caller is better served by
+// an error. A server that throttles has asked for less traffic, so its
+// retries start at 1 s. One minute bounds how long a Retry-After can hold a
+// request; past that, scheduling the work again is the caller's decision.
+// 1 MiB covers nearly all API request bodies while bounding the memory a
+// request in flight can hold.
+package retryhttp
