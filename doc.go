@@ -67,19 +67,20 @@
 //
 // # Defaults
 //
-//	Setting               Default                                  Option
-//	attempts              3 (the first included)                   WithMaxAttempts
-//	backoff               exponential 50 ms x2, cap 20 s, full jitter  WithBackoff
-//	throttle backoff      exponential 1 s x2, cap 20 s, full jitter    WithThrottleBackoff
-//	Retry-After limit     1 minute                                 WithRetryAfterLimit
-//	budget                per host: 500 tokens, retry 5, retry      WithBudget, WithoutBudget
-//	                      after timeout 10, refund 1 per first-
-//	                      attempt success, at most 1024 hosts
-//	attempt timeout       none                                     WithAttemptTimeout
-//	body buffer           1 MiB                                    WithBodyBufferLimit
-//	idempotency keys      off                                      WithIdempotencyKeys
-//	classifier            DefaultClassifier()                      WithClassifier
-//	base transport        go-cleanhttp pooled transport            WithBase
+//	Setting            Default                                            Option
+//	attempts           3 (the first included)                             WithMaxAttempts
+//	backoff            exponential from 50 ms, x2, cap 20 s, full jitter  WithBackoff
+//	throttle backoff   exponential from 1 s, x2, cap 20 s, full jitter    WithThrottleBackoff
+//	Retry-After limit  1 minute                                           WithRetryAfterLimit
+//	budget             per scheme and host, at most 1024 hosts:           WithBudget, WithoutBudget
+//	                   500 tokens; a retry costs 5, 10 after a
+//	                   timeout; a first-attempt success refunds 1,
+//	                   a successful retry its cost
+//	attempt timeout    none                                               WithAttemptTimeout
+//	body buffer        1 MiB                                              WithBodyBufferLimit
+//	idempotency keys   off                                                WithIdempotencyKeys
+//	classifier         DefaultClassifier()                                WithClassifier
+//	base transport     go-cleanhttp's pooled transport                    WithBase
 //
 // Three attempts recover most transient failures while bounding the load a
 // request can cause; the budget bounds it further when failures are not
