@@ -2,11 +2,17 @@ package retryhttp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
 	"time"
 )
+
+// ErrAttemptTimeout is the cause of an attempt cut short by the per-attempt
+// timeout (WithAttemptTimeout). Such an attempt is retried, and its retry
+// costs the budget's timeout cost.
+var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
 
 // send makes one attempt through the base transport, applying the
 // per-attempt timeout, and never returns both a response and an error.
