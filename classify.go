@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -83,24 +82,32 @@ func (c Chain) Classify(req *http.Request, resp *http.Response, err error) Verdi
 }
 
 // DefaultClassifier returns the classifier a Transport uses unless
-// WithClassifier replaces it: ContextClassifier, then ErrorClassifier, then
-// StatusClassifier. To adjust it, put your own classifiers in front:
+// WithClassifier replaces it: ContextClassifier, ServerSignalClassifier()
+// (X-Should-Retry), IdempotencyConflictClassifier, ErrorClassifier and
+// StatusClassifier, in that order. To adjust it, put your own classifiers in
+// front:
 //
 //	retryhttp.Chain{retryhttp.Statuses(retryhttp.DontRetry, 500), retryhttp.DefaultClassifier()}
 func DefaultClassifier() Classifier { return defaultClassifier{} }
 
 // defaultClassifier is the default chain with its links called directly,
-// sparing every request three dynamic calls.
+// sparing every request their dynamic calls.
 type defaultClassifier struct{}
 
 func (defaultClassifier) Classify(req *http.Request, resp *http.Response, err error) Verdict {
 	if v := (contextClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
 		return v
 	}
-	if v := (errorClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
-		return v
+	if resp != nil {
+		if v := (serverSignalClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+			return v
+		}
+		if v := (conflictClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+			return v
+		}
+		return (statusClassifier{}).Classify(req, resp, err)
 	}
-	if v := (statusClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+	if v := (errorClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
 		return v
 	}
 	return Verdict{Decision: DontRetry}
@@ -178,9 +185,7 @@ func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Ve
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return Verdict{Decision: Retry, Timeout: true}
 	}
-	// net/http's bundled HTTP/2 stream error type is unexported, and so is
-	// its error code type, so the code can only be read from the message.
-	if strings.Contains(err.Error(), "REFUSED_STREAM") {
+	if refusedStream(err) {
 		return retry
 	}
 	return Verdict{}

@@ -35,9 +35,14 @@ func hasIdempotencyKey(h http.Header) bool {
 // mayResend reports whether a request whose attempt ended in err (nil when a
 // response arrived) may be sent again without risking a repeated side
 // effect: its method is idempotent, it carries an idempotency key, or the
-// error proves the request never reached the server.
-func mayResend(method string, h http.Header, err error) bool {
-	return idempotentMethod(method) || hasIdempotencyKey(h) || (err != nil && neverSent(err))
+// attempt provably never reached the server: its dial failed, the trace
+// saw it fail before its headers were written, or an HTTP/2 server refused
+// the stream unprocessed.
+func mayResend(method string, h http.Header, err error, trace *sendTrace) bool {
+	if idempotentMethod(method) || hasIdempotencyKey(h) {
+		return true
+	}
+	return err != nil && (neverSent(err) || trace.provedUnsent() || refusedStream(err))
 }
 
 // neverSent reports whether err proves that no byte of the request reached

@@ -43,7 +43,7 @@ func TestMayResend(t *testing.T) {
 		{"POST", nil, errors.New("EOF"), false},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, mayResend(tt.method, tt.header, tt.err), "%q %v %v", tt.method, tt.header, tt.err)
+		assert.Equal(t, tt.want, mayResend(tt.method, tt.header, tt.err, nil), "%q %v %v", tt.method, tt.header, tt.err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -144,6 +145,39 @@ func WithBodyBufferLimit(n int64) Option {
 // ignores it may execute the request more than once.
 func WithIdempotencyKeys() Option {
 	return func(t *Transport) { t.autoKeys = true }
+}
+
+// WithAttemptHeader sets the header name on every attempt, with the
+// attempt's number and the most attempts there will be, as "2/3", so that
+// servers and their logs can tell retries from first attempts. A common
+// choice of name is "Retry-Attempt". The caller's request is not modified.
+func WithAttemptHeader(name string) Option {
+	if name == "" || !validHeaderName(name) {
+		panic("retryhttp: WithAttemptHeader: invalid header name " + strconv.Quote(name))
+	}
+	return func(t *Transport) { t.attemptHeader = http.CanonicalHeaderKey(name) }
+}
+
+// WithRateLimitHints makes the reset time of a server's rate limit a floor
+// on the delay before retrying a throttled attempt (429, or 503 with
+// Retry-After), as Retry-After is: the RateLimit header's reset parameter
+// ("reset=N" or "t=N", seconds) or X-RateLimit-Reset (seconds, or Unix epoch
+// seconds when 1,000,000,000 or more). A reset beyond the Retry-After limit
+// ends the retries, returning the response. Hints on other responses are
+// ignored: many servers send them with every response.
+func WithRateLimitHints() Option {
+	return func(t *Transport) { t.rateLimitHints = true }
+}
+
+// validHeaderName reports whether name is a valid HTTP field name (a token).
+func validHeaderName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // A RetryEvent describes a retry about to be made, for WithOnRetry.

@@ -94,7 +94,9 @@ func trimOWS(s string) string {
 // at all and return the response as it is. When tooLong is true floor is 0.
 // A header sent more than once with values that differ is ignored as
 // unusable; repeated identical values count once. A negative limit counts as
-// zero.
+// zero. An HTTP-date is measured against the response's Date header when it
+// has a valid one, so that a client whose clock is off still waits as long
+// as the server asked.
 func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor time.Duration, tooLong bool) {
 	values := h["Retry-After"] // canonical key, read directly: no allocation
 	if len(values) == 0 {
@@ -106,7 +108,7 @@ func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor t
 			return 0, false
 		}
 	}
-	d, ok := ParseRetryAfter(value, now)
+	d, ok := ParseRetryAfter(value, serverNow(h, value, now))
 	if !ok {
 		return 0, false
 	}
@@ -114,4 +116,24 @@ func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor t
 		return 0, true
 	}
 	return d, false
+}
+
+// serverNow returns the time against which the Retry-After value is
+// measured: for an HTTP-date, the server's clock when it answered, from a
+// single valid Date header; otherwise now. An HTTP-date names an instant on
+// the server's clock, so the wait it asks for is its distance from the
+// response's Date, however far the client's clock has drifted.
+func serverNow(h http.Header, retryAfter string, now time.Time) time.Time {
+	if retryAfter == "" || (retryAfter[0] >= '0' && retryAfter[0] <= '9') {
+		return now // delay-seconds do not depend on either clock
+	}
+	dates := h["Date"]
+	if len(dates) != 1 {
+		return now
+	}
+	date, err := http.ParseTime(trimOWS(dates[0]))
+	if err != nil {
+		return now
+	}
+	return date
 }

@@ -48,6 +48,8 @@ type Transport struct {
 	attemptTimeout  time.Duration
 	bodyBufferLimit int64
 	autoKeys        bool
+	attemptHeader   string
+	rateLimitHints  bool
 	onRetry         func(RetryEvent)
 	logger          *slog.Logger
 
@@ -161,6 +163,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		header, keyed = header.Clone(), true
 		header.Set(IdempotencyKeyHeader, newIdempotencyKey())
 	}
+	// Only a request that may not be resent needs to learn whether an
+	// attempt reached the server.
+	traced := t.maxAttempts > 1 && !idempotentMethod(req.Method) && !hasIdempotencyKey(header)
 
 	ctx := req.Context()
 	var (
@@ -174,33 +179,44 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for {
 		a := req
-		if attempt > 1 || body.modifies() || keyed {
+		var trace *sendTrace
+		if attempt > 1 || body.modifies() || keyed || traced || t.attemptHeader != "" {
 			actx := ctx
 			if attempt > 1 {
 				actx = context.WithValue(ctx, attemptKey{}, attempt)
 			}
+			if traced {
+				trace, actx = startSendTrace(actx)
+			}
 			a = req.WithContext(actx)
 			a.Header = header
+			if t.attemptHeader != "" {
+				a.Header = header.Clone()
+				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, t.maxAttempts))
+			}
 			body.setBody(a, next)
 		}
 		resp, err := t.send(a)
 
-		v := t.classifier.Classify(req, resp, err)
+		v := t.classifier.Classify(a, resp, err)
 		if v.Decision != Retry {
+			trace.release()
 			if resp != nil && resp.StatusCode < 500 && t.budget != nil {
 				t.budget.Deposit(req, spent)
 			}
+			if err != nil || failureStatus(resp.StatusCode) {
+				markGaveUp(ctx)
+			}
 			return t.finish(resp, err, attempt, a)
 		}
-		delay, reason := t.plan(req, header, &body, resp, err, attempt, prev, v)
+		delay, reason := t.plan(a, &body, resp, err, attempt, prev, v, trace)
+		trace.release()
 		if reason != "" {
-			t.logGiveUp(req, attempt, reason, resp, err)
-			return t.finish(resp, err, attempt, a)
+			return t.giveUp(a, attempt, reason, resp, err)
 		}
 		nb, berr := body.next()
 		if berr != nil {
-			t.logGiveUp(req, attempt, "request body cannot be replayed", resp, err)
-			return t.finish(resp, err, attempt, a)
+			return t.giveUp(a, attempt, "request body cannot be replayed", resp, err)
 		}
 		if t.budget != nil {
 			took, berr := t.budget.Withdraw(req, v)
@@ -208,8 +224,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				if nb != nil {
 					nb.Close()
 				}
-				t.logGiveUp(req, attempt, "retry budget exhausted", resp, err)
-				return t.finish(resp, err, attempt, a)
+				return t.giveUp(a, attempt, "retry budget exhausted", resp, err)
 			}
 			spent = took
 		}
@@ -230,6 +245,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		next, prev = nb, delay
 		attempt++
 	}
+}
+
+// giveUp ends the retries of a request whose last attempt, a, failed in a
+// way worth retrying, for the given reason: it logs the reason, tells a
+// Handler serving the request that a dependency was given up on, and returns
+// the last result.
+func (t *Transport) giveUp(a *http.Request, attempt int, reason string, resp *http.Response, err error) (*http.Response, error) {
+	t.logGiveUp(a, attempt, reason, resp, err)
+	markGaveUp(a.Context())
+	return t.finish(resp, err, attempt, a)
+}
+
+// failureStatus reports the statuses by which a dependency fails in a way a
+// caller might retry: 408, 429 and 5xx.
+func failureStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || (code >= 500 && code <= 599)
 }
 
 // checkRequest rejects requests no transport can send, before any attempt.
@@ -261,13 +292,13 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 	return resp, err
 }
 
-// plan decides whether a failed attempt is retried and after what delay. It
-// returns a non-empty reason when it is not.
-func (t *Transport) plan(req *http.Request, header http.Header, body *replay, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict) (time.Duration, string) {
+// plan decides whether the failed attempt a is retried and after what
+// delay. It returns a non-empty reason when it is not.
+func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, trace *sendTrace) (time.Duration, string) {
 	if attempt >= t.maxAttempts {
 		return 0, "attempts exhausted"
 	}
-	if !mayResend(req.Method, header, err) {
+	if !mayResend(a.Method, a.Header, err, trace) {
 		return 0, "request is not idempotent"
 	}
 	if !body.replayable() {
@@ -285,8 +316,16 @@ func (t *Transport) plan(req *http.Request, header http.Header, body *replay, re
 			return 0, "Retry-After exceeds the limit"
 		}
 		delay = max(delay, floor)
+		if t.rateLimitHints && v.Throttle {
+			if reset, ok := rateLimitReset(resp.Header, now); ok {
+				if reset > t.retryAfterLimit {
+					return 0, "rate limit reset exceeds the limit"
+				}
+				delay = max(delay, reset)
+			}
+		}
 	}
-	if deadline, ok := req.Context().Deadline(); ok && deadline.Sub(now) <= delay {
+	if deadline, ok := a.Context().Deadline(); ok && deadline.Sub(now) <= delay {
 		return 0, "delay would pass the deadline"
 	}
 	return delay, ""

@@ -1,0 +1,184 @@
+package retryhttp
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chain starts services A, B, C and D, each calling the next through its own
+// Transport, and E, which always answers 503. It returns A's URL, the count
+// of calls that reached E, and a function that stops everything.
+func chain(t *testing.T, middleware bool) (string, *atomic.Int32, func()) {
+	t.Helper()
+	var calls atomic.Int32
+	e := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "E is down", http.StatusServiceUnavailable)
+	}))
+	stops := []func(){e.Close}
+	next := e.URL
+	for range 4 { // D, C, B, A
+		tr := New(WithBackoff(Constant(0)))
+		client := &http.Client{Transport: tr}
+		dep := next
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, dep, nil)
+			if err != nil {
+				panic(err)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode >= 500 {
+				http.Error(w, "dependency failed", http.StatusBadGateway)
+				return
+			}
+			io.WriteString(w, "ok")
+		})
+		if middleware {
+			h = Handler(h)
+		}
+		srv := httptest.NewServer(h)
+		stops = append(stops, srv.Close, tr.CloseIdleConnections)
+		next = srv.URL
+	}
+	return next, &calls, func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+}
+
+// callsPerRequest sends n requests to a with a plain client and returns the
+// calls that reached E per request.
+func callsPerRequest(t *testing.T, a string, calls *atomic.Int32, n int) float64 {
+	t.Helper()
+	calls.Store(0)
+	for range n {
+		resp, err := http.Get(a)
+		require.NoError(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	}
+	return float64(calls.Load()) / float64(n)
+}
+
+func TestHandlerRetriesAtOneLayer(t *testing.T) {
+	tests := []struct {
+		middleware bool
+		want       float64
+	}{
+		{false, 81}, // 3⁴: every layer retries every failure below it
+		{true, 3},   // only D, the layer next to the failure, retries
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("middleware=", tt.middleware), func(t *testing.T) {
+			a, calls, stop := chain(t, tt.middleware)
+			defer stop()
+			assert.Equal(t, tt.want, callsPerRequest(t, a, calls, 1), "calls reaching E for one request to A, cold start")
+		})
+	}
+}
+
+// TestChainFigures measures the calls that reach a failing E per request to
+// A, from a cold start, over 1, 50 and 1000 requests; the README quotes its
+// table.
+func TestChainFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends thousands of requests")
+	}
+	var b strings.Builder
+	b.WriteString("\n| A -> B -> C -> D -> E, E down | 1 request | 50 requests | 1000 requests |\n| --- | --- | --- | --- |\n")
+	for _, middleware := range []bool{false, true} {
+		name := "retryhttp in every layer"
+		if middleware {
+			name += ", with retryhttp.Handler"
+		}
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, n := range []int{1, 50, 1000} {
+			a, calls, stop := chain(t, middleware)
+			per := callsPerRequest(t, a, calls, n)
+			stop()
+			fmt.Fprintf(&b, " %.2f |", per)
+			if middleware {
+				assert.LessOrEqual(t, per, 3.0, "%d requests", n)
+			}
+		}
+		b.WriteString("\n")
+	}
+	t.Log(b.String())
+}
+
+func TestHandlerSignal(t *testing.T) {
+	tests := []struct {
+		name   string
+		gaveUp bool
+		write  func(w http.ResponseWriter)
+		want   string
+	}{
+		{"gave up, 503", true, func(w http.ResponseWriter) { w.WriteHeader(503) }, "false"},
+		{"gave up, 429", true, func(w http.ResponseWriter) { w.WriteHeader(429) }, "false"},
+		{"gave up, but 200", true, func(w http.ResponseWriter) { io.WriteString(w, "cached") }, ""},
+		{"gave up, but 404", true, func(w http.ResponseWriter) { w.WriteHeader(404) }, ""},
+		{"did not give up, 503", false, func(w http.ResponseWriter) { w.WriteHeader(503) }, ""},
+		{"status written first", true, func(w http.ResponseWriter) { w.WriteHeader(500); w.Header().Set("X", "y") }, "false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.gaveUp {
+					markGaveUp(r.Context())
+				}
+				tt.write(w)
+			}))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			assert.Equal(t, tt.want, rec.Result().Header.Get(ShouldRetryHeader))
+		})
+	}
+}
+
+func TestHandlerKeepsWriterFeatures(t *testing.T) {
+	t.Run("flush", func(t *testing.T) {
+		srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f, ok := w.(http.Flusher)
+			require.True(t, ok, "http.Flusher")
+			io.WriteString(w, "part")
+			f.Flush()
+		})))
+		defer srv.Close()
+		resp, err := http.Get(srv.URL)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, "part", string(body))
+	})
+	t.Run("hijack through Unwrap", func(t *testing.T) {
+		srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			require.NoError(t, err)
+			defer conn.Close()
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nraw ok")
+			buf.Flush()
+		})))
+		defer srv.Close()
+		resp, err := http.Get(srv.URL)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, "raw ok", string(body))
+	})
+	assert.Panics(t, func() { Handler(nil) })
+}

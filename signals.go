@@ -1,0 +1,175 @@
+package retryhttp
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ShouldRetryHeader is the response header by which a server tells clients
+// whether to retry: "true" or "false". Several widely used API SDKs honour
+// it, and Handler sets it.
+const ShouldRetryHeader = "X-Should-Retry"
+
+// ServerSignalClassifier follows what the server said about retrying in the
+// named response headers (by default ShouldRetryHeader): "false" makes the
+// outcome final even for a retryable status, and "true" makes it retryable
+// even for a status the rest of the chain would refuse. A retry it allows
+// is still subject to the idempotency rules, the attempt limit and the
+// budget. Values are compared case-insensitively; other values, and
+// responses without the headers, have no opinion. The first named header
+// present decides.
+func ServerSignalClassifier(headers ...string) Classifier {
+	if len(headers) == 0 {
+		headers = []string{ShouldRetryHeader}
+	}
+	names := make([]string, len(headers))
+	for i, h := range headers {
+		names[i] = http.CanonicalHeaderKey(h)
+	}
+	return serverSignalClassifier{names: names}
+}
+
+type serverSignalClassifier struct{ names []string }
+
+func (c serverSignalClassifier) Classify(_ *http.Request, resp *http.Response, _ error) Verdict {
+	if resp == nil {
+		return Verdict{}
+	}
+	switch serverSignal(resp.Header, c.names) {
+	case signalRetry:
+		// Keep the status's own facets, so that a throttled answer is
+		// still paced as one.
+		v := (statusClassifier{}).Classify(nil, resp, nil)
+		return Verdict{Decision: Retry, Throttle: v.Throttle, Timeout: v.Timeout}
+	case signalFinal:
+		return Verdict{Decision: DontRetry}
+	}
+	return Verdict{}
+}
+
+type signal uint8
+
+const (
+	signalNone signal = iota
+	signalRetry
+	signalFinal
+)
+
+// serverSignal reads the first of the named headers present in h; no names
+// means ShouldRetryHeader.
+func serverSignal(h http.Header, names []string) signal {
+	if names == nil {
+		return parseSignal(h[ShouldRetryHeader])
+	}
+	for _, name := range names {
+		if values := h[name]; len(values) > 0 {
+			return parseSignal(values)
+		}
+	}
+	return signalNone
+}
+
+func parseSignal(values []string) signal {
+	if len(values) == 0 {
+		return signalNone
+	}
+	switch v := trimOWS(values[0]); {
+	case strings.EqualFold(v, "true"):
+		return signalRetry
+	case strings.EqualFold(v, "false"):
+		return signalFinal
+	}
+	return signalNone
+}
+
+// IdempotencyConflictClassifier judges the answers of servers that
+// implement idempotency keys, for requests that carry one: 409 Conflict
+// means the first request with that key is still being processed, so the
+// request is retried, paced as a throttled one to give the original time to
+// finish; 422 Unprocessable Content means the key was used before with
+// another payload, so it is final. It has no opinion otherwise.
+func IdempotencyConflictClassifier() Classifier { return conflictClassifier{} }
+
+type conflictClassifier struct{}
+
+func (conflictClassifier) Classify(req *http.Request, resp *http.Response, _ error) Verdict {
+	if resp == nil || !hasIdempotencyKey(req.Header) {
+		return Verdict{}
+	}
+	switch resp.StatusCode {
+	case http.StatusConflict:
+		return Verdict{Decision: Retry, Throttle: true}
+	case http.StatusUnprocessableEntity:
+		return Verdict{Decision: DontRetry}
+	}
+	return Verdict{}
+}
+
+// epochThreshold separates the two readings of X-RateLimit-Reset: smaller
+// values are seconds from now, larger ones (past September 2001) seconds
+// since the Unix epoch.
+const epochThreshold = 1_000_000_000
+
+// rateLimitReset reads when the server's rate limit window resets from the
+// RateLimit header (its "reset" or "t" parameter, in seconds, as the IETF
+// drafts define it) or X-RateLimit-Reset (seconds from now, or Unix epoch
+// seconds), and returns the wait until then. It reports false when neither
+// gives a wait in the future. Like Retry-After, a value too large saturates.
+func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
+	for _, v := range h["Ratelimit"] {
+		if secs, ok := rateLimitParam(v); ok {
+			d, ok := parseDelaySeconds(secs)
+			return d, ok && d > 0
+		}
+	}
+	values := h["X-Ratelimit-Reset"]
+	if len(values) == 0 {
+		return 0, false
+	}
+	v := trimOWS(values[0])
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil && len(v) > 0 && allDigits(v):
+		return math.MaxInt64, true // too large for an int64: saturate
+	case err != nil || n <= 0:
+		return 0, false
+	case n < epochThreshold:
+		d, _ := parseDelaySeconds(v)
+		return d, true
+	}
+	if d := time.Unix(n, 0).Sub(now); d > 0 {
+		return d, true
+	}
+	return 0, false
+}
+
+// rateLimitParam finds the reset parameter of one RateLimit field value:
+// "reset=N" in the older drafts' form ("limit=100, remaining=0, reset=30")
+// or "t=N" in the structured form ("default";r=0;t=30).
+func rateLimitParam(v string) (string, bool) {
+	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
+		key, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if ok && (key == "reset" || key == "t") {
+			return trimOWS(val), true
+		}
+	}
+	return "", false
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// attemptHeaderValue is the value of the attempt header: the attempt's
+// number and the most there will be, as "2/3".
+func attemptHeaderValue(attempt, max int) string {
+	return strconv.Itoa(attempt) + "/" + strconv.Itoa(max)
+}

@@ -1,0 +1,270 @@
+package retryhttp
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestServerSignalClassifier(t *testing.T) {
+	req := get(t, "http://svc.test/")
+	tests := []struct {
+		name    string
+		c       Classifier
+		status  int
+		header  http.Header
+		want    Verdict
+		wantDef Decision // the default chain's decision
+	}{
+		{"false on 503", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {"false"}}, Verdict{Decision: DontRetry}, DontRetry},
+		{"true on 400", ServerSignalClassifier(), 400, http.Header{"X-Should-Retry": {"true"}}, Verdict{Decision: Retry}, Retry},
+		{"true on 429 keeps throttle", ServerSignalClassifier(), 429, http.Header{"X-Should-Retry": {"true"}}, Verdict{Decision: Retry, Throttle: true}, Retry},
+		{"case and space", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {" FALSE "}}, Verdict{Decision: DontRetry}, DontRetry},
+		{"other value", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {"maybe"}}, Verdict{}, Retry},
+		{"absent", ServerSignalClassifier(), 503, http.Header{}, Verdict{}, Retry},
+		{"custom header", ServerSignalClassifier("x-retry-ok"), 500, http.Header{"X-Retry-Ok": {"false"}}, Verdict{Decision: DontRetry}, Retry},
+		{"first named wins", ServerSignalClassifier("A-Retry", "B-Retry"), 500, http.Header{"A-Retry": {"true"}, "B-Retry": {"false"}}, Verdict{Decision: Retry}, Retry},
+		{"second named when first absent", ServerSignalClassifier("A-Retry", "B-Retry"), 500, http.Header{"B-Retry": {"false"}}, Verdict{Decision: DontRetry}, Retry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tt.status, Header: tt.header}
+			assert.Equal(t, tt.want, tt.c.Classify(req, resp, nil))
+			assert.Equal(t, tt.wantDef, DefaultClassifier().Classify(req, resp, nil).Decision, "default chain")
+		})
+	}
+	assert.Equal(t, Verdict{}, ServerSignalClassifier().Classify(req, nil, errRead), "errors: no opinion")
+}
+
+func TestServerSignalInTransport(t *testing.T) {
+	tests := []struct {
+		name     string
+		method   string
+		status   int
+		signal   string
+		attempts int
+	}{
+		{"false stops a retryable status", http.MethodGet, 503, "false", 1},
+		{"true retries a final status", http.MethodGet, 400, "true", 3},
+		{"true does not override idempotency", http.MethodPost, 400, "true", 1},
+		{"absent leaves the default", http.MethodGet, 503, "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := http.Header{}
+				if tt.signal != "" {
+					h.Set(ShouldRetryHeader, tt.signal)
+				}
+				base := &script{steps: []step{{status: tt.status, header: h}}}
+				req, _ := withBody(t, t.Context(), tt.method, "http://svc.test/", "x", true)
+				resp, err := newTestTransport(base, 0).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, tt.attempts, base.count())
+				assert.Equal(t, tt.signal, resp.Header.Get(ShouldRetryHeader))
+			})
+		})
+	}
+}
+
+func TestIdempotencyConflicts(t *testing.T) {
+	tests := []struct {
+		name     string
+		key      bool
+		status   int
+		attempts int
+		delay    time.Duration
+	}{
+		{"409 with a key waits and retries", true, 409, 2, 500 * time.Millisecond},
+		{"409 without a key is final", false, 409, 1, 0},
+		{"422 with a key is final", true, 422, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: []step{{status: tt.status}, {status: 201}}}
+				req, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "x", true)
+				if tt.key {
+					req.Header.Set("Idempotency-Key", "k-1")
+				}
+				start := time.Now()
+				resp, err := newTestTransport(base, 0.5).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, tt.attempts, base.count())
+				if tt.attempts == 2 {
+					assert.Equal(t, tt.delay, base.times[1].Sub(start), "paced by the throttle backoff")
+					assert.Equal(t, 201, resp.StatusCode)
+				}
+			})
+		})
+	}
+	// The automatic key counts too.
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: []step{{status: 409}, {status: 201}}}
+		req, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "x", true)
+		resp, err := newTestTransport(base, 0.5, WithIdempotencyKeys()).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 2, base.count())
+	})
+}
+
+func TestRetryAfterDateAgainstResponseDate(t *testing.T) {
+	// The client's clock is an hour behind the server's. Measured against
+	// the client's clock, the Retry-After date is over an hour away and is
+	// not waited for; measured against the response's Date, it is 10 s.
+	tests := []struct {
+		name     string
+		withDate bool
+		attempts int
+	}{
+		{"with Date", true, 2},
+		{"without Date", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				serverNow := time.Now()
+				h := http.Header{"Retry-After": {serverNow.Add(10 * time.Second).UTC().Format(http.TimeFormat)}}
+				if tt.withDate {
+					h.Set("Date", serverNow.UTC().Format(http.TimeFormat))
+				}
+				base := &script{steps: []step{{status: 503, header: h}, {status: 200}}}
+				tr := newTestTransport(base, 0)
+				tr.now = func() time.Time { return time.Now().Add(-time.Hour) }
+				start := time.Now()
+				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, tt.attempts, base.count())
+				if tt.attempts == 2 {
+					assert.Equal(t, 10*time.Second, base.times[1].Sub(start))
+				}
+			})
+		})
+	}
+}
+
+func TestRateLimitReset(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+		ok     bool
+	}{
+		{"none", http.Header{}, 0, false},
+		{"X-RateLimit-Reset seconds", http.Header{"X-Ratelimit-Reset": {"30"}}, 30 * time.Second, true},
+		{"X-RateLimit-Reset epoch", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(now.Unix()+45, 10)}}, 45 * time.Second, true},
+		{"X-RateLimit-Reset epoch past", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(now.Unix()-45, 10)}}, 0, false},
+		{"X-RateLimit-Reset zero", http.Header{"X-Ratelimit-Reset": {"0"}}, 0, false},
+		{"X-RateLimit-Reset negative", http.Header{"X-Ratelimit-Reset": {"-5"}}, 0, false},
+		{"X-RateLimit-Reset garbage", http.Header{"X-Ratelimit-Reset": {"soon"}}, 0, false},
+		{"X-RateLimit-Reset decimal", http.Header{"X-Ratelimit-Reset": {"1.5"}}, 0, false},
+		{"X-RateLimit-Reset huge", http.Header{"X-Ratelimit-Reset": {"999999999999999999999999"}}, 1<<63 - 1, true},
+		{"RateLimit reset=", http.Header{"Ratelimit": {"limit=100, remaining=0, reset=20"}}, 20 * time.Second, true},
+		{"RateLimit structured t=", http.Header{"Ratelimit": {`"default";r=0;t=7`}}, 7 * time.Second, true},
+		{"RateLimit wins over X-", http.Header{"Ratelimit": {"reset=3"}, "X-Ratelimit-Reset": {"30"}}, 3 * time.Second, true},
+		{"RateLimit without reset", http.Header{"Ratelimit": {"limit=100"}, "X-Ratelimit-Reset": {"30"}}, 30 * time.Second, true},
+		{"RateLimit bad reset", http.Header{"Ratelimit": {"reset=-1"}}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := rateLimitReset(tt.header, now)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestRateLimitHintsInTransport(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		reset    string
+		hints    bool
+		attempts int
+		wait     time.Duration
+	}{
+		{"floor on 429", 429, "5", true, 2, 5 * time.Second},
+		{"ignored without the option", 429, "5", false, 2, 0},
+		{"ignored on a 500", 500, "5", true, 2, 0},
+		{"over the limit ends retries", 429, "3600", true, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: []step{{status: tt.status, header: http.Header{"X-Ratelimit-Reset": {tt.reset}}}, {status: 200}}}
+				var opts []Option
+				if tt.hints {
+					opts = append(opts, WithRateLimitHints())
+				}
+				start := time.Now()
+				resp, err := newTestTransport(base, 0, opts...).RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, tt.attempts, base.count())
+				if tt.attempts == 2 {
+					assert.Equal(t, tt.wait, base.times[1].Sub(start))
+				}
+			})
+		})
+	}
+}
+
+func TestAttemptHeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 502, 200)}
+		req := get(t, "http://svc.test/")
+		resp, err := newTestTransport(base, 0, WithAttemptHeader("retry-attempt")).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		var got []string
+		for _, h := range base.headers {
+			got = append(got, h.Get("Retry-Attempt"))
+		}
+		assert.Equal(t, []string{"1/3", "2/3", "3/3"}, got)
+		assert.Empty(t, req.Header.Get("Retry-Attempt"), "caller's header untouched")
+	})
+	for _, bad := range []string{"", "bad header", "a:b", "é"} {
+		assert.Panics(t, func() { WithAttemptHeader(bad) }, "%q", bad)
+	}
+}
+
+func TestGiveUpMarksServedRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		steps  []step
+		opts   []Option
+		marked bool
+	}{
+		{"success", statuses(200), nil, false},
+		{"not found", statuses(404), nil, false},
+		{"attempts exhausted", statuses(503), nil, true},
+		{"dependency said no", []step{{status: 503, header: http.Header{"X-Should-Retry": {"false"}}}}, nil, true},
+		{"budget empty", statuses(503), []Option{WithBudget(NewBucket(BucketCapacity(5), BucketTimeoutCost(5)))}, true},
+		{"error", []step{{err: dialRefused}}, nil, true},
+		{"recovered", statuses(503, 200), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				state := &serving{}
+				ctx := context.WithValue(t.Context(), servingKey{}, state)
+				resp, err := newTestTransport(&script{steps: tt.steps}, 0, tt.opts...).RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+				if err == nil {
+					resp.Body.Close()
+				}
+				assert.Equal(t, tt.marked, state.gaveUp.Load())
+			})
+		})
+	}
+}
