@@ -22,58 +22,59 @@ func newStub() *stubBase {
 	return &stubBase{resp: http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}}
 }
 
-// BenchmarkOverhead compares a bodiless GET and a POST with GetBody through
-// the bare stub and through a default Transport over the same stub.
+// BenchmarkOverhead compares requests of each shape through the bare stub
+// and through a default Transport over the same stub.
 func BenchmarkOverhead(b *testing.B) {
-	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
 	payload := bytes.Repeat([]byte("p"), 1024)
-	transports := []struct {
+	// Each shape makes a request and a function that readies its body for
+	// the next round trip.
+	shapes := []struct {
 		name string
-		rt   http.RoundTripper
+		make func() (*http.Request, func())
 	}{
-		{"bare", newStub()},
-		{"retryhttp", New(WithBase(newStub()))},
+		{"GET", func() (*http.Request, func()) {
+			req, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+			return req, func() {}
+		}},
+		{"POST-GetBody-key", func() (*http.Request, func()) { return post(payload, true, "k-1") }},
+		{"POST-GetBody", func() (*http.Request, func()) { return post(payload, true, "") }},
+		{"POST-noGetBody", func() (*http.Request, func()) { return post(payload, false, "") }},
 	}
-	for _, tr := range transports {
-		b.Run("GET/"+tr.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := tr.rt.RoundTrip(get); err != nil {
-					b.Fatal(err)
+	for _, shape := range shapes {
+		for _, tr := range []struct {
+			name string
+			rt   http.RoundTripper
+		}{
+			{"bare", newStub()},
+			{"retryhttp", New(WithBase(newStub()))},
+		} {
+			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
+				req, reset := shape.make()
+				b.ReportAllocs()
+				for b.Loop() {
+					reset()
+					if _, err := tr.rt.RoundTrip(req); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
-	for _, tr := range transports {
-		b.Run("POST-GetBody/"+tr.name, func(b *testing.B) {
-			b.ReportAllocs()
-			req, _ := http.NewRequest(http.MethodPost, "http://svc.test/items", nil)
-			req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
-			rd := bytes.NewReader(payload)
-			body := io.NopCloser(rd)
-			req.Body, req.ContentLength = body, int64(len(payload))
-			for b.Loop() {
-				rd.Reset(payload)
-				if _, err := tr.rt.RoundTrip(req); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+}
+
+// post makes a POST of payload, with GetBody or without, and with an
+// idempotency key unless key is empty.
+func post(payload []byte, getBody bool, key string) (*http.Request, func()) {
+	req, _ := http.NewRequest(http.MethodPost, "http://svc.test/items", nil)
+	rd := bytes.NewReader(payload)
+	req.Body, req.ContentLength = io.NopCloser(rd), int64(len(payload))
+	if getBody {
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
-	for _, tr := range transports {
-		b.Run("POST-noGetBody/"+tr.name, func(b *testing.B) {
-			b.ReportAllocs()
-			req, _ := http.NewRequest(http.MethodPost, "http://svc.test/items", nil)
-			rd := bytes.NewReader(payload)
-			req.Body, req.ContentLength = io.NopCloser(rd), int64(len(payload))
-			for b.Loop() {
-				rd.Reset(payload)
-				if _, err := tr.rt.RoundTrip(req); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
+	return req, func() { rd.Reset(payload) }
 }
 
 // BenchmarkOverheadParallel runs the bodiless GET from every CPU at once

@@ -29,8 +29,12 @@
 // HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent by definition. POST,
 // PATCH and other methods are retried only when they carry an
 // Idempotency-Key or X-Idempotency-Key header, or when the failure proves the
-// request never reached the server (the dial failed). WithIdempotencyKeys
-// gives such requests a random key, the same on every attempt.
+// request never reached the server: the dial failed, an HTTP/2 server
+// refused the stream, or net/http/httptrace saw the attempt fail before its
+// headers were written (a connection reset during the TLS handshake, say).
+// A failure after the headers were written may have run the request, and is
+// never retried for such methods. WithIdempotencyKeys gives key-less
+// requests a random key, the same on every attempt.
 //
 // The body must also be replayable: Request.GetBody is used when set (as
 // http.NewRequest does for in-memory bodies); otherwise the body is buffered
@@ -46,6 +50,36 @@
 // that would pass the request's deadline, is not waited for: the response is
 // returned at once for the caller to act on. No wait ever passes the
 // request's deadline, and cancelling the request ends a wait at once.
+//
+// # What servers say about retrying
+//
+// A server can steer its clients' retries, and the default classifier
+// listens:
+//
+//   - X-Should-Retry: false makes a response final even when its status is
+//     retryable; true makes it retryable even when its status is not (still
+//     within the idempotency rules, attempts and budget).
+//     ServerSignalClassifier reads other header names too.
+//   - For a request with an idempotency key, 409 Conflict (the first request
+//     with that key is still in progress) is retried, paced like a throttled
+//     response; 422 (the key was used with another payload) is final.
+//   - A Retry-After date is measured against the response's Date header, so
+//     a client whose clock is off still waits as long as the server asked.
+//   - With WithRateLimitHints, the reset time of a rate limit (the RateLimit
+//     header's reset, or X-RateLimit-Reset) is a floor on the delay after a
+//     throttled response, like Retry-After, under the same limit.
+//
+// WithAttemptHeader names every attempt ("2/3"), so servers and their logs
+// can tell retries from first attempts.
+//
+// # Retrying at one layer
+//
+// When every service in a chain retries, the retries multiply: three
+// attempts in each of four layers send 81 calls to a failing fifth service.
+// Wrap the handlers of services that call others through a Transport in
+// Handler: a response that fails because the service gave up on a dependency
+// then carries X-Should-Retry: false, and the layers above do not retry it.
+// Only the layer next to the failure retries.
 //
 // # How much it retries
 //
@@ -79,6 +113,8 @@
 //	attempt timeout    none                                               WithAttemptTimeout
 //	body buffer        1 MiB                                              WithBodyBufferLimit
 //	idempotency keys   off                                                WithIdempotencyKeys
+//	attempt header     none                                               WithAttemptHeader
+//	rate limit hints   ignored                                            WithRateLimitHints
 //	classifier         DefaultClassifier()                                WithClassifier
 //	base transport     go-cleanhttp's pooled transport                    WithBase
 //
