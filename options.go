@@ -29,7 +29,9 @@ type Option func(*Transport)
 // WithBase sets the transport that makes each attempt: an SDK's transport,
 // an instrumented one (otelhttp), an authenticating one (oauth2). The default
 // is go-cleanhttp's pooled transport, a fresh *http.Transport with the
-// standard library's defaults, not shared with other packages.
+// standard library's defaults, not shared with other packages, that keeps up
+// to 100 idle connections per host, so that concurrent callers reuse their
+// connections instead of opening new ones.
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
 // the client's Transport instead.

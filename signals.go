@@ -16,7 +16,8 @@ const ShouldRetryHeader = "X-Should-Retry"
 // ServerSignalClassifier follows what the server said about retrying in the
 // named response headers (by default ShouldRetryHeader): "false" makes the
 // outcome final even for a retryable status, and "true" makes it retryable
-// even for a status the rest of the chain would refuse. A retry it allows
+// even for a status the rest of the chain would refuse, except a 1xx or 2xx
+// success, which is never retried. A retry it allows
 // is still subject to the idempotency rules, the attempt limit and the
 // budget. Values are compared case-insensitively; other values, and
 // responses without the headers, have no opinion. The first named header
@@ -35,8 +36,8 @@ func ServerSignalClassifier(headers ...string) Classifier {
 type serverSignalClassifier struct{ names []string }
 
 func (c serverSignalClassifier) Classify(_ *http.Request, resp *http.Response, _ error) Verdict {
-	if resp == nil {
-		return Verdict{}
+	if resp == nil || resp.StatusCode < 300 {
+		return Verdict{} // a success is never retried
 	}
 	switch serverSignal(resp.Header, c.names) {
 	case signalRetry:
@@ -96,13 +97,13 @@ func IdempotencyConflictClassifier() Classifier { return conflictClassifier{} }
 type conflictClassifier struct{}
 
 func (conflictClassifier) Classify(req *http.Request, resp *http.Response, _ error) Verdict {
-	if resp == nil || !hasIdempotencyKey(req.Header) {
+	if resp == nil {
 		return Verdict{}
 	}
-	switch resp.StatusCode {
-	case http.StatusConflict:
+	switch code := resp.StatusCode; {
+	case code == http.StatusConflict && hasIdempotencyKey(req.Header):
 		return Verdict{Decision: Retry, Throttle: true}
-	case http.StatusUnprocessableEntity:
+	case code == http.StatusUnprocessableEntity && hasIdempotencyKey(req.Header):
 		return Verdict{Decision: DontRetry}
 	}
 	return Verdict{}

@@ -23,6 +23,7 @@ func TestServerSignalClassifier(t *testing.T) {
 		wantDef Decision // the default chain's decision
 	}{
 		{"false on 503", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {"false"}}, Verdict{Decision: DontRetry}, DontRetry},
+		{"true on 200 is ignored", ServerSignalClassifier(), 200, http.Header{"X-Should-Retry": {"true"}}, Verdict{}, DontRetry},
 		{"true on 400", ServerSignalClassifier(), 400, http.Header{"X-Should-Retry": {"true"}}, Verdict{Decision: Retry}, Retry},
 		{"true on 429 keeps throttle", ServerSignalClassifier(), 429, http.Header{"X-Should-Retry": {"true"}}, Verdict{Decision: Retry, Throttle: true}, Retry},
 		{"case and space", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {" FALSE "}}, Verdict{Decision: DontRetry}, DontRetry},

@@ -83,9 +83,25 @@ func New(opts ...Option) *Transport {
 		o(t)
 	}
 	if t.base == nil {
-		t.base = cleanhttp.DefaultPooledTransport()
+		t.base = defaultBase()
 	}
 	return t
+}
+
+// defaultIdlePerHost is how many idle connections the default base keeps
+// per host.
+const defaultIdlePerHost = 100
+
+// defaultBase returns go-cleanhttp's pooled transport, keeping as many idle
+// connections per host as in all (100). Its own per-host default,
+// GOMAXPROCS+1, closes the connections of concurrent callers as soon as they
+// finish, so a struggling dependency would see a new connection, and
+// perhaps a TLS handshake, for most requests just when it can least afford
+// them.
+func defaultBase() *http.Transport {
+	base := cleanhttp.DefaultPooledTransport()
+	base.MaxIdleConnsPerHost = defaultIdlePerHost
+	return base
 }
 
 // CloseIdleConnections closes the base transport's idle connections, if it

@@ -832,3 +832,43 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, 320, ok.Load())
 }
+
+func TestDefaultBaseKeepsConcurrentConnections(t *testing.T) {
+	// Two rounds of 16 requests, each round held at the server until all 16
+	// are in flight, so each needs 16 connections at once. The second round
+	// must find the first round's connections idle in the pool.
+	const callers = 16
+	var mu sync.Mutex
+	arrived, release := 0, make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived++
+		if arrived == callers {
+			close(release)
+		}
+		ch := release
+		mu.Unlock()
+		<-ch
+	}))
+	conns := startCountingConns(srv)
+	defer srv.Close()
+	tr := New()
+	defer tr.CloseIdleConnections()
+	for range 2 {
+		mu.Lock()
+		arrived, release = 0, make(chan struct{})
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				resp, err := tr.RoundTrip(get(t, srv.URL))
+				if assert.NoError(t, err) {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	assert.EqualValues(t, callers, conns.Load(), "connections opened over two rounds")
+}
