@@ -95,6 +95,9 @@ func DefaultClassifier() Classifier { return defaultClassifier{} }
 type defaultClassifier struct{}
 
 func (defaultClassifier) Classify(req *http.Request, resp *http.Response, err error) Verdict {
+	if resp != nil && resp.StatusCode < 300 {
+		return Verdict{Decision: DontRetry} // every link would say so: skip them
+	}
 	if v := (contextClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
 		return v
 	}
