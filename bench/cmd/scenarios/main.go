@@ -1,0 +1,181 @@
+// Command scenarios runs retryhttp, go-retryablehttp, the AWS SDK for Go
+// v2's retryer, failsafe-go, a naive retry loop and a plain transport
+// against loopback servers in trouble, and prints one markdown table per
+// scenario.
+//
+// From the bench directory (or from the repository root with go -C bench):
+//
+//	go run ./cmd/scenarios            # every scenario, about two minutes on 2 CPUs
+//	go run ./cmd/scenarios -quick     # smaller sizes
+//	go run ./cmd/scenarios -only outage,herd
+//	go run ./cmd/scenarios -overhead  # the overhead benchmarks, as ratios
+//
+// The memory scenario runs each library in a child process: the command
+// runs itself again with -memory-child.
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/bench"
+	"github.com/retryhttp/retryhttp/bench/peers"
+	"github.com/retryhttp/retryhttp/bench/scenario"
+)
+
+func main() {
+	testing.Init()
+	quick := flag.Bool("quick", false, "smaller sizes")
+	only := flag.String("only", "", "comma-separated scenarios to run (default all): "+names())
+	seed := flag.Uint64("seed", 1, "seed of the transient scenario's faults")
+	overhead := flag.Bool("overhead", false, "run the overhead benchmarks and print them as ratios to the bare stub, instead of the scenarios")
+	benchtime := flag.Duration("benchtime", 500*time.Millisecond, "with -overhead, the time each benchmark runs")
+	runs := flag.Int("runs", 3, "with -overhead, the runs of each benchmark, of which the median is printed")
+	child := flag.String(scenario.MemoryChildFlag, "", "internal: measure the memory of one library")
+	url := flag.String("memory-url", "", "internal: the memory child's server")
+	size := flag.Int64("memory-size", 0, "internal: the memory child's body size")
+	flag.Parse()
+
+	p := scenario.DefaultParams()
+	if *quick {
+		p = scenario.QuickParams()
+	}
+	p.Seed = *seed
+
+	switch {
+	case *child != "":
+		if err := scenario.MemoryChild(os.Stdout, *child, *url, *size, p.Fast); err != nil {
+			fmt.Fprintln(os.Stderr, "memory child:", err)
+			os.Exit(1)
+		}
+	case *overhead:
+		if err := flag.Set("test.benchtime", benchtime.String()); err != nil {
+			panic(err)
+		}
+		printOverhead(os.Stdout, *runs)
+	default:
+		if err := run(os.Stdout, p, *only); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+}
+
+func names() string {
+	var ns []string
+	for _, s := range scenario.All() {
+		ns = append(ns, s.Name)
+	}
+	return strings.Join(append(ns, "memory"), ",")
+}
+
+func run(w io.Writer, p scenario.Params, only string) error {
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			if !slices.Contains(strings.Split(names(), ","), n) {
+				return fmt.Errorf("unknown scenario %q (have %s)", n, names())
+			}
+			want[n] = true
+		}
+	}
+	selected := func(n string) bool { return len(want) == 0 || want[n] }
+
+	fmt.Fprintf(w, "## Scenarios\n\n%s, %s/%s, GOMAXPROCS %d, %s.\n\nParameters: %s.\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0),
+		time.Now().UTC().Format("2006-01-02"), p)
+	start := time.Now()
+	for _, s := range scenario.All() {
+		if !selected(s.Name) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		t0 := time.Now()
+		tables := s.Run(ctx, p)
+		cancel()
+		for _, t := range tables {
+			t.Fprint(w)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %v\n", s.Name, time.Since(t0).Round(time.Millisecond))
+	}
+	if selected("memory") {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		for _, t := range scenario.Memory(context.Background(), p, self) {
+			t.Fprint(w)
+		}
+		fmt.Fprintf(os.Stderr, "memory: %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	fmt.Fprintf(os.Stderr, "total: %v\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// printOverhead runs the overhead benchmarks with testing.Benchmark, each
+// runs times, and prints the median run of each, with its ratio to the bare
+// stub (or, over loopback, to the plain transport).
+func printOverhead(w io.Writer, runs int) {
+	fmt.Fprintf(w, "## Overhead\n\n%s, %s/%s, GOMAXPROCS %d, %s; the median of %d runs of each benchmark.\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0),
+		time.Now().UTC().Format("2006-01-02"), runs)
+	fmt.Fprintln(w, "| request | library | ns/op | B/op | allocs/op | added ns/op | × plain |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	row := func(request, name string, r testing.BenchmarkResult, plain float64) {
+		ns := nsPerOp(r)
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %s | %s |\n", request, name, num(ns), r.AllocedBytesPerOp(),
+			r.AllocsPerOp(), num(ns-plain), strconv.FormatFloat(ns/plain, 'f', 2, 64))
+	}
+	for _, c := range bench.OverheadCases() {
+		var plain float64
+		for _, lib := range peers.All() {
+			r := median(runs, func(b *testing.B) { c.Run(b, lib.New(bench.NewStub(), bench.OverheadConfig)) })
+			name := lib.Name
+			if lib.Name == peers.Plain {
+				plain, name = nsPerOp(r), "plain (bare stub)"
+			}
+			row(c.Name+", stub", name, r, plain)
+		}
+	}
+	var plain float64
+	for _, lib := range peers.All() {
+		r := median(runs, func(b *testing.B) { bench.BenchLoopback(b, lib) })
+		if lib.Name == peers.Plain {
+			plain = nsPerOp(r)
+		}
+		row("GET, loopback", lib.Name, r, plain)
+	}
+	fmt.Fprintln(w)
+}
+
+func nsPerOp(r testing.BenchmarkResult) float64 {
+	return float64(r.T.Nanoseconds()) / float64(r.N)
+}
+
+// median runs f runs times and returns the run of median time per op.
+func median(runs int, f func(b *testing.B)) testing.BenchmarkResult {
+	rs := make([]testing.BenchmarkResult, max(1, runs))
+	for i := range rs {
+		rs[i] = testing.Benchmark(f)
+	}
+	slices.SortFunc(rs, func(a, b testing.BenchmarkResult) int { return cmp.Compare(nsPerOp(a), nsPerOp(b)) })
+	return rs[len(rs)/2]
+}
+
+func num(ns float64) string {
+	if ns < 100 && ns > -100 {
+		return strconv.FormatFloat(ns, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(ns, 'f', 0, 64)
+}

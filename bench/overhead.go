@@ -1,0 +1,151 @@
+// Package bench compares retryhttp with go-retryablehttp, the AWS SDK for Go
+// v2's retryer and failsafe-go: the per-request cost of each over the same
+// in-memory stub (this package's benchmarks), and what each does to a
+// server in trouble (the scenarios command, ./cmd/scenarios).
+//
+// It is a module of its own so that users of retryhttp never download the
+// libraries it is compared with.
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/bench/peers"
+)
+
+// A Stub answers every request with a canned 200 and an empty body, closing
+// the request body as a real transport does. It allocates nothing itself.
+// It serves one goroutine at a time.
+type Stub struct{ resp http.Response }
+
+// NewStub returns a Stub.
+func NewStub() *Stub {
+	return &Stub{resp: http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Body: http.NoBody,
+	}}
+}
+
+// RoundTrip returns the canned response.
+func (s *Stub) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	// failsafe-go replaces the Body of the response it is given with a
+	// wrapper: undo that, or the wrappers would nest from call to call.
+	s.resp.Body = http.NoBody
+	return &s.resp, nil
+}
+
+// OverheadConfig is how every library is configured for the overhead
+// benchmarks: 3 attempts and delays from 50 ms (never waited for, since
+// every request succeeds), budgets as each library has them by default.
+var OverheadConfig = peers.Config{Attempts: 3, Base: 50 * time.Millisecond, Cap: 20 * time.Second}
+
+// An OverheadCase is one kind of request. Prepare returns a function that
+// sends one such request through rt and checks that it succeeded; the
+// request is made once, and reset between sends.
+type OverheadCase struct {
+	Name    string
+	Prepare func(rt http.RoundTripper) func() error
+}
+
+// Run sends c's request b.N times through rt.
+func (c OverheadCase) Run(b *testing.B, rt http.RoundTripper) {
+	send := c.Prepare(rt)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := send(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Payload is the request body of the POST cases.
+var Payload = bytes.Repeat([]byte("p"), 1024)
+
+// OverheadCases returns the requests the overhead benchmarks send: a
+// bodiless GET, a POST of 1 KiB with GetBody (as http.NewRequest sets for a
+// bytes.Reader), and the same POST without GetBody.
+func OverheadCases() []OverheadCase {
+	return []OverheadCase{
+		{"GET", prepareGET},
+		{"POST-GetBody", func(rt http.RoundTripper) func() error { return preparePOST(rt, true) }},
+		{"POST-noGetBody", func(rt http.RoundTripper) func() error { return preparePOST(rt, false) }},
+	}
+}
+
+func prepareGET(rt http.RoundTripper) func() error {
+	req, err := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	if err != nil {
+		panic(err)
+	}
+	return func() error { return roundTrip(rt, req) }
+}
+
+func preparePOST(rt http.RoundTripper, getBody bool) func() error {
+	rd := bytes.NewReader(Payload)
+	req, err := http.NewRequest(http.MethodPost, "http://svc.test/items", rd)
+	if err != nil {
+		panic(err)
+	}
+	if !getBody {
+		req.GetBody = nil
+	}
+	body := req.Body
+	return func() error {
+		rd.Reset(Payload)
+		// go-retryablehttp and failsafe-go replace the caller's Body.
+		req.Body = body
+		return roundTrip(rt, req)
+	}
+}
+
+var errStatus = errors.New("unexpected status")
+
+func roundTrip(rt http.RoundTripper, req *http.Request) error {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errStatus
+	}
+	return nil
+}
+
+// BenchLoopback sends b.N bodiless GETs to a loopback server that answers
+// 200 with an empty body, through lib over a fresh peers.NewBase transport.
+func BenchLoopback(b *testing.B, lib peers.Library) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	base := peers.NewBase()
+	defer base.CloseIdleConnections()
+	rt := lib.New(base, OverheadConfig)
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/items", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}

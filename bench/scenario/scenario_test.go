@@ -1,0 +1,152 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/bench/peers"
+)
+
+var fast = peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 10 * time.Millisecond}
+
+func lib(t *testing.T, name string) peers.Library {
+	t.Helper()
+	l, ok := peers.ByName(name)
+	require.True(t, ok, name)
+	return l
+}
+
+func TestPlainOutageAmplificationIsExactlyOne(t *testing.T) {
+	r := RunOutage(context.Background(), lib(t, peers.Plain), peers.NewBase(), fast, 300, 8)
+	assert.Equal(t, int64(300), r.ServerCalls)
+	assert.Equal(t, "1.00", r.Amplification)
+	assert.GreaterOrEqual(t, r.ServerConns, int64(1))
+	assert.LessOrEqual(t, r.ServerConns, int64(300))
+}
+
+func TestNaiveOutageTriplesTheLoad(t *testing.T) {
+	r := RunOutage(context.Background(), lib(t, peers.Naive), peers.NewBase(), fast, 50, 4)
+	assert.Equal(t, int64(150), r.ServerCalls)
+	assert.Equal(t, "3.00", r.Amplification)
+}
+
+func TestServerCountsAttemptsPerRequest(t *testing.T) {
+	srv := NewServer(FailFirst(2, http.StatusServiceUnavailable))
+	c := client(lib(t, peers.Naive), peers.NewBase(), fast)
+	out := Drive(context.Background(), 20, 4, func(ctx context.Context, i int) Outcome {
+		return Send(ctx, c, http.MethodGet, srv.URL+"/x", id("s", i), "", nil, false)
+	})
+	c.CloseIdleConnections()
+	srv.Close()
+
+	assert.Equal(t, 20, Summarise(out).OK)
+	assert.Equal(t, int64(60), srv.Requests())
+	arrivals := srv.Arrivals()
+	require.Len(t, arrivals, 20)
+	for id, ts := range arrivals {
+		assert.Len(t, ts, 3, id)
+		for k := 1; k < len(ts); k++ {
+			assert.False(t, ts[k].Before(ts[k-1]), "arrivals of %s out of order", id)
+		}
+	}
+	assert.GreaterOrEqual(t, srv.Conns(), int64(1))
+	assert.LessOrEqual(t, srv.Conns(), srv.Requests())
+}
+
+func TestDriveRunsEveryIndexOnce(t *testing.T) {
+	seen := make([]int, 100)
+	out := Drive(context.Background(), 100, 7, func(_ context.Context, i int) Outcome {
+		seen[i]++
+		return Outcome{OK: i%2 == 0, Latency: time.Duration(i) * time.Millisecond}
+	})
+	for i, n := range seen {
+		assert.Equal(t, 1, n, "index %d", i)
+	}
+	s := Summarise(out)
+	assert.Equal(t, Stats{N: 100, OK: 50, P50: 49 * time.Millisecond, P99: 98 * time.Millisecond}, s)
+	assert.Equal(t, "50.00%", s.SuccessRate())
+}
+
+func TestFailRandomlyIsSeededAndNearItsRate(t *testing.T) {
+	fails := 0
+	for i := range 20000 {
+		if unitHash(1, id("t", i), 1) < 0.1 {
+			fails++
+		}
+	}
+	assert.InDelta(t, 2000, fails, 200)
+	assert.Equal(t, unitHash(7, "t3", 2), unitHash(7, "t3", 2))
+	assert.NotEqual(t, unitHash(7, "t3", 2), unitHash(8, "t3", 2))
+}
+
+func TestResetFirstResetsOnlyTheFirstAttempt(t *testing.T) {
+	srv := NewServer(ResetFirst)
+	defer srv.Close()
+	c := &http.Client{Transport: peers.NewBase()}
+	defer c.CloseIdleConnections()
+	first := Send(context.Background(), c, http.MethodPost, srv.URL, "a", "", newPostBody, true)
+	require.Error(t, first.Err)
+	second := Send(context.Background(), c, http.MethodPost, srv.URL, "a", "", newPostBody, true)
+	require.NoError(t, second.Err)
+	assert.True(t, second.OK)
+	assert.Len(t, srv.Arrivals()["a"], 2)
+}
+
+func TestHerdWithoutRetriesHasNoPeak(t *testing.T) {
+	r := RunHerd(context.Background(), lib(t, peers.Plain), fast, 20)
+	assert.Zero(t, r.Retries)
+	assert.Zero(t, r.Peak)
+	assert.Zero(t, r.Stats.OK)
+}
+
+func TestHerdCountsEveryRetry(t *testing.T) {
+	r := RunHerd(context.Background(), lib(t, peers.Naive), fast, 20)
+	assert.Equal(t, 40, r.Retries)
+	assert.Equal(t, 20, r.Stats.OK)
+	total := 0
+	for _, n := range r.Buckets {
+		total += n
+	}
+	assert.Equal(t, 60, total)
+}
+
+func TestChainMultipliesNaiveRetries(t *testing.T) {
+	r := RunChain(context.Background(), lib(t, peers.Naive), fast, 1, 2, 2)
+	assert.Equal(t, "27.00", r.FirstPerRequest)
+	assert.Equal(t, "27.00", r.AllPerRequest)
+	assert.Zero(t, r.Stats.OK)
+}
+
+func TestMemoryChildReports(t *testing.T) {
+	srv := NewServer(func(w http.ResponseWriter, r *http.Request, attempt int) {
+		n, _ := bytes.NewBuffer(nil).ReadFrom(r.Body)
+		if n != 1<<20 {
+			http.Error(w, fmt.Sprint("got ", n, " bytes"), http.StatusBadRequest)
+			return
+		}
+		OK(w, r, attempt)
+	})
+	defer srv.Close()
+	var out strings.Builder
+	require.NoError(t, MemoryChild(&out, peers.RetryHTTP, srv.URL, 1<<20, fast))
+	rss, status, err := parseMemoryLine(out.String())
+	require.NoError(t, err)
+	assert.Equal(t, "200", status)
+	assert.Positive(t, rss)
+}
+
+func TestTableFormatsMarkdown(t *testing.T) {
+	tb := Table{Title: "t", Note: "n", Header: []string{"a", "b"}}
+	tb.Add("1", "2")
+	var out strings.Builder
+	tb.Fprint(&out)
+	assert.Equal(t, "### t\n\nn\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\n", out.String())
+}
