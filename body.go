@@ -34,13 +34,12 @@ const (
 	kindOnce                       // retries are off: the caller's body is passed through
 )
 
-// prepareReplay decides how req's body will be sent on each attempt, reading
-// it into memory when that is the only way to send it twice. It closes the
-// caller's body when it returns an error.
+// prepareReplay decides how the body of req, which has one, will be sent on
+// each attempt, reading it into memory when that is the only way to send it
+// twice. It closes the caller's body when it returns an error. A request
+// without a body needs no replay: the zero replay sends none.
 func prepareReplay(req *http.Request, limit int64, retries bool) (replay, error) {
 	switch {
-	case req.Body == nil || req.Body == http.NoBody:
-		return replay{kind: kindNone}, nil
 	case !retries:
 		return replay{kind: kindOnce}, nil
 	case req.GetBody != nil:

@@ -20,7 +20,8 @@ var ErrBudgetExhausted = errors.New("retryhttp: retry budget exhausted")
 
 // A Budget decides whether a retry may be spent. The Transport calls Withdraw
 // before every retry (never before a first attempt, which always goes out) and
-// Deposit when an attempt succeeds. Implementations must be safe for
+// Deposit when an attempt succeeds: when it returns a response it does not
+// retry whose status is below 500. Implementations must be safe for
 // concurrent use; Deposit is on every request's path and should not allocate.
 type Budget interface {
 	// Withdraw asks for one retry of req, whose last attempt failed with

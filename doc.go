@@ -21,7 +21,8 @@
 // timeouts and HTTP/2 REFUSED_STREAM. It never retries certificate or other
 // TLS errors, a host that does not exist, errors it does not know (an
 // unsupported scheme, an invalid header), or anything after the caller's own
-// context is done. Put your classifiers in front of it to change a case.
+// context is done. Before the status, it heeds what the server said about
+// retrying (see below). Put your classifiers in front of it to change a case.
 //
 // # Which requests are retried
 //

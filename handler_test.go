@@ -159,11 +159,7 @@ func TestHandlerKeepsWriterFeatures(t *testing.T) {
 			f.Flush()
 		})))
 		defer srv.Close()
-		resp, err := http.Get(srv.URL)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		assert.Equal(t, "part", string(body))
+		assert.Equal(t, "part", getBody(t, srv.URL))
 	})
 	t.Run("hijack through Unwrap", func(t *testing.T) {
 		srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -174,11 +170,18 @@ func TestHandlerKeepsWriterFeatures(t *testing.T) {
 			buf.Flush()
 		})))
 		defer srv.Close()
-		resp, err := http.Get(srv.URL)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		assert.Equal(t, "raw ok", string(body))
+		assert.Equal(t, "raw ok", getBody(t, srv.URL))
 	})
 	assert.Panics(t, func() { Handler(nil) })
+}
+
+// getBody GETs url with a plain client and returns the response body.
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
 }

@@ -2,7 +2,9 @@ package retryhttp
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -38,4 +40,55 @@ func TestOptionsPanicOnInvalidValues(t *testing.T) {
 		})
 	}
 	assert.PanicsWithValue(t, "retryhttp: New: nil Option", func() { New(nil) })
+}
+
+// TestOptionsTakeEffect runs a request through each option that no other
+// test exercises, proving that it changes what the Transport does.
+func TestOptionsTakeEffect(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []Option
+		steps    []step
+		attempts int
+		wait     time.Duration // before the second attempt
+	}{
+		{"throttle backoff", []Option{WithThrottleBackoff(Constant(7 * time.Second))}, statuses(429, 200), 2, 7 * time.Second},
+		{"throttle backoff not used for 500", []Option{WithThrottleBackoff(Constant(7 * time.Second))}, statuses(500, 200), 2, 0},
+		{"retry-after within a raised limit", []Option{WithRetryAfterLimit(2 * time.Minute)},
+			[]step{{status: 503, header: http.Header{"Retry-After": {"90"}}}, {status: 200}}, 2, 90 * time.Second},
+		{"retry-after over a lowered limit", []Option{WithRetryAfterLimit(5 * time.Second)},
+			[]step{{status: 503, header: http.Header{"Retry-After": {"6"}}}, {status: 200}}, 1, 0},
+		{"classifier", []Option{WithClassifier(Chain{Statuses(DontRetry, 503), DefaultClassifier()})}, statuses(503, 200), 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: tt.steps}
+				start := time.Now()
+				resp, err := newTestTransport(base, 0, tt.opts...).RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, tt.attempts, base.count())
+				if tt.attempts == 2 {
+					assert.Equal(t, tt.wait, base.times[1].Sub(start))
+				}
+			})
+		})
+	}
+}
+
+func TestWithoutBudget(t *testing.T) {
+	// The default budget would stop retrying after 100 retries (see
+	// TestBudgetLimitsAmplification); without one, every request gets all
+	// its attempts.
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503)}
+		tr := newTestTransport(base, 0, WithoutBudget())
+		for range 1000 {
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		assert.Equal(t, 3000, base.count())
+	})
 }

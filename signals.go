@@ -17,14 +17,13 @@ const ShouldRetryHeader = "X-Should-Retry"
 // named response headers (by default ShouldRetryHeader): "false" makes the
 // outcome final even for a retryable status, and "true" makes it retryable
 // even for a status the rest of the chain would refuse, except a 1xx or 2xx
-// success, which is never retried. A retry it allows
-// is still subject to the idempotency rules, the attempt limit and the
-// budget. Values are compared case-insensitively; other values, and
-// responses without the headers, have no opinion. The first named header
-// present decides.
+// success, which is never retried. A retry it allows is still subject to the
+// idempotency rules, the attempt limit and the budget. Values are compared
+// case-insensitively; other values, and responses without the headers, have
+// no opinion. The first named header present decides.
 func ServerSignalClassifier(headers ...string) Classifier {
 	if len(headers) == 0 {
-		headers = []string{ShouldRetryHeader}
+		return serverSignalClassifier{} // no names: ShouldRetryHeader
 	}
 	names := make([]string, len(headers))
 	for i, h := range headers {

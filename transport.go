@@ -301,7 +301,7 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 		}
 		return nil, err
 	case err == nil && resp == nil:
-		return nil, errors.New("retryhttp: base RoundTripper returned a nil response and a nil error")
+		return nil, errors.New("base RoundTripper returned a nil response and a nil error")
 	case resp != nil && resp.Body == nil:
 		resp.Body = http.NoBody
 	}
