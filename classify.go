@@ -134,8 +134,9 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 // Retried: ErrAttemptTimeout (with the Timeout facet), dial failures
 // (including a refused connection), connection resets and aborts, broken
 // pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
-// temporary DNS failures, other network timeouts (with the Timeout facet) and
-// HTTP/2 REFUSED_STREAM.
+// temporary DNS failures, other network timeouts (with the Timeout facet),
+// HTTP/2 REFUSED_STREAM, and HTTP/2 streams reset with INTERNAL_ERROR (a
+// server that aborted the request, as a connection reset does over HTTP/1).
 //
 // Never retried: certificate verification failures and other TLS errors, a
 // host that does not exist (NXDOMAIN), and context.Canceled or
@@ -188,7 +189,7 @@ func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Ve
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return Verdict{Decision: Retry, Timeout: true}
 	}
-	if refusedStream(err) {
+	if refusedStream(err) || streamReset(err) {
 		return retry
 	}
 	return Verdict{}

@@ -78,6 +78,8 @@ func TestErrorClassifier(t *testing.T) {
 		{"read timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, timeout},
 		{"attempt timeout", &attemptTimeoutError{err: context.Canceled}, timeout},
 		{"refused stream", errors.New("stream error: stream ID 3; REFUSED_STREAM"), retry},
+		{"stream reset by the server", errors.New("stream error: stream ID 1; INTERNAL_ERROR; received from peer"), retry},
+		{"stream protocol error", errors.New("stream error: stream ID 1; PROTOCOL_ERROR; received from peer"), none},
 		{"temporary DNS", &net.DNSError{Err: "server misbehaving", IsTemporary: true}, retry},
 		{"DNS timeout", &net.DNSError{Err: "i/o timeout", IsTimeout: true}, timeout},
 		{"NXDOMAIN", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", IsNotFound: true}}, final},

@@ -74,3 +74,11 @@ func (s *sendTrace) release() {
 func refusedStream(err error) bool {
 	return strings.Contains(err.Error(), "REFUSED_STREAM")
 }
+
+// streamReset reports an HTTP/2 stream reset with INTERNAL_ERROR, which is
+// how a server aborts a request it failed while handling: the HTTP/2 form of
+// a connection reset. The message is matched for the reason given above.
+func streamReset(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "stream error: ") && strings.Contains(msg, "INTERNAL_ERROR")
+}
