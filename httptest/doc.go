@@ -1,0 +1,47 @@
+// Package httptest provides local HTTP servers and an in-memory transport
+// that misbehave on purpose, so that tests can prove how a client retries:
+// how many attempts a request took, how many times the server executed it,
+// and what arrived when.
+//
+// Most tests want NewServer, shaped like net/http/httptest's:
+//
+//	srv := httptest.NewServer(handler, httptest.First(2, httptest.Status(503)))
+//	defer srv.Close()
+//	client := &http.Client{Transport: retryhttp.New()}
+//	resp, err := client.Get(srv.URL)
+//	// srv.Requests()[0].Attempts == 3, Executions == 1
+//
+// # Faults
+//
+// A Fault says what each attempt gets: the handler's response (Pass), a
+// canned one (Status, RetryAfter, RetryAfterDate, Respond), or a
+// misbehaviour: a Delay before the headers, a Hang until the client gives
+// up, a connection reset after the handler ran (ResetAfterRead), a
+// connection closed before the body was read (CloseBeforeRead), a body cut
+// short (Truncate) or streamed slowly (Slow). Sequence, First and Chance
+// choose among faults by attempt number, and Func by anything else: the
+// time, the load, a switch the test flips.
+//
+// # Logical requests
+//
+// Attempts that carry the same key are attempts of one logical request, and
+// Sequence and First count attempts per logical request, so "fail twice,
+// then succeed" holds for each request however many run at once. The key is
+// the Idempotency-Key header by default, a header of your choice with
+// KeyHeader, or anything with KeyFunc. A request without a key is keyed by
+// its method and target.
+//
+// # Records
+//
+// Requests returns, for each logical request, its attempts, executions
+// (attempts that ran the handler), arrival times, what each attempt got,
+// and whether its body was the same on every attempt. Attempts, Executions,
+// Connections and Arrivals give totals. All may be read while requests are
+// in flight. Records are kept for the life of the server.
+//
+// # Inside testing/synctest
+//
+// Real sockets cannot be used inside a synctest bubble. NewTransport
+// returns an http.RoundTripper that serves requests in memory, with the
+// same faults and records, whose delays take no real time in a bubble.
+package httptest

@@ -1,0 +1,242 @@
+package httptest_test
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+)
+
+func ExampleNewServer() {
+	// Each logical request fails twice, then reaches the handler.
+	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New()}
+	resp, err := client.Get(srv.URL + "/orders/42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+
+	r := srv.Request("GET /orders/42")
+	fmt.Println("status:", resp.StatusCode)
+	fmt.Println("attempts:", r.Attempts, "executions:", r.Executions)
+	fmt.Println("outcomes:", r.Outcomes)
+	// Output:
+	// status: 200
+	// attempts: 3 executions: 1
+	// outcomes: [503 503 pass]
+}
+
+func ExampleNewTLSServer() {
+	srv := httptest.NewTLSServer(nil, httptest.First(1, httptest.Status(http.StatusBadGateway)))
+	defer srv.Close()
+
+	// Wrap the server's own client transport, which trusts its certificate.
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(srv.Client().Transport))}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.TLS != nil, "attempts:", srv.Attempts())
+	// Output:
+	// 200 true attempts: 2
+}
+
+func ExampleNewHTTP2Server() {
+	// Over HTTP/2, ResetAfterRead resets the stream after the handler ran.
+	srv := httptest.NewHTTP2Server(nil, httptest.First(1, httptest.ResetAfterRead()))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(srv.Client().Transport))}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Proto, resp.StatusCode)
+	fmt.Println("attempts:", srv.Attempts(), "executions:", srv.Executions(), "connections:", srv.Connections())
+	// Output:
+	// HTTP/2.0 200
+	// attempts: 2 executions: 2 connections: 1
+}
+
+func ExampleNewUnstartedServer() {
+	srv := httptest.NewUnstartedServer(nil, httptest.Pass())
+	srv.Config.ReadHeaderTimeout = time.Second
+	srv.Start()
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("%d %q\n", resp.StatusCode, body)
+	// Output:
+	// 200 "ok\n"
+}
+
+func ExampleKeyHeader() {
+	// Ten requests at once, told apart by X-Request-Id: each fails twice,
+	// then succeeds, whatever the interleaving.
+	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)),
+		httptest.KeyHeader("X-Request-Id"))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithoutBudget())}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			req.Header.Set("X-Request-Id", fmt.Sprint("req-", i))
+			resp, err := client.Do(req)
+			if err != nil {
+				log.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	fmt.Println("requests:", len(srv.Requests()), "attempts:", srv.Attempts(), "executions:", srv.Executions())
+	r := srv.Request("req-7")
+	fmt.Println("req-7:", r.Attempts, "attempts,", r.Executions, "execution")
+	// Output:
+	// requests: 10 attempts: 30 executions: 10
+	// req-7: 3 attempts, 1 execution
+}
+
+func ExampleKeyFunc() {
+	// Key logical requests by a query parameter.
+	srv := httptest.NewServer(nil, httptest.Sequence(httptest.Status(http.StatusTooManyRequests)),
+		httptest.KeyFunc(func(r *http.Request) string { return r.URL.Query().Get("id") }))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithThrottleBackoff(retryhttp.Constant(time.Millisecond)))}
+	for _, id := range []string{"a", "b"} {
+		resp, err := client.Get(srv.URL + "/?id=" + id)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Println(id, resp.StatusCode, srv.Request(id).Outcomes)
+	}
+	// Output:
+	// a 200 [429 pass]
+	// b 200 [429 pass]
+}
+
+func ExampleResetAfterRead() {
+	// The handler runs, then the connection is reset. The client cannot
+	// know whether its POST was executed, so retryhttp does not resend it
+	// without an idempotency key. With one, it does, and the server must
+	// honour the key: this handler does not, so "two pens" ran twice.
+	var mu sync.Mutex
+	var orders []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		orders = append(orders, string(b))
+		mu.Unlock()
+	}), httptest.First(1, httptest.ResetAfterRead()))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New()}
+	_, err := client.Post(srv.URL+"/orders", "text/plain", strings.NewReader("one book"))
+	fmt.Println("error:", err != nil)
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader("two pens"))
+	req.Header.Set("Idempotency-Key", "order-2")
+	resp, err := client.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	r := srv.Request("order-2")
+	fmt.Println("keyed:", resp.StatusCode, r.Outcomes, "same body:", r.SameBody)
+	fmt.Println("executions:", srv.Executions(), orders)
+	// Output:
+	// error: true
+	// keyed: 200 [reset pass] same body: true
+	// executions: 3 [one book two pens two pens]
+}
+
+func ExampleChance() {
+	// A fifth of attempts fail, decided by the seed, the key and the
+	// attempt number, so every run is the same.
+	f := httptest.Chance(7, 0.2, httptest.Status(http.StatusInternalServerError))
+	srv := httptest.NewServer(nil, f, httptest.KeyHeader("X-Request-Id"))
+	defer srv.Close()
+
+	client := srv.Client()
+	failed := 0
+	for i := range 100 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		req.Header.Set("X-Request-Id", fmt.Sprint(i))
+		resp, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			failed++
+		}
+	}
+	fmt.Println("failed:", failed, "of 100")
+	// Output:
+	// failed: 24 of 100
+}
+
+func ExampleTruncate() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "a body of 24 bytes here\n")
+	}), httptest.Truncate(7))
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("%q %v\n", body, err)
+	// Output:
+	// "a body " unexpected EOF
+}
+
+func ExampleNewTransport() {
+	// The same faults, served in memory: inside a testing/synctest bubble
+	// its delays, and the client's backoff, take no real time.
+	tr := httptest.NewTransport(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)))
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithBase(tr),
+		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+	)}
+
+	resp, err := client.Get("http://inventory.test/items/7")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println("GET:", resp.StatusCode, tr.Request("GET /items/7").Outcomes)
+
+	// A key-less POST that reached the server is never resent.
+	resp, err = client.Post("http://inventory.test/items", "text/plain", strings.NewReader("bolt"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println("POST:", resp.StatusCode, tr.Request("POST /items").Outcomes)
+	// Output:
+	// GET: 200 [503 503 pass]
+	// POST: 503 [503]
+}
