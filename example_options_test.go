@@ -1,0 +1,141 @@
+package retryhttp_test
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+)
+
+// get sends a GET to url and returns the status and attempts it took.
+func get(client *http.Client, url string) (int, int) {
+	resp, err := client.Get(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, retryhttp.Attempts(resp)
+}
+
+func ExampleWithMaxAttempts() {
+	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable)) // down for good
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithMaxAttempts(5),
+		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+	)}
+	status, attempts := get(client, srv.URL)
+	// The last response is returned as a plain transport would return it.
+	fmt.Println(status, "after", attempts, "attempts")
+	// Output:
+	// 503 after 5 attempts
+}
+
+func ExampleWithBackoff() {
+	srv := httptest.NewServer(nil, httptest.First(3, httptest.Status(http.StatusBadGateway)))
+	defer srv.Close()
+
+	// Linear steps of 10 ms, without jitter so that the output is stable.
+	// Keep jitter in production: FullJitter(Exponential(base, cap)).
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithMaxAttempts(4),
+		retryhttp.WithBackoff(retryhttp.Linear(10*time.Millisecond, time.Second)),
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+			fmt.Printf("attempt %d: %d, next in %v\n", e.Attempt, e.StatusCode, e.Delay)
+		}),
+	)}
+	status, _ := get(client, srv.URL)
+	fmt.Println(status)
+	// Output:
+	// attempt 1: 502, next in 10ms
+	// attempt 2: 502, next in 20ms
+	// attempt 3: 502, next in 30ms
+	// 200
+}
+
+func ExampleWithAttemptTimeout() {
+	// The first attempt hangs; the timeout ends it and the retry succeeds.
+	srv := httptest.NewServer(nil, httptest.First(1, httptest.Hang()))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithAttemptTimeout(50 * time.Millisecond))}
+	status, attempts := get(client, srv.URL)
+	fmt.Println(status, "after", attempts, "attempts:", srv.Request("GET /").Outcomes)
+	// Output:
+	// 200 after 2 attempts: [hang pass]
+}
+
+func ExampleWithRetryAfterLimit() {
+	// A server asking for an hour is not waited for: its response comes
+	// back at once, for the caller to act on.
+	srv := httptest.NewServer(nil, httptest.RetryAfter(http.StatusServiceUnavailable, time.Hour))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithRetryAfterLimit(10 * time.Second))}
+	start := time.Now()
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "Retry-After:", resp.Header.Get("Retry-After"),
+		"attempts:", srv.Attempts(), "waited:", time.Since(start) > time.Second)
+	// Output:
+	// 503 Retry-After: 3600 attempts: 1 waited: false
+}
+
+func ExampleNewHostBudget() {
+	down := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	defer down.Close()
+	flaky := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
+		httptest.KeyHeader("X-Request-Id"))
+	defer flaky.Close()
+
+	// Each host has its own bucket of 10 tokens; a retry costs 5. The host
+	// that is down spends its own bucket, not the flaky host's.
+	budget := retryhttp.NewHostBudget(retryhttp.BucketCapacity(10))
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithBudget(budget),
+		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+	)}
+	for range 4 {
+		get(client, down.URL)
+	}
+	req, _ := http.NewRequest(http.MethodGet, flaky.URL, nil)
+	req.Header.Set("X-Request-Id", "1")
+	resp, err := client.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println("down: 4 requests,", down.Attempts(), "attempts")
+	fmt.Println("flaky:", resp.StatusCode, "after", retryhttp.Attempts(resp), "attempts")
+	fmt.Println("hosts with a bucket:", budget.Hosts())
+	// Output:
+	// down: 4 requests, 6 attempts
+	// flaky: 200 after 2 attempts
+	// hosts with a bucket: 2
+}
+
+func ExampleWithoutBudget() {
+	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	defer srv.Close()
+
+	// Without a budget every request gets all its attempts, however many
+	// fail: 3 attempts for each of 100 requests to a host that is down.
+	// With the default budget, the host would see about 200.
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithoutBudget(),
+		retryhttp.WithBackoff(retryhttp.Constant(0)),
+	)}
+	for range 100 {
+		get(client, srv.URL)
+	}
+	fmt.Println(srv.Attempts(), "attempts")
+	// Output:
+	// 300 attempts
+}
