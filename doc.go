@@ -100,6 +100,14 @@
 // the last error (errors.Is and errors.As see through it) and counts the
 // attempts. Attempts reports how many attempts produced a response.
 //
+// # Testing retries
+//
+// Package github.com/retryhttp/retryhttp/httptest provides local servers, and
+// an in-memory transport for testing/synctest, that fail on purpose (a 503, a
+// Retry-After, a reset after the handler ran, a hang, a truncated body) and
+// record each request's attempts and executions, so that tests can prove how
+// their clients retry.
+//
 // # Defaults
 //
 //	Setting            Default                                            Option
