@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/retryhttp/retryhttp"
@@ -239,4 +240,55 @@ func ExampleNewTransport() {
 	// Output:
 	// GET: 200 [503 503 pass]
 	// POST: 503 [503]
+}
+
+func ExampleSequence() {
+	// Attempt 1 gets a 504 after 10 ms, attempt 2 a 429 asking for a
+	// second's wait, attempt 3 reaches the handler.
+	srv := httptest.NewServer(nil, httptest.Sequence(
+		httptest.Delay(10*time.Millisecond, httptest.Status(http.StatusGatewayTimeout)),
+		httptest.RetryAfter(http.StatusTooManyRequests, time.Second),
+	))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, r := range srv.Requests() {
+		fmt.Printf("%s: %q\n", r.Key, r.Outcomes)
+	}
+	// Output:
+	// GET /: ["delay 10ms, 504" "429 Retry-After: 1" "pass"]
+}
+
+func ExampleFunc() {
+	// A switch the test flips: the service is down until it is not.
+	var down atomic.Bool
+	down.Store(true)
+	srv := httptest.NewServer(nil, httptest.Func(func(string, int) httptest.Fault {
+		if down.Load() {
+			return httptest.Status(http.StatusServiceUnavailable)
+		}
+		return httptest.Pass()
+	}))
+	defer srv.Close()
+
+	client := srv.Client()
+	for range 2 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+		down.Store(false)
+	}
+	fmt.Println(srv.Request("GET /").Outcomes)
+	// Output:
+	// 503
+	// 200
+	// [503 pass]
 }
