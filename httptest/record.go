@@ -72,7 +72,8 @@ func KeyFunc(fn func(*http.Request) string) Option {
 	}
 }
 
-// ledger records attempts. It is safe for concurrent use.
+// ledger records attempts. It is safe for concurrent use. Server and
+// Transport embed it for its exported methods.
 type ledger struct {
 	mu          sync.Mutex
 	byKey       map[string]*entry
@@ -155,7 +156,9 @@ func (l *ledger) connected() {
 	l.mu.Unlock()
 }
 
-func (l *ledger) requests() []Request {
+// Requests returns the record of every logical request so far, in order of
+// first arrival.
+func (l *ledger) Requests() []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Request, len(l.order))
@@ -165,7 +168,9 @@ func (l *ledger) requests() []Request {
 	return out
 }
 
-func (l *ledger) request(key string) Request {
+// Request returns the record of the logical request key; a request that
+// never arrived has zero Attempts.
+func (l *ledger) Request(key string) Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e := l.byKey[key]; e != nil {
@@ -181,16 +186,31 @@ func (e *entry) snapshot() Request {
 	return r
 }
 
-func (l *ledger) totals() (attempts, executions, connections int) {
+// Attempts returns how many attempts have arrived.
+func (l *ledger) Attempts() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.attempts, l.executions, l.connections
+	return l.attempts
 }
 
-func (l *ledger) arrivalTimes() []time.Time {
+// Executions returns how many attempts have run the handler.
+func (l *ledger) Executions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.executions
+}
+
+// Arrivals returns the arrival time of every attempt, in order.
+func (l *ledger) Arrivals() []time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]time.Time(nil), l.arrivals...)
+}
+
+func (l *ledger) connectionCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.connections
 }
 
 // bodyHash digests a request body as it is read, without keeping it.

@@ -23,7 +23,7 @@ type Server struct {
 	fault   Fault
 	handler http.Handler
 	cfg     config
-	log     ledger
+	ledger  // records, and the methods that read them
 
 	done     chan struct{} // closed by Close, to end hangs and pauses
 	stopOnce sync.Once
@@ -68,7 +68,7 @@ func NewUnstartedServer(h http.Handler, f Fault, opts ...Option) *Server {
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {
-			s.log.connected()
+			s.connected()
 		}
 	}
 	return s
@@ -81,39 +81,22 @@ func (s *Server) Close() {
 	s.Server.Close()
 }
 
-// Requests returns the record of every logical request so far, in order of
-// first arrival.
-func (s *Server) Requests() []Request { return s.log.requests() }
-
-// Request returns the record of the logical request key; a request that
-// never arrived has zero Attempts.
-func (s *Server) Request(key string) Request { return s.log.request(key) }
-
-// Attempts returns how many attempts have arrived.
-func (s *Server) Attempts() int { a, _, _ := s.log.totals(); return a }
-
-// Executions returns how many attempts have run the handler.
-func (s *Server) Executions() int { _, e, _ := s.log.totals(); return e }
-
 // Connections returns how many connections clients have opened.
-func (s *Server) Connections() int { _, _, c := s.log.totals(); return c }
-
-// Arrivals returns the arrival time of every attempt, in order.
-func (s *Server) Arrivals() []time.Time { return s.log.arrivalTimes() }
+func (s *Server) Connections() int { return s.connectionCount() }
 
 // delayedBodyLimit bounds how much of a delayed request's body is read
 // before the delay.
 const delayedBodyLimit = 1 << 20
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	e, a := s.log.arrive(s.cfg.key(r), s.fault)
+	e, a := s.arrive(s.cfg.key(r), s.fault)
 	if a.kind == closeEarly {
 		abort(w, r, false)
 		return
 	}
 	body := newBodyHash(r.Body)
 	r.Body = body
-	defer s.log.body(e, body)
+	defer s.body(e, body)
 	if a.delay > 0 {
 		// net/http notices a client that gives up only once the request
 		// body has been read: read it (up to a limit) before the delay,
@@ -146,21 +129,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case reset:
 		s.handler.ServeHTTP(httptest.NewRecorder(), r)
-		s.log.executed(e)
+		s.executed(e)
 		body.drain()
 		abort(w, r, true)
 	default:
 		if a.cut < 0 && a.chunk == 0 {
 			// Recorded first: the client may have the response before
 			// the handler returns.
-			s.log.executed(e)
+			s.executed(e)
 			s.handler.ServeHTTP(w, r)
 			body.drain()
 			return
 		}
 		rec := httptest.NewRecorder()
 		s.handler.ServeHTTP(rec, r)
-		s.log.executed(e)
+		s.executed(e)
 		body.drain()
 		s.replay(w, r, rec, a)
 	}

@@ -95,6 +95,22 @@ func TestServerCannedResponses(t *testing.T) {
 	}
 }
 
+// A delayed request's body is read ahead only up to a limit; the handler
+// still gets all of it, in order.
+func TestServerDelayedLargeBody(t *testing.T) {
+	srv := httptest.NewServer(echo, httptest.Delay(time.Millisecond, httptest.Pass()))
+	defer srv.Close()
+	body := strings.Repeat("0123456789abcdef", (3<<20)/16+1) // past the 1 MiB read ahead
+	resp, err := send(t, srv.Client(), "POST", srv.URL+"/big", body, "Idempotency-Key", "big")
+	require.NoError(t, err)
+	got := readBody(t, resp)
+	assert.Equal(t, len(body), len(got))
+	assert.True(t, got == body, "the handler read the body out of order")
+	r := srv.Request("big")
+	assert.Equal(t, 1, r.Executions)
+	assert.True(t, r.SameBody)
+}
+
 func TestServerFailTwiceThenSucceed(t *testing.T) {
 	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(503)), httptest.KeyHeader("X-Request-Id"))
 	defer srv.Close()

@@ -35,7 +35,7 @@ type Transport struct {
 	fault   Fault
 	handler http.Handler
 	cfg     config
-	log     ledger
+	ledger  // records, and the methods that read them
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -52,23 +52,6 @@ func NewTransport(h http.Handler, f Fault, opts ...Option) *Transport {
 	return &Transport{fault: f, handler: h, cfg: newConfig(opts)}
 }
 
-// Requests returns the record of every logical request so far, in order of
-// first arrival.
-func (t *Transport) Requests() []Request { return t.log.requests() }
-
-// Request returns the record of the logical request key; a request that
-// never arrived has zero Attempts.
-func (t *Transport) Request(key string) Request { return t.log.request(key) }
-
-// Attempts returns how many attempts have arrived.
-func (t *Transport) Attempts() int { a, _, _ := t.log.totals(); return a }
-
-// Executions returns how many attempts have run the handler.
-func (t *Transport) Executions() int { _, e, _ := t.log.totals(); return e }
-
-// Arrivals returns the arrival time of every attempt, in order.
-func (t *Transport) Arrivals() []time.Time { return t.log.arrivalTimes() }
-
 // RoundTrip serves req in memory. It closes req's body.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
@@ -76,7 +59,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(req.URL.Host)
 	}
-	e, a := t.log.arrive(t.cfg.key(req), t.fault)
+	e, a := t.arrive(t.cfg.key(req), t.fault)
 	if trace != nil && trace.WroteHeaders != nil {
 		trace.WroteHeaders()
 	}
@@ -88,7 +71,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer func() {
 		body.drain()
 		body.Close()
-		t.log.body(e, body)
+		t.body(e, body)
 	}()
 	if a.kind != pass && a.kind != reset {
 		body.drain()
@@ -110,7 +93,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The handler may close its body, as a server's handler may; the
 	// caller's body is closed once, below.
 	t.handler.ServeHTTP(rec, serverRequest(req, io.NopCloser(body)))
-	t.log.executed(e)
+	t.executed(e)
 	if a.kind == reset {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	}

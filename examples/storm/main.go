@@ -60,16 +60,18 @@ var strategies = []strategy{
 	{name: "plain client, no retries", do: once},
 	{name: "naive retries: 4 attempts, 100 ms doubling, no jitter", do: naive},
 	{name: "retryhttp: 4 attempts, 100 ms doubling, full jitter, no budget", do: once,
-		wrap: func(b http.RoundTripper) http.RoundTripper {
-			return retryhttp.New(retryhttp.WithBase(b), retryhttp.WithMaxAttempts(attempts),
-				retryhttp.WithBackoff(retryhttp.FullJitter(retryhttp.Exponential(base, 10*time.Second))),
-				retryhttp.WithoutBudget())
-		}},
-	{name: "retryhttp: the same, with its default retry budget", do: once,
-		wrap: func(b http.RoundTripper) http.RoundTripper {
-			return retryhttp.New(retryhttp.WithBase(b), retryhttp.WithMaxAttempts(attempts),
-				retryhttp.WithBackoff(retryhttp.FullJitter(retryhttp.Exponential(base, 10*time.Second))))
-		}},
+		wrap: jittered(retryhttp.WithoutBudget())},
+	{name: "retryhttp: the same, with its default retry budget", do: once, wrap: jittered()},
+}
+
+// jittered returns a retryhttp Transport over b with the shared schedule,
+// full jitter and the extra options.
+func jittered(extra ...retryhttp.Option) func(b http.RoundTripper) http.RoundTripper {
+	return func(b http.RoundTripper) http.RoundTripper {
+		opts := append([]retryhttp.Option{retryhttp.WithBase(b), retryhttp.WithMaxAttempts(attempts),
+			retryhttp.WithBackoff(retryhttp.FullJitter(retryhttp.Exponential(base, 10*time.Second)))}, extra...)
+		return retryhttp.New(opts...)
+	}
 }
 
 // A result is what one strategy did to the service.
