@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // A Decision is a classifier's answer about one attempt's outcome.
@@ -48,6 +49,12 @@ type Verdict struct {
 	// Timeout reports that the attempt timed out. A retry after a timeout
 	// costs more budget, since it suggests a degraded dependency.
 	Timeout bool
+	// RetryAfter is the least delay before a retry that the classifier read
+	// from the response, for servers that say so in a header of their own
+	// rather than Retry-After. It is a floor, as Retry-After is: the longer
+	// of the two applies, and one beyond the Retry-After limit ends the
+	// retries, returning the response. Zero asks for no floor.
+	RetryAfter time.Duration
 }
 
 // A Classifier judges the outcome of one attempt: the request as sent, and

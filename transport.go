@@ -325,6 +325,10 @@ func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err
 		b = t.throttleBackoff
 	}
 	delay := max(b(attempt, prev, t.rand()), 0)
+	if v.RetryAfter > t.retryAfterLimit {
+		return 0, "Retry-After exceeds the limit"
+	}
+	delay = max(delay, v.RetryAfter)
 	now := t.now()
 	if resp != nil {
 		floor, tooLong := retryAfterFloor(resp.Header, now, t.retryAfterLimit)

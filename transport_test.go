@@ -872,3 +872,39 @@ func TestDefaultBaseKeepsConcurrentConnections(t *testing.T) {
 	}
 	assert.EqualValues(t, callers, conns.Load(), "connections opened over two rounds")
 }
+
+func TestVerdictRetryAfterIsAFloor(t *testing.T) {
+	tests := []struct {
+		name     string
+		floor    time.Duration
+		wantWait time.Duration
+		attempts int
+	}{
+		{"a floor is waited for", 1500 * time.Millisecond, 1500 * time.Millisecond, 2},
+		{"zero asks for nothing", 0, 0, 2},
+		{"over the limit is not waited for", 2 * time.Minute, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: statuses(503, 200)}
+				floor := ClassifierFunc(func(_ *http.Request, resp *http.Response, _ error) Verdict {
+					if resp != nil && resp.StatusCode == 503 {
+						return Verdict{Decision: Retry, RetryAfter: tt.floor}
+					}
+					return Verdict{}
+				})
+				start := time.Now()
+				resp, err := newTestTransport(base, 0, WithClassifier(Chain{floor, DefaultClassifier()})).RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, tt.attempts, base.count())
+				if tt.attempts == 2 {
+					assert.Equal(t, tt.wantWait, base.times[1].Sub(start))
+				} else {
+					assert.Equal(t, 503, resp.StatusCode)
+				}
+			})
+		})
+	}
+}
