@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"iter"
 	"maps"
 	"net/http"
 	"net/url"
@@ -231,6 +232,37 @@ func (h *HostBudget) Balance(u *url.URL) Tokens {
 		}
 	}
 	return h.capacity
+}
+
+// A HostBalance is the balance of one destination's bucket in a HostBudget.
+type HostBalance struct {
+	// Scheme is the destination's scheme, in lower case.
+	Scheme string
+	// Host is the destination's host in lower case, with its port unless
+	// that is the scheme's default.
+	Host string
+	// Balance is the bucket's balance when it was read.
+	Balance Tokens
+}
+
+// Balances returns an iterator over the hosts that have a bucket of their
+// own, at most BucketMaxHosts, with their balances, in no particular order,
+// for a gauge of the budget. It iterates over a snapshot of the table of
+// buckets, reading each balance as it goes, and takes no lock: it never
+// delays the requests. Hosts without a bucket, whose balance is the
+// capacity, and the overflow bucket are not included.
+func (h *HostBudget) Balances() iter.Seq[HostBalance] {
+	return func(yield func(HostBalance) bool) {
+		for k, b := range *h.table.Load() {
+			n := b.balance.Load()
+			if n == evicted {
+				continue
+			}
+			if !yield(HostBalance{Scheme: k.scheme, Host: k.host, Balance: Tokens(n)}) {
+				return
+			}
+		}
+	}
 }
 
 // Hosts returns the number of per-host buckets, not counting the overflow

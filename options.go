@@ -199,12 +199,13 @@ type RetryEvent struct {
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the
-// request. fn must be fast and must not block: the retry waits for it.
+// request. fn must be fast and must not block: the retry waits for it. Each
+// WithOnRetry adds a hook: several are called in the order of their options.
 func WithOnRetry(fn func(RetryEvent)) Option {
 	if fn == nil {
 		panic("retryhttp: WithOnRetry: nil function")
 	}
-	return func(t *Transport) { t.onRetry = fn }
+	return func(t *Transport) { t.onRetry = both(t.onRetry, fn) }
 }
 
 // WithLogger logs each retry and each abandoned retry at debug level. The

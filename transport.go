@@ -51,6 +51,7 @@ type Transport struct {
 	attemptHeader   string
 	rateLimitHints  bool
 	onRetry         func(RetryEvent)
+	onGiveUp        func(GiveUpEvent)
 	logger          *slog.Logger
 
 	// now and rand are the clock and the random source of jitter, uniform in
@@ -228,11 +229,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		delay, reason := t.plan(a, &body, resp, err, attempt, prev, v, trace)
 		trace.release()
 		if reason != "" {
-			return t.giveUp(a, attempt, reason, resp, err)
+			return t.giveUp(req, a, attempt, reason, resp, err, v)
 		}
 		nb, berr := body.next()
 		if berr != nil {
-			return t.giveUp(a, attempt, "request body cannot be replayed", resp, err)
+			return t.giveUp(req, a, attempt, GiveUpBodyNotReplayable, resp, err, v)
 		}
 		if t.budget != nil {
 			took, berr := t.budget.Withdraw(req, v)
@@ -240,7 +241,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				if nb != nil {
 					nb.Close()
 				}
-				return t.giveUp(a, attempt, "retry budget exhausted", resp, err)
+				return t.giveUp(req, a, attempt, GiveUpBudgetExhausted, resp, err, v)
 			}
 			spent = took
 		}
@@ -253,6 +254,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if nb != nil {
 				nb.Close()
 			}
+			t.reportGiveUp(req, attempt, GiveUpCanceled, resp, err, v)
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -263,12 +265,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// giveUp ends the retries of a request whose last attempt, a, failed in a
-// way worth retrying, for the given reason: it logs the reason, tells a
-// Handler serving the request that a dependency was given up on, and returns
-// the last result.
-func (t *Transport) giveUp(a *http.Request, attempt int, reason string, resp *http.Response, err error) (*http.Response, error) {
+// giveUp ends the retries of req, whose last attempt, a, failed in a way
+// worth retrying with verdict v, for the given reason: it logs the reason,
+// reports it to the give-up hooks, tells a Handler serving the request that
+// a dependency was given up on, and returns the last result.
+func (t *Transport) giveUp(req, a *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict) (*http.Response, error) {
 	t.logGiveUp(a, attempt, reason, resp, err)
+	t.reportGiveUp(req, attempt, reason, resp, err, v)
 	markGaveUp(a.Context())
 	return t.finish(resp, err, attempt, a)
 }
@@ -310,15 +313,15 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 
 // plan decides whether the failed attempt a is retried and after what
 // delay. It returns a non-empty reason when it is not.
-func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, trace *sendTrace) (time.Duration, string) {
+func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, trace *sendTrace) (time.Duration, GiveUpReason) {
 	if attempt >= t.maxAttempts {
-		return 0, "attempts exhausted"
+		return 0, GiveUpAttemptsExhausted
 	}
 	if !mayResend(a.Method, a.Header, err, trace) {
-		return 0, "request is not idempotent"
+		return 0, GiveUpNotResendable
 	}
 	if !body.replayable() {
-		return 0, "request body cannot be replayed"
+		return 0, GiveUpBodyNotReplayable
 	}
 	b := t.backoff
 	if v.Throttle {
@@ -326,27 +329,27 @@ func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err
 	}
 	delay := max(b(attempt, prev, t.rand()), 0)
 	if v.RetryAfter > t.retryAfterLimit {
-		return 0, "Retry-After exceeds the limit"
+		return 0, GiveUpRetryAfterLimit
 	}
 	delay = max(delay, v.RetryAfter)
 	now := t.now()
 	if resp != nil {
 		floor, tooLong := retryAfterFloor(resp.Header, now, t.retryAfterLimit)
 		if tooLong {
-			return 0, "Retry-After exceeds the limit"
+			return 0, GiveUpRetryAfterLimit
 		}
 		delay = max(delay, floor)
 		if t.rateLimitHints && v.Throttle {
 			if reset, ok := rateLimitReset(resp.Header, now); ok {
 				if reset > t.retryAfterLimit {
-					return 0, "rate limit reset exceeds the limit"
+					return 0, GiveUpRateLimitResetLimit
 				}
 				delay = max(delay, reset)
 			}
 		}
 	}
 	if deadline, ok := a.Context().Deadline(); ok && deadline.Sub(now) <= delay {
-		return 0, "delay would pass the deadline"
+		return 0, GiveUpDeadline
 	}
 	return delay, ""
 }
@@ -400,10 +403,10 @@ func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, 
 }
 
 // logGiveUp logs a retryable failure that is not retried, and why.
-func (t *Transport) logGiveUp(req *http.Request, attempt int, reason string, resp *http.Response, err error) {
+func (t *Transport) logGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error) {
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not retrying",
-			append(requestAttrs(req, attempt, resp, err), slog.String("reason", reason))...)
+			append(requestAttrs(req, attempt, resp, err), slog.String("reason", string(reason)))...)
 	}
 }
 

@@ -1,0 +1,110 @@
+package retryhttp
+
+import (
+	"context"
+	"net/http"
+)
+
+// A GiveUpReason says why a Transport stopped retrying a request whose last
+// attempt failed in a way worth retrying. Its value is a short phrase, the
+// one the Transport's log messages give as the reason. A failure that the
+// classifier does not retry (a 404, a TLS error, a caller who gave up while
+// an attempt was in flight) is final, not given up on, and has no reason.
+type GiveUpReason string
+
+// The reasons for giving up, each with the option that governs it.
+const (
+	// GiveUpAttemptsExhausted: the last attempt allowed (WithMaxAttempts)
+	// failed.
+	GiveUpAttemptsExhausted GiveUpReason = "attempts exhausted"
+	// GiveUpBudgetExhausted: the Budget refused the retry (WithBudget).
+	GiveUpBudgetExhausted GiveUpReason = "retry budget exhausted"
+	// GiveUpNotResendable: the request's method is not idempotent, it
+	// carries no idempotency key, and nothing proves that the failed
+	// attempt never reached the server (WithIdempotencyKeys).
+	GiveUpNotResendable GiveUpReason = "request is not idempotent"
+	// GiveUpBodyNotReplayable: the request body cannot be sent again: it has
+	// no GetBody and is longer than the buffer (WithBodyBufferLimit), or
+	// GetBody failed.
+	GiveUpBodyNotReplayable GiveUpReason = "request body cannot be replayed"
+	// GiveUpRetryAfterLimit: the server asked, with Retry-After or through
+	// the classifier's Verdict.RetryAfter, for a longer wait than the limit
+	// (WithRetryAfterLimit).
+	GiveUpRetryAfterLimit GiveUpReason = "Retry-After exceeds the limit"
+	// GiveUpRateLimitResetLimit: the server's rate limit resets later than
+	// the Retry-After limit allows waiting (WithRateLimitHints).
+	GiveUpRateLimitResetLimit GiveUpReason = "rate limit reset exceeds the limit"
+	// GiveUpDeadline: the wait before the retry would pass the request's
+	// deadline.
+	GiveUpDeadline GiveUpReason = "delay would pass the deadline"
+	// GiveUpCanceled: the request's context ended during the wait before
+	// the retry. The caller gets an *Error wrapping the context's error.
+	GiveUpCanceled GiveUpReason = "context done during the wait"
+)
+
+// A GiveUpEvent describes a request whose retries ended although its last
+// attempt failed in a way worth retrying, for WithOnGiveUp.
+type GiveUpEvent struct {
+	// Request is the caller's request. Do not modify it.
+	Request *http.Request
+	// Attempt is the number of the last attempt, 1 for the first.
+	Attempt int
+	// Reason says why there is no retry.
+	Reason GiveUpReason
+	// StatusCode is the last attempt's status, or 0 when it has an error.
+	StatusCode int
+	// Err is the last attempt's error, or nil when it has a response.
+	Err error
+	// Verdict is the classifier's verdict on the last attempt.
+	Verdict Verdict
+}
+
+// WithOnGiveUp calls fn when the Transport stops retrying a request whose
+// last attempt failed in a way worth retrying, with the reason, on the
+// goroutine making the request, before RoundTrip returns. fn must be fast
+// and must not block. Each WithOnGiveUp adds a hook: several are called in
+// the order of their options. Together with WithOnRetry it sees every
+// decision the Transport makes after a retryable failure, which is what
+// metrics of retries need.
+func WithOnGiveUp(fn func(GiveUpEvent)) Option {
+	if fn == nil {
+		panic("retryhttp: WithOnGiveUp: nil function")
+	}
+	return func(t *Transport) { t.onGiveUp = both(t.onGiveUp, fn) }
+}
+
+// both returns a function calling first, if any, then second.
+func both[E any](first, second func(E)) func(E) {
+	if first == nil {
+		return second
+	}
+	return func(e E) {
+		first(e)
+		second(e)
+	}
+}
+
+// reportGiveUp calls the give-up hooks, if any.
+func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict) {
+	if t.onGiveUp == nil {
+		return
+	}
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	t.onGiveUp(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v})
+}
+
+// AttemptFromContext returns the number of the attempt whose request
+// context is ctx: 1 for a first attempt, or for a context that did not come
+// from a Transport, 2 for the first retry, and so on. A RoundTripper under a
+// Transport (its base) reads it from each attempt's request; the
+// OpenTelemetry attribute http.request.resend_count is the attempt number
+// less one.
+func AttemptFromContext(ctx context.Context) int {
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
+		return n
+	}
+	return 1
+}
