@@ -255,3 +255,11 @@ func TestHooksCostNothingOnSuccess(t *testing.T) {
 func TestWithOnGiveUpPanicsOnNil(t *testing.T) {
 	assert.PanicsWithValue(t, "retryhttp: WithOnGiveUp: nil function", func() { WithOnGiveUp(nil) })
 }
+
+func TestTransportBudget(t *testing.T) {
+	_, ok := New().Budget().(*HostBudget)
+	assert.True(t, ok, "default budget")
+	b := NewBucket()
+	assert.Same(t, b, New(WithBudget(b)).Budget())
+	assert.Nil(t, New(WithoutBudget()).Budget())
+}

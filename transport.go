@@ -114,6 +114,10 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
+// Budget returns the budget the Transport's retries are paid from, nil after
+// WithoutBudget: by default a HostBudget of its own, which a gauge can read.
+func (t *Transport) Budget() Budget { return t.budget }
+
 // An Error reports a request that ended without any response: every attempt
 // failed with an error, or the request could not be sent. Unwrap returns the
 // last attempt's error, so errors.Is and errors.As see through it.
