@@ -1,0 +1,140 @@
+package redisbudget
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retryhttp/retryhttp"
+)
+
+// fakeStore is an in-memory store with the scripts' arithmetic, which
+// counts its calls and can fail or hang on demand.
+type fakeStore struct {
+	mu       sync.Mutex
+	capacity retryhttp.Tokens
+	buckets  map[string]retryhttp.Tokens // a missing bucket is full
+	takes    int
+	refunds  int
+	pings    int
+	err      error         // returned by every call while set
+	hang     chan struct{} // while set, calls wait for it to close, ignoring ctx
+}
+
+func newFakeStore(capacity retryhttp.Tokens) *fakeStore {
+	return &fakeStore{capacity: capacity, buckets: map[string]retryhttp.Tokens{}}
+}
+
+// enter counts a call, waits while the store hangs, and returns the error
+// it is set to fail with. It returns with s.mu held.
+func (s *fakeStore) enter(counter *int) error {
+	s.mu.Lock()
+	*counter++
+	hang := s.hang
+	s.mu.Unlock()
+	if hang != nil {
+		<-hang
+	}
+	s.mu.Lock()
+	return s.err
+}
+
+func (s *fakeStore) take(_ context.Context, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
+	err := s.enter(&s.takes)
+	defer s.mu.Unlock()
+	if err != nil {
+		return false, 0, err
+	}
+	bal, ok := s.buckets[key]
+	if !ok {
+		bal = s.capacity
+	}
+	if bal < cost {
+		return false, bal, nil
+	}
+	s.buckets[key] = bal - cost
+	return true, bal - cost, nil
+}
+
+func (s *fakeStore) refund(_ context.Context, key string, amount retryhttp.Tokens) (retryhttp.Tokens, error) {
+	err := s.enter(&s.refunds)
+	defer s.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	bal, ok := s.buckets[key]
+	if !ok || bal+amount >= s.capacity {
+		delete(s.buckets, key)
+		return s.capacity, nil
+	}
+	s.buckets[key] = bal + amount
+	return bal + amount, nil
+}
+
+func (s *fakeStore) balance(_ context.Context, key string) (retryhttp.Tokens, error) {
+	var n int
+	err := s.enter(&n)
+	defer s.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if bal, ok := s.buckets[key]; ok {
+		return bal, nil
+	}
+	return s.capacity, nil
+}
+
+func (s *fakeStore) ping(context.Context) error {
+	err := s.enter(&s.pings)
+	s.mu.Unlock()
+	return err
+}
+
+// set changes the store's failure mode.
+func (s *fakeStore) set(err error, hang chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err, s.hang = err, hang
+}
+
+// counts returns the calls made so far.
+func (s *fakeStore) counts() (takes, refunds, pings int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.takes, s.refunds, s.pings
+}
+
+// bucket returns the balance of the bucket at key.
+func (s *fakeStore) bucket(key string) retryhttp.Tokens {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if bal, ok := s.buckets[key]; ok {
+		return bal
+	}
+	return s.capacity
+}
+
+// newFakeBudget returns a Budget over a new fakeStore, closed when the test
+// ends.
+func newFakeBudget(t *testing.T, opts ...Option) (*Budget, *fakeStore) {
+	t.Helper()
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.check()
+	l := bucketLimits(cfg.bucket)
+	s := newFakeStore(l.capacity)
+	b := newBudget(s, "test", l, cfg)
+	t.Cleanup(func() { b.Close() })
+	return b, s
+}
+
+var errDown = errors.New("connection refused")
+
+// fakeClient returns a Redis client that no test connects to.
+func fakeClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+}

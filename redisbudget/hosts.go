@@ -1,0 +1,87 @@
+package redisbudget
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp"
+)
+
+// hostKey identifies a destination as retryhttp.HostBudget does: a
+// lower-case scheme, and a lower-case host with the scheme's default port
+// removed.
+type hostKey struct {
+	scheme, host string
+}
+
+func requestKey(req *http.Request) hostKey {
+	var scheme, host string
+	if req.URL != nil {
+		scheme, host = req.URL.Scheme, req.URL.Host
+	}
+	if host == "" {
+		host = req.Host
+	}
+	return makeKey(scheme, host)
+}
+
+func makeKey(scheme, host string) hostKey {
+	scheme, host = lowerASCII(scheme), lowerASCII(host)
+	switch scheme {
+	case "http":
+		host = strings.TrimSuffix(host, ":80")
+	case "https":
+		host = strings.TrimSuffix(host, ":443")
+	}
+	return hostKey{scheme, host}
+}
+
+// lowerASCII returns s with ASCII letters in lower case. It allocates only
+// if s has an upper-case letter.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}
+
+// redisKey returns the Redis key of the bucket of k in the budget whose keys
+// start with prefix. The key has no braces of its own making, so Redis
+// Cluster places each bucket by its whole name.
+func redisKey(prefix string, k hostKey) string {
+	return prefix + k.scheme + "://" + k.host
+}
+
+// A host is what a process keeps about one destination it has retried: the
+// refunds it has not yet sent, and Redis's last refusal.
+type host struct {
+	key     string                  // the bucket's Redis key
+	pending atomic.Int64            // refunds not yet sent, in Tokens
+	refused atomic.Pointer[refusal] // Redis's last refusal, if any
+}
+
+// A refusal records that Redis found a bucket holding only balance, so that
+// until the given time (in Unix nanoseconds) a retry costing more is refused
+// without asking again.
+type refusal struct {
+	balance retryhttp.Tokens
+	until   int64
+}
+
+// addPending adds amount to the refunds not yet sent, holding no more than
+// limit, the capacity: a larger refund fills the bucket all the same.
+func (h *host) addPending(amount, limit retryhttp.Tokens) {
+	for {
+		cur := h.pending.Load()
+		if cur >= int64(limit) {
+			return
+		}
+		next := min(cur+int64(amount), int64(limit))
+		if h.pending.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package redisbudget
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+)
+
+// Defaults of the options below.
+const (
+	DefaultTimeout       = 50 * time.Millisecond
+	DefaultFlushInterval = 100 * time.Millisecond
+	DefaultEmptyHold     = 100 * time.Millisecond
+	DefaultProbeInterval = 500 * time.Millisecond
+	DefaultKeyTTL        = time.Minute
+	DefaultMaxHosts      = 1024
+)
+
+// maxCapacity is the largest capacity in milli-tokens: Redis runs scripts in
+// Lua, whose numbers are exact integers up to 2^53.
+const maxCapacity retryhttp.Tokens = 1 << 53
+
+// An Option configures a Budget made by New. New panics, naming the option,
+// when a value is invalid.
+type Option func(*config)
+
+type config struct {
+	bucket        []retryhttp.BucketOption
+	processes     int
+	fallbackCap   float64 // 0: capacity / processes
+	failClosed    bool
+	timeout       time.Duration
+	flushInterval time.Duration
+	emptyHold     time.Duration
+	probeInterval time.Duration
+	keyTTL        time.Duration
+	maxHosts      int
+	logger        *slog.Logger
+}
+
+func defaultConfig() config {
+	return config{
+		processes:     1,
+		timeout:       DefaultTimeout,
+		flushInterval: DefaultFlushInterval,
+		emptyHold:     DefaultEmptyHold,
+		probeInterval: DefaultProbeInterval,
+		keyTTL:        DefaultKeyTTL,
+		maxHosts:      DefaultMaxHosts,
+	}
+}
+
+// WithBucket sets the arithmetic of every bucket with the options of
+// retryhttp.NewHostBudget: BucketCapacity (500 tokens), BucketRetryCost (5),
+// BucketTimeoutCost (10) and BucketRefund (1), which panic in New as they do
+// there. Every process that names the same budget must use the same values.
+// BucketMaxHosts bounds the fallback's buckets. Later calls add to earlier
+// ones.
+func WithBucket(opts ...retryhttp.BucketOption) Option {
+	return func(c *config) { c.bucket = append(c.bucket, opts...) }
+}
+
+// WithProcesses states how many processes are expected to share the budget
+// at once. It sets the capacity of each host's fallback bucket, used while
+// Redis is unavailable, to the shared capacity divided by n, so that the
+// fleet as a whole keeps about one bucket's worth of retries. It must be at
+// least 1. The default is 1: each process falls back to a full bucket of its
+// own, as if it had no shared budget. A fallback bucket holds at least one
+// retry's cost, however large n is.
+func WithProcesses(n int) Option {
+	return func(c *config) { c.processes = n }
+}
+
+// WithFallbackCapacity sets the capacity, in tokens, of each host's fallback
+// bucket directly, overriding WithProcesses. It must be positive and at
+// least the retry and timeout costs.
+func WithFallbackCapacity(tokens float64) Option {
+	return func(c *config) { c.fallbackCap = tokens }
+}
+
+// WithFailClosed makes the budget refuse every retry while Redis is
+// unavailable, instead of paying for them from the fallback buckets. Requests
+// still go out once; only their retries stop.
+func WithFailClosed() Option {
+	return func(c *config) { c.failClosed = true }
+}
+
+// WithTimeout sets the longest a retry waits for Redis before the budget
+// gives up on it and falls back. It must be positive. The default is 50 ms.
+// It holds whatever the Redis client's own timeouts and retries are: the
+// budget stops waiting for the command, which finishes, or fails, on its
+// own.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = d }
+}
+
+// WithFlushInterval sets how often refunds gathered locally are sent to
+// Redis: at most one command per host per interval. It must be positive. The
+// default is 100 ms.
+func WithFlushInterval(d time.Duration) Option {
+	return func(c *config) { c.flushInterval = d }
+}
+
+// WithEmptyHold sets for how long, after Redis has refused a retry for a
+// host, further retries for that host that cost as much are refused without
+// asking Redis again. It must not be negative; 0 always asks. The default is
+// 100 ms.
+func WithEmptyHold(d time.Duration) Option {
+	return func(c *config) { c.emptyHold = d }
+}
+
+// WithProbeInterval sets how often, while on its fallback, the budget asks
+// Redis whether it answers again. It must be positive. The default is
+// 500 ms.
+func WithProbeInterval(d time.Duration) Option {
+	return func(c *config) { c.probeInterval = d }
+}
+
+// WithKeyTTL sets how long a bucket that no process has used stays in Redis.
+// An expired bucket is a full one, so this bounds the memory that a stream
+// of new host names can take, and is the only way a bucket refills without
+// successes. It must be at least a millisecond. The default is one minute.
+func WithKeyTTL(d time.Duration) Option {
+	return func(c *config) { c.keyTTL = d }
+}
+
+// WithMaxHosts bounds the hosts for which a process keeps local state
+// (refunds not yet sent, a recent refusal). A retry for a host beyond the
+// bound still asks Redis, but its successes refund nothing. It must be at
+// least 1. The default is 1024.
+func WithMaxHosts(n int) Option {
+	return func(c *config) { c.maxHosts = n }
+}
+
+// WithLogger logs, at warning level, each switch to the fallback buckets
+// with the error that caused it, and, at info level, each return to Redis.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// limits is the arithmetic of a bucket, in milli-tokens.
+type limits struct {
+	capacity, retryCost, timeoutCost, refund retryhttp.Tokens
+}
+
+// cost returns what a retry after verdict v costs.
+func (l *limits) cost(v retryhttp.Verdict) retryhttp.Tokens {
+	if v.Timeout {
+		return l.timeoutCost
+	}
+	return l.retryCost
+}
+
+// credit returns what a success puts back: the cost of the retry that
+// succeeded (or of one never sent), or the refund for a first attempt.
+func (l *limits) credit(spent retryhttp.Tokens) retryhttp.Tokens {
+	if spent > 0 {
+		return spent
+	}
+	return l.refund
+}
+
+// bucketLimits reads the arithmetic that opts give retryhttp's buckets. The
+// options' values are not exported, so it asks buckets built with them: a
+// full bucket's balance is the capacity, the first withdrawal from a full
+// bucket is the cost, and a first-attempt success on a bucket emptied by one
+// withdrawal of the whole capacity puts back the refund, or the capacity if
+// the refund is larger, which fills the bucket all the same. Invalid options
+// panic in retryhttp.NewBucket with its message.
+func bucketLimits(opts []retryhttp.BucketOption) limits {
+	var l limits
+	b := retryhttp.NewBucket(opts...)
+	l.capacity = b.Balance()
+	l.retryCost, _ = b.Withdraw(nil, retryhttp.Verdict{})
+	b = retryhttp.NewBucket(opts...)
+	l.timeoutCost, _ = b.Withdraw(nil, retryhttp.Verdict{Timeout: true})
+	all := float64(l.capacity) / float64(retryhttp.Token)
+	b = retryhttp.NewBucket(append(opts[:len(opts):len(opts)], retryhttp.BucketRetryCost(all))...)
+	if _, err := b.Withdraw(nil, retryhttp.Verdict{}); err != nil {
+		panic(fmt.Sprintf("redisbudget: reading the bucket options: %v", err))
+	}
+	b.Deposit(nil, 0)
+	l.refund = b.Balance()
+	return l
+}
+
+// check panics if c is invalid.
+func (c *config) check() {
+	switch {
+	case c.processes < 1:
+		panic(fmt.Sprintf("redisbudget: WithProcesses must be at least 1, got %d", c.processes))
+	case c.fallbackCap < 0 || c.fallbackCap != c.fallbackCap:
+		panic(fmt.Sprintf("redisbudget: WithFallbackCapacity must be positive, got %v", c.fallbackCap))
+	case c.timeout <= 0:
+		panic(fmt.Sprintf("redisbudget: WithTimeout must be positive, got %v", c.timeout))
+	case c.flushInterval <= 0:
+		panic(fmt.Sprintf("redisbudget: WithFlushInterval must be positive, got %v", c.flushInterval))
+	case c.emptyHold < 0:
+		panic(fmt.Sprintf("redisbudget: WithEmptyHold must not be negative, got %v", c.emptyHold))
+	case c.probeInterval <= 0:
+		panic(fmt.Sprintf("redisbudget: WithProbeInterval must be positive, got %v", c.probeInterval))
+	case c.keyTTL < time.Millisecond:
+		panic(fmt.Sprintf("redisbudget: WithKeyTTL must be at least 1ms, got %v", c.keyTTL))
+	case c.maxHosts < 1:
+		panic(fmt.Sprintf("redisbudget: WithMaxHosts must be at least 1, got %d", c.maxHosts))
+	}
+}
