@@ -1,0 +1,3 @@
+// Package otelretry makes a retryhttp Transport observable with
+// OpenTelemetry.
+package otelretry

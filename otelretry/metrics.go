@@ -1,0 +1,262 @@
+package otelretry
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp"
+)
+
+// Instrument names, as the package documentation lists them.
+const (
+	AttemptsName   = "retryhttp.client.attempts"
+	RetriesName    = "retryhttp.client.retries"
+	GiveUpsName    = "retryhttp.client.give_ups"
+	RetryDelayName = "retryhttp.client.retry.delay"
+	BalanceName    = "retryhttp.budget.balance"
+)
+
+// Span event names.
+const (
+	RetryEventName  = "retryhttp.retry"
+	GiveUpEventName = "retryhttp.give_up"
+)
+
+// Attribute keys of this package, beside the semantic conventions' ones.
+const (
+	// AttemptKey is the number of the attempt an event judges, 1 for the
+	// first.
+	AttemptKey = attribute.Key("retryhttp.attempt")
+	// DelayKey is the wait before the retry, in seconds.
+	DelayKey = attribute.Key("retryhttp.retry.delay")
+	// ThrottleKey is the verdict's throttle facet: the server asked the
+	// client to slow down (429, or 503 with Retry-After).
+	ThrottleKey = attribute.Key("retryhttp.verdict.throttle")
+	// TimeoutKey is the verdict's timeout facet: the attempt timed out.
+	TimeoutKey = attribute.Key("retryhttp.verdict.timeout")
+	// RetryAfterKey is the least delay the classifier read from the
+	// response (Verdict.RetryAfter), in seconds, when it read one.
+	RetryAfterKey = attribute.Key("retryhttp.verdict.retry_after")
+	// ReasonKey is why a request was given up on; ReasonValue lists its
+	// values.
+	ReasonKey = attribute.Key("retryhttp.give_up.reason")
+)
+
+// ReasonValue returns the value of the retryhttp.give_up.reason attribute
+// for r: attempts_exhausted, budget_exhausted, not_resendable,
+// body_not_replayable, retry_after_limit, rate_limit_reset_limit, deadline,
+// canceled, or _OTHER for a reason this version does not know.
+func ReasonValue(r retryhttp.GiveUpReason) string {
+	switch r {
+	case retryhttp.GiveUpAttemptsExhausted:
+		return "attempts_exhausted"
+	case retryhttp.GiveUpBudgetExhausted:
+		return "budget_exhausted"
+	case retryhttp.GiveUpNotResendable:
+		return "not_resendable"
+	case retryhttp.GiveUpBodyNotReplayable:
+		return "body_not_replayable"
+	case retryhttp.GiveUpRetryAfterLimit:
+		return "retry_after_limit"
+	case retryhttp.GiveUpRateLimitResetLimit:
+		return "rate_limit_reset_limit"
+	case retryhttp.GiveUpDeadline:
+		return "deadline"
+	case retryhttp.GiveUpCanceled:
+		return "canceled"
+	}
+	return "_OTHER"
+}
+
+// delayBuckets are the bucket boundaries of the retry delay histogram, in
+// seconds: the semantic conventions' HTTP duration buckets, extended to the
+// default Retry-After limit of one minute.
+var delayBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 30, 60}
+
+// newObserver makes the instruments of t from mp. A meter's errors are
+// ignored, as otelhttp ignores them: the SDK reports them through otel's
+// error handler and still returns a working instrument; one that returns
+// none gets a no-op instrument, so that telemetry never stops requests.
+func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
+	m := mp.Meter(ScopeName)
+	o := &observer{transport: t}
+	o.attempts = counter(m.Int64Counter(AttemptsName, metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts sent through the base transport, first attempts and retries.")))
+	o.retries = counter(m.Int64Counter(RetriesName, metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries decided after a failed attempt, counted before the wait.")))
+	o.giveUps = counter(m.Int64Counter(GiveUpsName, metric.WithUnit("{give_up}"),
+		metric.WithDescription("Requests whose last attempt failed in a way worth retrying but that were not retried, by reason.")))
+	o.delay, _ = m.Float64Histogram(RetryDelayName, metric.WithUnit("s"),
+		metric.WithDescription("The wait before each retry."),
+		metric.WithExplicitBucketBoundaries(delayBuckets...))
+	if o.delay == nil {
+		o.delay = noop.Float64Histogram{}
+	}
+	_, _ = m.Float64ObservableGauge(BalanceName, metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens left in the retry budget, per destination for a per-host budget."),
+		metric.WithFloat64Callback(o.observeBudget))
+	return o
+}
+
+func counter(c metric.Int64Counter, _ error) metric.Int64Counter {
+	if c == nil {
+		return noop.Int64Counter{}
+	}
+	return c
+}
+
+// countAttempt counts an attempt about to be sent.
+func (o *observer) countAttempt(ctx context.Context, r *http.Request) {
+	if !o.attempts.Enabled(ctx) {
+		return
+	}
+	var buf [3]attribute.KeyValue
+	o.attempts.Add(ctx, 1, metric.WithAttributes(requestAttrs(buf[:0], r)...))
+}
+
+// retry is the WithOnRetry hook.
+func (o *observer) retry(e retryhttp.RetryEvent) {
+	ctx := e.Request.Context()
+	var buf [8]attribute.KeyValue
+	attrs := requestAttrs(buf[:0], e.Request)
+	attrs = append(attrs, ThrottleKey.Bool(e.Verdict.Throttle))
+	o.delay.Record(ctx, e.Delay.Seconds(), metric.WithAttributes(attrs...))
+	attrs = append(attrs, TimeoutKey.Bool(e.Verdict.Timeout), outcome(e.StatusCode, e.Err))
+	o.retries.Add(ctx, 1, metric.WithAttributes(attrs...))
+
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		ev := []attribute.KeyValue{
+			AttemptKey.Int(e.Attempt),
+			DelayKey.Float64(e.Delay.Seconds()),
+			outcomeEvent(e.StatusCode, e.Err),
+			ThrottleKey.Bool(e.Verdict.Throttle),
+			TimeoutKey.Bool(e.Verdict.Timeout),
+		}
+		if e.Verdict.RetryAfter > 0 {
+			ev = append(ev, RetryAfterKey.Float64(e.Verdict.RetryAfter.Seconds()))
+		}
+		span.AddEvent(RetryEventName, trace.WithAttributes(ev...))
+	}
+}
+
+// giveUp is the WithOnGiveUp hook.
+func (o *observer) giveUp(e retryhttp.GiveUpEvent) {
+	ctx := e.Request.Context()
+	reason := ReasonKey.String(ReasonValue(e.Reason))
+	var buf [5]attribute.KeyValue
+	attrs := append(requestAttrs(buf[:0], e.Request), reason, outcome(e.StatusCode, e.Err))
+	o.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
+
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(GiveUpEventName, trace.WithAttributes(
+			AttemptKey.Int(e.Attempt),
+			reason,
+			outcomeEvent(e.StatusCode, e.Err),
+			ThrottleKey.Bool(e.Verdict.Throttle),
+			TimeoutKey.Bool(e.Verdict.Timeout),
+		))
+	}
+}
+
+// observeBudget reports the balance of the Transport's budget: one point
+// per host with a bucket for a HostBudget (at most its BucketMaxHosts), one
+// point without attributes for a Bucket, and none for other budgets.
+func (o *observer) observeBudget(_ context.Context, obs metric.Float64Observer) error {
+	if !o.ready.Load() {
+		return nil
+	}
+	switch b := o.transport.Budget().(type) {
+	case *retryhttp.HostBudget:
+		for hb := range b.Balances() {
+			host, port := splitHost(hb.Scheme, hb.Host)
+			obs.Observe(tokens(hb.Balance), metric.WithAttributes(
+				semconv.URLScheme(hb.Scheme), semconv.ServerAddress(host), semconv.ServerPort(port)))
+		}
+	case *retryhttp.Bucket:
+		obs.Observe(tokens(b.Balance()))
+	}
+	return nil
+}
+
+func tokens(t retryhttp.Tokens) float64 { return float64(t) / float64(retryhttp.Token) }
+
+// requestAttrs appends the attributes that identify a request's destination
+// in every instrument: http.request.method, server.address, server.port.
+func requestAttrs(attrs []attribute.KeyValue, r *http.Request) []attribute.KeyValue {
+	host := r.URL.Host
+	if host == "" {
+		host = r.Host
+	}
+	address, port := splitHost(r.URL.Scheme, host)
+	return append(attrs, method(r.Method), semconv.ServerAddress(address), semconv.ServerPort(port))
+}
+
+// method returns the http.request.method attribute: the method if the
+// semantic conventions know it, and _OTHER if not.
+func method(m string) attribute.KeyValue {
+	switch m {
+	case "", http.MethodGet:
+		return semconv.HTTPRequestMethodGet
+	case http.MethodPost:
+		return semconv.HTTPRequestMethodPost
+	case http.MethodPut:
+		return semconv.HTTPRequestMethodPut
+	case http.MethodDelete:
+		return semconv.HTTPRequestMethodDelete
+	case http.MethodHead:
+		return semconv.HTTPRequestMethodHead
+	case http.MethodPatch:
+		return semconv.HTTPRequestMethodPatch
+	case http.MethodOptions:
+		return semconv.HTTPRequestMethodOptions
+	case http.MethodTrace:
+		return semconv.HTTPRequestMethodTrace
+	case http.MethodConnect:
+		return semconv.HTTPRequestMethodConnect
+	}
+	return semconv.HTTPRequestMethodOther
+}
+
+// splitHost splits a host, with or without a port, into its address and
+// port, the port defaulting to the scheme's.
+func splitHost(scheme, host string) (string, int) {
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if n, err := strconv.Atoi(p); err == nil {
+			return h, n
+		}
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(scheme, "https") {
+		return host, 443
+	}
+	return host, 80
+}
+
+// outcome returns the error.type of a failed attempt for the metrics: its
+// status code, or the type of its error as the semantic conventions name
+// it.
+func outcome(status int, err error) attribute.KeyValue {
+	if err != nil {
+		return semconv.ErrorType(err)
+	}
+	return semconv.ErrorTypeKey.String(strconv.Itoa(status))
+}
+
+// outcomeEvent is outcome for a span event, which gives the status as
+// http.response.status_code.
+func outcomeEvent(status int, err error) attribute.KeyValue {
+	if err != nil {
+		return semconv.ErrorType(err)
+	}
+	return semconv.HTTPResponseStatusCode(status)
+}

@@ -1,0 +1,149 @@
+package otelretry_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/otelretry"
+)
+
+func TestMetricsAfterScriptedRun(t *testing.T) {
+	// Three GETs to one host: /flaky fails twice then succeeds, /ok
+	// succeeds, /down fails three times and is given up on.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{
+			"/flaky": {{status: 503}, {err: refused}, {status: 200}},
+			"/ok":    statuses(200),
+			"/down":  statuses(503),
+		})
+		tr := newTransport(tel, base)
+		for _, path := range []string{"/flaky", "/ok", "/down"} {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://svc.test"+path, nil)
+			require.NoError(t, err)
+			_, err = do(t, tr, req)
+			require.NoError(t, err)
+		}
+		m := tel.metrics(t)
+		host := []attribute.KeyValue{semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80)}
+		with := func(kvs ...attribute.KeyValue) []attribute.KeyValue { return append(append([]attribute.KeyValue{}, host...), kvs...) }
+
+		assert.EqualValues(t, 7, sum(t, m[otelretry.AttemptsName], host...), "attempts")
+		assert.Equal(t, "{attempt}", m[otelretry.AttemptsName].Unit)
+
+		retries := m[otelretry.RetriesName]
+		assert.Equal(t, "{retry}", retries.Unit)
+		assert.EqualValues(t, 4, sum(t, retries), "retries")
+		noFacets := with(otelretry.ThrottleKey.Bool(false), otelretry.TimeoutKey.Bool(false))
+		assert.EqualValues(t, 3, sum(t, retries, append(noFacets, semconv.ErrorTypeKey.String("503"))...), "retries after a 503")
+		assert.EqualValues(t, 1, sum(t, retries, append(noFacets, semconv.ErrorType(refused))...), "retries after a refused dial")
+
+		giveUps := m[otelretry.GiveUpsName]
+		assert.Equal(t, "{give_up}", giveUps.Unit)
+		assert.EqualValues(t, 1, sum(t, giveUps, with(otelretry.ReasonKey.String("attempts_exhausted"), semconv.ErrorTypeKey.String("503"))...))
+
+		delay := m[otelretry.RetryDelayName]
+		assert.Equal(t, "s", delay.Unit)
+		hist, ok := delay.Data.(metricdata.Histogram[float64])
+		require.True(t, ok)
+		require.Len(t, hist.DataPoints, 1)
+		assert.EqualValues(t, 4, hist.DataPoints[0].Count)
+		assert.InDelta(t, 0.4, hist.DataPoints[0].Sum, 1e-9)
+		assert.True(t, hist.DataPoints[0].Attributes.Equals(ptr(attribute.NewSet(with(otelretry.ThrottleKey.Bool(false))...))))
+
+		// The default per-host budget: 4 retries at 5 tokens; the retry that
+		// succeeded refunds its 5, the first-attempt success 1: 486 of 500.
+		balance := m[otelretry.BalanceName]
+		assert.Equal(t, "{token}", balance.Unit)
+		gauge, ok := balance.Data.(metricdata.Gauge[float64])
+		require.True(t, ok)
+		require.Len(t, gauge.DataPoints, 1)
+		assert.Equal(t, 486.0, gauge.DataPoints[0].Value)
+		assert.True(t, gauge.DataPoints[0].Attributes.Equals(ptr(attribute.NewSet(
+			semconv.URLScheme("http"), semconv.ServerAddress("svc.test"), semconv.ServerPort(80)))))
+		assert.Equal(t, 486*retryhttp.Token, tr.Budget().(*retryhttp.HostBudget).Balance(mustURL(t, "http://svc.test/")))
+	})
+}
+
+func TestBalancePerHost(t *testing.T) {
+	// One point per host with a bucket, the port given even when it is the
+	// scheme's default, and nothing for a host that never retried.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{
+			"a.test/":      statuses(503, 200),
+			"b.test:8080/": statuses(503, 200),
+			"c.test/":      statuses(200),
+		})
+		tr := newTransport(tel, base)
+		for _, u := range []string{"https://a.test/", "http://b.test:8080/", "http://c.test/"} {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+			require.NoError(t, err)
+			_, err = do(t, tr, req)
+			require.NoError(t, err)
+		}
+		gauge := tel.metrics(t)[otelretry.BalanceName].Data.(metricdata.Gauge[float64])
+		got := map[string]float64{}
+		for _, p := range gauge.DataPoints {
+			scheme, _ := p.Attributes.Value(semconv.URLSchemeKey)
+			host, _ := p.Attributes.Value(semconv.ServerAddressKey)
+			port, _ := p.Attributes.Value(semconv.ServerPortKey)
+			got[scheme.AsString()+" "+host.AsString()+" "+port.Emit()] = p.Value
+		}
+		assert.Equal(t, map[string]float64{"https a.test 443": 500, "http b.test 8080": 500}, got)
+	})
+}
+
+func TestBalanceOfBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
+		tr := newTransport(tel, newScript(map[string][]step{"/": statuses(503)}), retryhttp.WithBudget(bucket))
+		_, err := do(t, tr, newRequest(t, t.Context(), "", ""))
+		require.NoError(t, err)
+		gauge := tel.metrics(t)[otelretry.BalanceName].Data.(metricdata.Gauge[float64])
+		require.Len(t, gauge.DataPoints, 1)
+		assert.Equal(t, 10.0, gauge.DataPoints[0].Value, "two retries at 5 tokens")
+		assert.Zero(t, gauge.DataPoints[0].Attributes.Len())
+	})
+}
+
+func TestNoBalanceBeforeFirstRequest(t *testing.T) {
+	tel := newTelemetry(t)
+	newTransport(tel, newScript(nil))
+	_, ok := tel.metrics(t)[otelretry.BalanceName]
+	assert.False(t, ok)
+}
+
+func TestReasonValues(t *testing.T) {
+	reasons := map[retryhttp.GiveUpReason]string{
+		retryhttp.GiveUpAttemptsExhausted:   "attempts_exhausted",
+		retryhttp.GiveUpBudgetExhausted:     "budget_exhausted",
+		retryhttp.GiveUpNotResendable:       "not_resendable",
+		retryhttp.GiveUpBodyNotReplayable:   "body_not_replayable",
+		retryhttp.GiveUpRetryAfterLimit:     "retry_after_limit",
+		retryhttp.GiveUpRateLimitResetLimit: "rate_limit_reset_limit",
+		retryhttp.GiveUpDeadline:            "deadline",
+		retryhttp.GiveUpCanceled:            "canceled",
+		"something new":                     "_OTHER",
+	}
+	for r, want := range reasons {
+		assert.Equal(t, want, otelretry.ReasonValue(r), string(r))
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
+}

@@ -1,0 +1,181 @@
+package otelretry
+
+import (
+	"net/http"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp"
+)
+
+// ScopeName is the instrumentation scope of the instruments this package
+// makes.
+const ScopeName = "github.com/retryhttp/retryhttp/otelretry"
+
+// An Option configures Instrument.
+type Option func(*config)
+
+type config struct {
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
+	propagators    propagation.TextMapPropagator
+	httpOptions    []otelhttp.Option
+}
+
+// WithTracerProvider sets the provider of the attempt spans. The default is
+// the global provider, otel.GetTracerProvider(), as otelhttp's.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	if tp == nil {
+		panic("otelretry: WithTracerProvider: nil TracerProvider")
+	}
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithMeterProvider sets the provider of the retry instruments, and of
+// otelhttp's. The default is the global provider, otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	if mp == nil {
+		panic("otelretry: WithMeterProvider: nil MeterProvider")
+	}
+	return func(c *config) { c.meterProvider = mp }
+}
+
+// WithPropagators sets the propagators otelhttp injects into each attempt's
+// headers. The default is the global propagator,
+// otel.GetTextMapPropagator().
+func WithPropagators(p propagation.TextMapPropagator) Option {
+	if p == nil {
+		panic("otelretry: WithPropagators: nil TextMapPropagator")
+	}
+	return func(c *config) { c.propagators = p }
+}
+
+// WithHTTPOptions adds options to the otelhttp Transport that makes the
+// attempt spans: a span name formatter, filters, a client trace. They are
+// applied after the providers and propagators set here, so an otelhttp
+// option for the same setting takes precedence.
+func WithHTTPOptions(opts ...otelhttp.Option) Option {
+	return func(c *config) { c.httpOptions = append(c.httpOptions, opts...) }
+}
+
+// Instrument returns a retryhttp Option that makes a Transport observable
+// with OpenTelemetry. It sets the Transport's base to an otelhttp Transport
+// over base, so that every attempt is a client span of its own, and under
+// otelhttp a layer that marks each resend with http.request.resend_count
+// and counts attempts. It adds hooks (retryhttp.WithOnRetry and
+// retryhttp.WithOnGiveUp, which keep the caller's own hooks) that record
+// each decision after a retryable failure as an event on the span of the
+// request's context and in the metrics, and it reports the Transport's
+// budget as a gauge. The package documentation lists every instrument.
+//
+// base is the transport that makes each attempt. When it is nil, Instrument
+// uses a transport like retryhttp's default: go-cleanhttp's pooled
+// transport keeping up to 100 idle connections per host. Do not also pass
+// retryhttp.WithBase: it would replace the instrumented base.
+//
+// Most callers want
+//
+//	client := &http.Client{Transport: retryhttp.New(otelretry.Instrument(nil))}
+//
+// Instrument panics on a nil Option. Its instruments are registered when
+// the returned Option is applied, that is in retryhttp.New: make each
+// Transport once, as retryhttp advises anyway, since the budget gauge holds
+// its Transport for as long as the meter provider lives.
+func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
+	c := config{}
+	for _, o := range opts {
+		if o == nil {
+			panic("otelretry: Instrument: nil Option")
+		}
+		o(&c)
+	}
+	if base == nil {
+		base = defaultBase()
+	}
+	if c.meterProvider == nil {
+		c.meterProvider = otel.GetMeterProvider()
+	}
+	var hopts []otelhttp.Option
+	if c.tracerProvider != nil {
+		hopts = append(hopts, otelhttp.WithTracerProvider(c.tracerProvider))
+	}
+	hopts = append(hopts, otelhttp.WithMeterProvider(c.meterProvider))
+	if c.propagators != nil {
+		hopts = append(hopts, otelhttp.WithPropagators(c.propagators))
+	}
+	hopts = append(hopts, c.httpOptions...)
+
+	return func(t *retryhttp.Transport) {
+		o := newObserver(c.meterProvider, t)
+		layer := &attempts{base: base, o: o}
+		retryhttp.WithBase(&spans{otelhttp.NewTransport(layer, hopts...), layer})(t)
+		retryhttp.WithOnRetry(o.retry)(t)
+		retryhttp.WithOnGiveUp(o.giveUp)(t)
+	}
+}
+
+// defaultBase returns a transport configured as retryhttp's default base.
+func defaultBase() http.RoundTripper {
+	base := cleanhttp.DefaultPooledTransport()
+	base.MaxIdleConnsPerHost = 100
+	return base
+}
+
+// An observer records the attempts and decisions of one Transport.
+type observer struct {
+	attempts metric.Int64Counter
+	retries  metric.Int64Counter
+	giveUps  metric.Int64Counter
+	delay    metric.Float64Histogram
+
+	// transport is the Transport observed. Its budget is read only once
+	// ready is set, by the first attempt, after retryhttp.New has returned
+	// the Transport: New is still writing its fields when the option runs.
+	transport *retryhttp.Transport
+	ready     atomic.Bool
+}
+
+// spans is otelhttp's Transport over the attempts layer. otelhttp's
+// Transport has no CloseIdleConnections, so spans forwards it to the base
+// itself, keeping http.Client.CloseIdleConnections working.
+type spans struct {
+	http.RoundTripper
+	layer *attempts
+}
+
+// CloseIdleConnections closes the idle connections of the base, if it has
+// the method.
+func (s *spans) CloseIdleConnections() { s.layer.CloseIdleConnections() }
+
+// attempts is the layer under otelhttp: it sees each attempt with its span
+// in the request's context.
+type attempts struct {
+	base http.RoundTripper
+	o    *observer
+}
+
+func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.o.ready.Store(true)
+	ctx := r.Context()
+	if resend := retryhttp.AttemptFromContext(ctx) - 1; resend > 0 {
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(semconv.HTTPRequestResendCount(resend))
+		}
+	}
+	a.o.countAttempt(ctx, r)
+	return a.base.RoundTrip(r)
+}
+
+// CloseIdleConnections forwards to the base, if it has the method.
+func (a *attempts) CloseIdleConnections() {
+	if c, ok := a.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
