@@ -35,7 +35,9 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 		}
 		m := tel.metrics(t)
 		host := []attribute.KeyValue{semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80)}
-		with := func(kvs ...attribute.KeyValue) []attribute.KeyValue { return append(append([]attribute.KeyValue{}, host...), kvs...) }
+		with := func(kvs ...attribute.KeyValue) []attribute.KeyValue {
+			return append(append([]attribute.KeyValue{}, host...), kvs...)
+		}
 
 		assert.EqualValues(t, 7, sum(t, m[otelretry.AttemptsName], host...), "attempts")
 		assert.Equal(t, "{attempt}", m[otelretry.AttemptsName].Unit)
