@@ -2,10 +2,13 @@ package otelretry
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -119,8 +122,54 @@ func (o *observer) countAttempt(ctx context.Context, r *http.Request) {
 	if !o.attempts.Enabled(ctx) {
 		return
 	}
+	o.attempts.Add(ctx, 1, o.destinations.options(r)...)
+}
+
+// maxDestinations bounds the attributes cached for the attempt counter.
+const maxDestinations = 256
+
+// destinations caches the attribute set of the attempt counter for each
+// method and destination, so that counting the attempt of a request that
+// succeeds allocates nothing. Reads are lock-free; a new destination copies
+// the map, and past maxDestinations the set is made for each attempt.
+type destinations struct {
+	m  atomic.Pointer[map[destination][]metric.AddOption]
+	mu sync.Mutex
+}
+
+type destination struct {
+	method, scheme, host string
+}
+
+// options returns the options of r's attempts for the counter's Add, in a
+// slice of their own that the caller passes on as it is, so that not even
+// the variadic argument is allocated.
+func (d *destinations) options(r *http.Request) []metric.AddOption {
+	host := r.URL.Host
+	if host == "" {
+		host = r.Host
+	}
+	k := destination{r.Method, r.URL.Scheme, host}
+	if m := d.m.Load(); m != nil {
+		if opts, ok := (*m)[k]; ok {
+			return opts
+		}
+	}
 	var buf [3]attribute.KeyValue
-	o.attempts.Add(ctx, 1, metric.WithAttributes(requestAttrs(buf[:0], r)...))
+	opts := []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(requestAttrs(buf[:0], r)...))}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var next map[destination][]metric.AddOption
+	if m := d.m.Load(); m == nil {
+		next = map[destination][]metric.AddOption{}
+	} else if len(*m) < maxDestinations {
+		next = maps.Clone(*m)
+	} else {
+		return opts
+	}
+	next[k] = opts
+	d.m.Store(&next)
+	return opts
 }
 
 // retry is the WithOnRetry hook.

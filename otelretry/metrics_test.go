@@ -3,6 +3,7 @@ package otelretry_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 	"testing/synctest"
 
@@ -148,4 +149,23 @@ func mustURL(t *testing.T, s string) *url.URL {
 	u, err := url.Parse(s)
 	require.NoError(t, err)
 	return u
+}
+
+func TestAttemptsPastTheCache(t *testing.T) {
+	// Attempts to more destinations than the attribute cache holds are
+	// still counted, each under its own destination.
+	tel := newTelemetry(t)
+	base := newScript(map[string][]step{"/": statuses(200)})
+	tr := newTransport(tel, base)
+	const hosts = 300
+	for i := range hosts {
+		req, err := http.NewRequest(http.MethodGet, "http://h"+strconv.Itoa(i)+".test/", nil)
+		require.NoError(t, err)
+		_, err = do(t, tr, req)
+		require.NoError(t, err)
+	}
+	attempts := tel.metrics(t)[otelretry.AttemptsName]
+	assert.EqualValues(t, hosts, sum(t, attempts))
+	assert.Len(t, attempts.Data.(metricdata.Sum[int64]).DataPoints, hosts)
+	assert.EqualValues(t, 1, sum(t, attempts, semconv.HTTPRequestMethodGet, semconv.ServerAddress("h299.test"), semconv.ServerPort(80)))
 }

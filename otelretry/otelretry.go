@@ -135,6 +135,8 @@ type observer struct {
 	giveUps  metric.Int64Counter
 	delay    metric.Float64Histogram
 
+	destinations destinations
+
 	// transport is the Transport observed. Its budget is read only once
 	// ready is set, by the first attempt, after retryhttp.New has returned
 	// the Transport: New is still writing its fields when the option runs.
