@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/httptest"
@@ -13,16 +14,24 @@ import (
 	"github.com/stripe/stripe-go/v85"
 )
 
+// fast makes a Transport's backoffs short, so that the tests take no
+// longer than the Retry-After the fakes send (1 s).
+var fast = []retryhttp.Option{
+	retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+	retryhttp.WithThrottleBackoff(retryhttp.Constant(time.Millisecond)),
+}
+
 // TestRun checks the demonstration's whole output, delays aside, and so its
-// figures: the POST whose response was lost arrived twice and created one
-// PaymentIntent; the 503 with Stripe-Should-Retry: true was retried once;
-// the 500 with Stripe-Should-Retry: false was attempted once.
+// figures, which the other tests check one by one.
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	require.NoError(t, run(&out))
+	require.NoError(t, run(&out, fast...))
 
 	got := regexp.MustCompile(`retrying in [0-9.]+[nµm]?s`).ReplaceAllString(out.String(), "retrying in DELAY")
-	want := `stripe-go (MaxNetworkRetries 0) over retryhttp, against a local fake of the Stripe API.
+	require.Equal(t, wantRun, got)
+}
+
+const wantRun = `stripe-go (MaxNetworkRetries 0) over retryhttp, against a local fake of the Stripe API.
 
 1. Create a PaymentIntent: POST /v1/payment_intents, Idempotency-Key order-1042.
    The server runs the first attempt, then resets the connection instead of answering.
@@ -43,9 +52,61 @@ func TestRun(t *testing.T) {
    server: 1 attempt (500), handler runs: 0
 
 In all: 3 SDK calls, 5 attempts, PaymentIntents created: 1.
+
+------------------------------------------------------------------------
+
+aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of S3.
+
+1. PutObject photos/cat.jpg, 64 KiB from a bytes.Reader.
+   The server stores it and resets the connection, then answers 503 SlowDown.
+   retryhttp: attempt 1 failed: read: connection reset by peer; retrying in DELAY
+   retryhttp: attempt 2 got 503, a throttle; retrying in DELAY
+   client: done
+   server: 3 attempts (reset, 503, pass), handler runs: 2, the same body each time: true
+   server: signatures rejected: 0, objects stored: 2 times, the object is the upload: true
+
+2. GetObject photos/cat.jpg.
+   The server answers 503 without a body, as a load balancer may.
+   retryhttp: attempt 1 got 503, a throttle; retrying in DELAY
+   client: got 64 KiB, the same bytes: true
+   server: 2 attempts (503, pass), handler runs: 1
+
+3. PutObject videos/cat.mp4, 1536 KiB: more than the 1 MiB retryhttp buffers by default.
+   The server answers 503 SlowDown.
+   client: error SlowDown: Please reduce your request rate.
+   server: 1 attempt (503), handler runs: 0
+
+4. The same PutObject, through a Transport with WithBodyBufferLimit(8 << 20).
+   The server answers 503 SlowDown.
+   retryhttp: attempt 1 got 503, a throttle; retrying in DELAY
+   client: done
+   server: 2 attempts (503, pass), handler runs: 1, the same body each time: true
+
+In all: 4 SDK calls, 8 attempts, objects stored: 2, each the bytes uploaded: true.
+
+------------------------------------------------------------------------
+
+go-github over retryhttp, against a local fake of the GitHub REST API.
+
+1. Get the repository retryhttp/retryhttp: GET /repos/retryhttp/retryhttp.
+   The server answers 502.
+   retryhttp: attempt 1 got 502; retrying in DELAY
+   client: got retryhttp/retryhttp, default branch main
+   server: 2 attempts (502, pass), handler runs: 1
+
+2. Get it again.
+   The server answers 403, a secondary rate limit, with Retry-After: 1.
+   retryhttp: attempt 1 got 403, a throttle; retrying in DELAY
+   client: got retryhttp/retryhttp, after waiting at least 1s: true
+   server: 2 attempts (403 Retry-After: 1, pass), handler runs: 1
+
+3. Get it with a token that may not.
+   The server answers 403 Resource not accessible, with requests remaining.
+   client: error 403: Resource not accessible by integration
+   server: 1 attempt (403), handler runs: 0
+
+In all: 3 SDK calls, 5 attempts, repositories served: 2.
 `
-	require.Equal(t, want, got)
-}
 
 // TestStripeKeysEveryPOST checks what the example relies on: with its own
 // retries off, stripe-go still sends an Idempotency-Key with every POST, so

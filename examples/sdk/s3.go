@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+)
+
+// runS3 makes four calls through the AWS SDK's S3 client and retryhttp,
+// each to a fake of S3 behind a server that misbehaves in one way, and
+// writes to w what the client saw, each retry, and what the server counted.
+// opts are added to the Transports'.
+//
+// S3's object calls are PUT, GET and DELETE, which retryhttp resends by
+// their method. Two things need care:
+//
+//   - The SDK hands net/http an upload's body without GetBody, so retryhttp
+//     buffers it to send it again, up to WithBodyBufferLimit (1 MiB by
+//     default); a longer body is sent once and never resent. A client for
+//     larger uploads raises the limit, and holds up to that much memory per
+//     upload in flight.
+//   - S3 answers SlowDown (reduce your request rate) with a 503 whose code
+//     is only in the body; AWSErrorClassifier paces a 503 without a code as
+//     a throttle, so S3 gets a throttle's longer waits.
+//
+// Each resend is the same request, byte for byte: the signature the SDK
+// made for the first attempt is still valid (SigV4 signatures hold for 15
+// minutes), and the fake checks it against the body that arrived.
+func runS3(w io.Writer, opts ...retryhttp.Option) error {
+	classifier := retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
+	tr := retryhttp.New(append([]retryhttp.Option{classifier, printRetries(w)}, opts...)...)
+	defer tr.CloseIdleConnections()
+	httpClient := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	ctx := context.Background()
+
+	store := newFakeS3()
+	var attempts int
+	fmt.Fprintln(w, "aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of S3.")
+
+	// 1. An upload through a reset and a SlowDown.
+	photo := pattern(64 << 10)
+	srv := httptest.NewServer(store, httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()))
+	defer srv.Close()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "1. PutObject photos/cat.jpg, %d KiB from a bytes.Reader.\n", len(photo)>>10)
+	fmt.Fprintln(w, "   The server stores it and resets the connection, then answers 503 SlowDown.")
+	_, err := newS3Client(srv.URL, httpClient).PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String("photos"), Key: aws.String("cat.jpg"), Body: bytes.NewReader(photo),
+	})
+	if err != nil {
+		return fmt.Errorf("putting cat.jpg: %w", err)
+	}
+	fmt.Fprintln(w, "   client: done")
+	rec := srv.Requests()[0]
+	puts, _ := store.Puts()
+	fmt.Fprintf(w, "   server: %s, handler runs: %d, the same body each time: %t\n", attempted(rec), rec.Executions, rec.SameBody)
+	fmt.Fprintf(w, "   server: signatures rejected: %d, objects stored: %d times, the object is the upload: %t\n",
+		store.Rejected(), puts, bytes.Equal(store.Object("photos", "cat.jpg"), photo))
+	attempts += srv.Attempts()
+
+	// 2. A download through a 503.
+	srv = httptest.NewServer(store, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	defer srv.Close()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "2. GetObject photos/cat.jpg.")
+	fmt.Fprintln(w, "   The server answers 503 without a body, as a load balancer may.")
+	out, err := newS3Client(srv.URL, httpClient).GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String("photos"), Key: aws.String("cat.jpg"),
+	})
+	if err != nil {
+		return fmt.Errorf("getting cat.jpg: %w", err)
+	}
+	body, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	if err != nil {
+		return fmt.Errorf("reading cat.jpg: %w", err)
+	}
+	fmt.Fprintf(w, "   client: got %d KiB, the same bytes: %t\n", len(body)>>10, bytes.Equal(body, photo))
+	rec = srv.Requests()[0]
+	fmt.Fprintf(w, "   server: %s, handler runs: %d\n", attempted(rec), rec.Executions)
+	attempts += srv.Attempts()
+
+	// 3. An upload longer than the buffer limit.
+	video := pattern(1536 << 10)
+	srv = httptest.NewServer(store, httptest.First(1, s3SlowDown()))
+	defer srv.Close()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "3. PutObject videos/cat.mp4, %d KiB: more than the 1 MiB retryhttp buffers by default.\n", len(video)>>10)
+	fmt.Fprintln(w, "   The server answers 503 SlowDown.")
+	_, err = newS3Client(srv.URL, httpClient).PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String("videos"), Key: aws.String("cat.mp4"), Body: bytes.NewReader(video),
+	})
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return fmt.Errorf("putting cat.mp4: got %v, want S3's error", err)
+	}
+	fmt.Fprintf(w, "   client: error %s: %s\n", apiErr.ErrorCode(), apiErr.ErrorMessage())
+	rec = srv.Requests()[0]
+	fmt.Fprintf(w, "   server: %s, handler runs: %d\n", attempted(rec), rec.Executions)
+	attempts += srv.Attempts()
+
+	// 4. The same upload through a Transport that buffers more.
+	big := retryhttp.New(append([]retryhttp.Option{classifier, retryhttp.WithBodyBufferLimit(8 << 20), printRetries(w)}, opts...)...)
+	defer big.CloseIdleConnections()
+	srv = httptest.NewServer(store, httptest.First(1, s3SlowDown()))
+	defer srv.Close()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "4. The same PutObject, through a Transport with WithBodyBufferLimit(8 << 20).")
+	fmt.Fprintln(w, "   The server answers 503 SlowDown.")
+	_, err = newS3Client(srv.URL, &http.Client{Transport: big, Timeout: 10 * time.Second}).PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String("videos"), Key: aws.String("cat.mp4"), Body: bytes.NewReader(video),
+	})
+	if err != nil {
+		return fmt.Errorf("putting cat.mp4 again: %w", err)
+	}
+	fmt.Fprintln(w, "   client: done")
+	rec = srv.Requests()[0]
+	fmt.Fprintf(w, "   server: %s, handler runs: %d, the same body each time: %t\n", attempted(rec), rec.Executions, rec.SameBody)
+	attempts += srv.Attempts()
+
+	_, objects := store.Puts()
+	summary(w, 4, attempts, fmt.Sprintf("objects stored: %d, each the bytes uploaded: %t", objects,
+		bytes.Equal(store.Object("photos", "cat.jpg"), photo) && bytes.Equal(store.Object("videos", "cat.mp4"), video)))
+	return nil
+}
+
+// newS3Client returns an S3 client that sends its requests through
+// httpClient to the endpoint at url, with path-style addressing, and leaves
+// retrying to httpClient.
+func newS3Client(url string, httpClient *http.Client) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       fakeRegion,
+		Credentials:  fakeCredentials,
+		BaseEndpoint: aws.String(url),
+		UsePathStyle: true,
+		HTTPClient:   httpClient,
+		Retryer:      aws.NopRetryer{},
+	})
+}
+
+// s3SlowDown answers as S3 does when asked to slow down: a 503 whose code,
+// SlowDown, is only in the body, and no Retry-After.
+func s3SlowDown() httptest.Fault {
+	h, body := s3Error("SlowDown", "Please reduce your request rate.")
+	return httptest.Respond(http.StatusServiceUnavailable, h, body)
+}
+
+// pattern returns n bytes that differ from one position to the next, so
+// that a body cut or shifted on the way does not match.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	return b
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// retries records the retries a Transport makes.
+type retries struct {
+	mu     sync.Mutex
+	events []retryhttp.RetryEvent
+}
+
+func (r *retries) option() retryhttp.Option {
+	return retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.events = append(r.events, e)
+	})
+}
+
+// throttles returns, for each retry, whether it was paced as a throttle.
+func (r *retries) throttles() []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t []bool
+	for _, e := range r.events {
+		t = append(t, e.Verdict.Throttle)
+	}
+	return t
+}
+
+// TestS3PutObject counts, for uploads through each kind of failure, the
+// attempts that reached the fake and the attempts that ran its handler, and
+// checks that every attempt carried the same bytes under a signature the
+// fake accepted, and how each retry was paced.
+func TestS3PutObject(t *testing.T) {
+	const small, large = 64 << 10, 1536 << 10
+	tests := []struct {
+		name       string
+		size       int
+		opts       []retryhttp.Option
+		fault      httptest.Fault
+		attempts   int
+		executions int
+		throttles  []bool // each retry's pacing
+		wantErr    string // S3's error code; "" for success
+	}{
+		{name: "reset, then SlowDown", size: small, fault: httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()),
+			attempts: 3, executions: 2, throttles: []bool{false, true}},
+		{name: "503 without a body", size: small, fault: httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
+			attempts: 2, executions: 1, throttles: []bool{true}},
+		{name: "500 InternalError", size: small, fault: httptest.First(1, s3Fault(http.StatusInternalServerError, "InternalError")),
+			attempts: 2, executions: 1, throttles: []bool{false}},
+		{name: "400 RequestTimeout", size: small, fault: httptest.First(1, s3Fault(http.StatusBadRequest, "RequestTimeout")),
+			attempts: 1, executions: 0, wantErr: "RequestTimeout"}, // its code is in the body only
+		{name: "over the buffer limit, SlowDown", size: large, fault: httptest.First(1, s3SlowDown()),
+			attempts: 1, executions: 0, wantErr: "SlowDown"},
+		{name: "over the default limit, SlowDown, limit raised", size: large, opts: []retryhttp.Option{retryhttp.WithBodyBufferLimit(8 << 20)},
+			fault: httptest.First(1, s3SlowDown()), attempts: 2, executions: 1, throttles: []bool{true}},
+		{name: "over the default limit, reset, limit raised", size: large, opts: []retryhttp.Option{retryhttp.WithBodyBufferLimit(8 << 20)},
+			fault: httptest.First(1, httptest.ResetAfterRead()), attempts: 2, executions: 2, throttles: []bool{false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newFakeS3()
+			srv := httptest.NewServer(store, tt.fault)
+			defer srv.Close()
+			var rec retries
+			opts := append([]retryhttp.Option{
+				retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+				rec.option(),
+			}, tt.opts...)
+			tr := retryhttp.New(append(opts, fast...)...)
+			defer tr.CloseIdleConnections()
+			body := pattern(tt.size)
+
+			_, err := newS3Client(srv.URL, &http.Client{Transport: tr}).PutObject(t.Context(), &s3.PutObjectInput{
+				Bucket: aws.String("b"), Key: aws.String("k"), Body: bytes.NewReader(body),
+			})
+
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, body, store.Object("b", "k"), "the stored object")
+			} else {
+				var apiErr smithy.APIError
+				require.ErrorAs(t, err, &apiErr)
+				assert.Equal(t, tt.wantErr, apiErr.ErrorCode())
+			}
+			require.Len(t, srv.Requests(), 1)
+			r := srv.Requests()[0]
+			assert.Equal(t, tt.attempts, r.Attempts, "attempts: %v", r.Outcomes)
+			assert.Equal(t, tt.executions, r.Executions, "executions")
+			assert.True(t, r.SameBody, "the same body on every attempt")
+			puts, _ := store.Puts()
+			assert.Equal(t, tt.executions, puts, "objects stored")
+			assert.Zero(t, store.Rejected(), "requests with a signature that did not match")
+			assert.Equal(t, tt.throttles, rec.throttles(), "throttle pacing of each retry")
+		})
+	}
+}
+
+func TestS3GetObject(t *testing.T) {
+	store := newFakeS3()
+	object := pattern(100 << 10)
+	store.objects["b/k"] = object
+	for _, fault := range []httptest.Fault{
+		httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
+		httptest.First(1, s3SlowDown()),
+		httptest.First(1, httptest.ResetAfterRead()),
+		httptest.First(1, httptest.Truncate(1000)),
+	} {
+		srv := httptest.NewServer(store, fault)
+		tr := retryhttp.New(append([]retryhttp.Option{
+			retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+		}, fast...)...)
+		out, err := newS3Client(srv.URL, &http.Client{Transport: tr}).GetObject(t.Context(), &s3.GetObjectInput{
+			Bucket: aws.String("b"), Key: aws.String("k"),
+		})
+		got, rerr := []byte(nil), error(nil)
+		if err == nil {
+			got, rerr = io.ReadAll(out.Body)
+			out.Body.Close()
+		}
+		tr.CloseIdleConnections()
+		srv.Close()
+		r := srv.Requests()[0]
+		if r.Outcomes[0] == "truncate 1000" {
+			// The response was under way when its body was cut: that is
+			// the SDK's caller's to read, and to retry.
+			require.NoError(t, err)
+			assert.Error(t, rerr)
+			assert.Equal(t, 1, r.Attempts)
+			continue
+		}
+		require.NoError(t, err, r.Outcomes[0])
+		require.NoError(t, rerr)
+		assert.Equal(t, object, got, r.Outcomes[0])
+		assert.Equal(t, 2, r.Attempts, r.Outcomes[0])
+		assert.Zero(t, store.Rejected())
+	}
+}
+
+// TestCheckSigV4 checks that the fake's signature check catches a request
+// whose body or signed headers changed after signing.
+func TestCheckSigV4(t *testing.T) {
+	body := []byte("the object")
+	sign := func(body []byte) *http.Request {
+		r, err := http.NewRequest(http.MethodPut, "http://s3.test/b/k?x-id=PutObject", nil)
+		require.NoError(t, err)
+		r.ContentLength = int64(len(body))
+		sum := sha256.Sum256(body)
+		r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+		r.Header.Set("Amz-Sdk-Request", "attempt=1; max=1")
+		creds := aws.Credentials{AccessKeyID: fakeAccessKeyID, SecretAccessKey: fakeSecretAccessKey}
+		require.NoError(t, v4.NewSigner().SignHTTP(t.Context(), creds, r, hex.EncodeToString(sum[:]), "s3", fakeRegion, time.Now()))
+		return r
+	}
+	require.NoError(t, checkSigV4(sign(body), body))
+
+	err := checkSigV4(sign(body), []byte("the 0bject"))
+	require.ErrorContains(t, err, "X-Amz-Content-Sha256")
+
+	r := sign(body)
+	r.Header.Del("X-Amz-Content-Sha256") // as DynamoDB's requests have none
+	require.ErrorContains(t, checkSigV4(r, []byte("the 0bject")), "signature does not match")
+
+	r = sign(body)
+	r.Header.Set("Amz-Sdk-Request", "attempt=2; max=3")
+	require.ErrorContains(t, checkSigV4(r, body), "signature does not match")
+
+	r = sign(body)
+	r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), fakeAccessKeyID, "AKIDOTHER", 1))
+	require.ErrorContains(t, checkSigV4(r, body), "unknown credential")
+}
+
+// s3Fault answers with an S3 error, its code in the body only.
+func s3Fault(status int, code string) httptest.Fault {
+	h, body := s3Error(code, "An error occurred.")
+	return httptest.Respond(status, h, body)
+}
