@@ -1,3 +1,123 @@
 // Package otelretry makes a retryhttp Transport observable with
-// OpenTelemetry.
+// OpenTelemetry: a client span for every attempt, as the HTTP semantic
+// conventions ask of a client that resends, the decisions between attempts
+// as span events, and metrics of attempts, retries, give-ups, retry delays
+// and the retry budget.
+//
+// Most callers want
+//
+//	client := &http.Client{Transport: retryhttp.New(
+//		otelretry.Instrument(base), // base: nil for retryhttp's default
+//		retryhttp.WithMaxAttempts(4), // any other retryhttp options
+//	)}
+//
+// Instrument takes the tracer and meter providers with WithTracerProvider
+// and WithMeterProvider, and the global ones by default, as otelhttp does.
+// It is a module of its own, so that users of retryhttp who do not want
+// OpenTelemetry never download it.
+//
+// # Spans
+//
+// Instrument puts otelhttp's Transport under retryhttp, so that otelhttp
+// makes one client span per attempt, with the semantic conventions'
+// attributes (http.request.method, url.full, server.address, server.port,
+// http.response.status_code, error.type) and span status, and injects each
+// attempt's own span context into its headers. Under otelhttp a layer reads
+// the attempt's number (retryhttp.AttemptFromContext) and gives every resend
+// the attribute http.request.resend_count: 1 on the first retry, 2 on the
+// second. There is no span around the whole call: the conventions ask for
+// none. The attempt spans are children of the span in the request's
+// context, if any; without one, each attempt is a trace of its own, as the
+// conventions' examples show.
+//
+// As otelhttp does, an attempt's span ends when its response body is closed:
+// retryhttp closes the bodies of the attempts it retries, and the caller the
+// last one. An attempt that fails without a response ends at once.
+//
+// # Events
+//
+// The decisions after a failed attempt are events on the span in the
+// request's context, the caller's span for the logical operation (a server
+// handler's span, or one of the caller's own), where they lie between the
+// attempt spans they separate. Without a recording span there, the
+// decisions are in the metrics only.
+//
+//	retryhttp.retry    a retry is about to wait: retryhttp.attempt (the
+//	                   failed attempt's number), retryhttp.retry.delay
+//	                   (seconds), http.response.status_code or error.type,
+//	                   retryhttp.verdict.throttle, retryhttp.verdict.timeout,
+//	                   and retryhttp.verdict.retry_after (seconds) when the
+//	                   classifier read a least delay
+//	retryhttp.give_up  a failure worth retrying was not retried:
+//	                   retryhttp.attempt (the last attempt's number),
+//	                   retryhttp.give_up.reason, http.response.status_code
+//	                   or error.type, and the verdict's facets
+//
+// A failure that the classifier does not retry (a 404, a TLS error) is
+// final, not given up on, and has no event: its span says what happened.
+//
+// # Metrics
+//
+// The instruments, in the scope ScopeName. HTTP has no retry metrics in the
+// semantic conventions, so they follow gRPC's (proposal A96) in spirit and
+// the conventions in style: a namespace of their own, units in UCUM,
+// attributes from the conventions where one exists.
+//
+//	retryhttp.client.attempts     Counter    {attempt}  attempts sent through
+//	                                                    the base, first ones
+//	                                                    included
+//	retryhttp.client.retries      Counter    {retry}    retries decided, before
+//	                                                    their wait
+//	retryhttp.client.give_ups     Counter    {give_up}  failures worth retrying
+//	                                                    that were not retried
+//	retryhttp.client.retry.delay  Histogram  s          the wait before each
+//	                                                    retry
+//	retryhttp.budget.balance      Gauge      {token}    tokens left in the
+//	                                                    retry budget
+//	                              (asynchronous)
+//
+// Their attributes:
+//
+//	attempts     http.request.method, server.address, server.port
+//	retries      http.request.method, server.address, server.port,
+//	             error.type, retryhttp.verdict.throttle,
+//	             retryhttp.verdict.timeout
+//	give_ups     http.request.method, server.address, server.port,
+//	             error.type, retryhttp.give_up.reason
+//	retry.delay  http.request.method, server.address, server.port,
+//	             retryhttp.verdict.throttle
+//	balance      url.scheme, server.address, server.port, for each host
+//	             with a bucket in a retryhttp.HostBudget; none for a
+//	             retryhttp.Bucket
+//
+// http.request.method is the method if the conventions know it and _OTHER if
+// not. error.type is the failed attempt's status code ("503"), or the type
+// of its error as the conventions name it ("*net.OpError"), as otelhttp sets
+// it on the span. retryhttp.give_up.reason is one of attempts_exhausted,
+// budget_exhausted, not_resendable, body_not_replayable, retry_after_limit,
+// rate_limit_reset_limit, deadline and canceled (see ReasonValue and
+// retryhttp.GiveUpReason).
+//
+// The retry delay histogram's buckets are the conventions' HTTP duration
+// buckets extended to 60 s, the default Retry-After limit. Unlike gRPC's
+// grpc.client.call.retry_delay, which sums the waits of a call, it records
+// each wait.
+//
+// The budget gauge reads the Transport's own budget (Transport.Budget) when
+// it is collected, without a lock: a per-host budget reports at most its
+// BucketMaxHosts hosts (1024 by default), so its cardinality is bounded;
+// hosts that never retried have no bucket and no point; the gauge has no
+// point until the Transport's first request. Transports that share a budget
+// report it each.
+//
+// Cardinality: server.address and server.port are those of the request's
+// URL, as on otelhttp's own metrics. A client that calls unboundedly many
+// hosts has unboundedly many series here as there.
+//
+// # Cost
+//
+// A request that succeeds at once costs what otelhttp costs and little
+// more: the attempt counter's attributes are cached per method and
+// destination (up to 256), so counting allocates nothing. The hooks run
+// only after a failure. The README in this folder has the figures.
 package otelretry

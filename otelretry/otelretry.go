@@ -164,7 +164,9 @@ type attempts struct {
 }
 
 func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
-	a.o.ready.Store(true)
+	if !a.o.ready.Load() { // a load, not a store, on every attempt but the first
+		a.o.ready.Store(true)
+	}
 	ctx := r.Context()
 	if resend := retryhttp.AttemptFromContext(ctx) - 1; resend > 0 {
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
