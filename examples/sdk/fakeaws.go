@@ -32,7 +32,7 @@ var fakeCredentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Cre
 // secret it shares with the client, and compares the two signatures. A
 // request whose body changed on the way, or was resent with another body,
 // fails. Where X-Amz-Content-Sha256 is sent (S3), it must name the body's
-// hash as well.
+// hash as well, or, over TLS, be UNSIGNED-PAYLOAD.
 func checkSigV4(r *http.Request, body []byte) error {
 	auth := r.Header.Get("Authorization")
 	cred, signed, ok := parseAuthorization(auth)
@@ -49,7 +49,10 @@ func checkSigV4(r *http.Request, body []byte) error {
 	}
 	sum := sha256.Sum256(body)
 	payloadHash := hex.EncodeToString(sum[:])
-	if h := r.Header.Get("X-Amz-Content-Sha256"); h != "" && h != payloadHash {
+	switch h := r.Header.Get("X-Amz-Content-Sha256"); {
+	case h == "UNSIGNED-PAYLOAD" && r.TLS != nil:
+		payloadHash = h // over TLS, S3 clients leave the body out of the signature
+	case h != "" && h != payloadHash:
 		return fmt.Errorf("X-Amz-Content-Sha256 %s does not match the body's SHA-256 %s", h, payloadHash)
 	}
 

@@ -55,6 +55,7 @@ func TestS3PutObject(t *testing.T) {
 	tests := []struct {
 		name       string
 		size       int
+		tls        bool // over TLS, where the SDK does not sign the body
 		opts       []retryhttp.Option
 		fault      httptest.Fault
 		attempts   int
@@ -63,6 +64,8 @@ func TestS3PutObject(t *testing.T) {
 		wantErr    string // S3's error code; "" for success
 	}{
 		{name: "reset, then SlowDown", size: small, fault: httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()),
+			attempts: 3, executions: 2, throttles: []bool{false, true}},
+		{name: "reset, then SlowDown, over TLS", size: small, tls: true, fault: httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()),
 			attempts: 3, executions: 2, throttles: []bool{false, true}},
 		{name: "503 without a body", size: small, fault: httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
 			attempts: 2, executions: 1, throttles: []bool{true}},
@@ -80,13 +83,20 @@ func TestS3PutObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newFakeS3()
-			srv := httptest.NewServer(store, tt.fault)
-			defer srv.Close()
 			var rec retries
 			opts := append([]retryhttp.Option{
 				retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
 				rec.option(),
 			}, tt.opts...)
+			newServer := httptest.NewServer
+			if tt.tls {
+				newServer = httptest.NewTLSServer
+			}
+			srv := newServer(store, tt.fault)
+			defer srv.Close()
+			if tt.tls {
+				opts = append(opts, retryhttp.WithBase(srv.Client().Transport)) // trusts srv's certificate
+			}
 			tr := retryhttp.New(append(opts, fast...)...)
 			defer tr.CloseIdleConnections()
 			body := pattern(tt.size)
