@@ -20,7 +20,7 @@ import (
 //   - a transient code (RequestTimeout, RequestTimeoutException) is retried;
 //   - any other code on a 4xx response is final: a validation error, a
 //     failed condition or a signature the server rejected is not fixed by
-//     sending the same bytes again.
+//     sending the same bytes again. A 408 or 429 is left to its status.
 //
 // A 503 without a code is retried with the Throttle facet, unless it
 // carries X-Should-Retry: S3 answers "SlowDown" (reduce your request rate)
@@ -58,7 +58,7 @@ func (awsErrorClassifier) Classify(req *http.Request, resp *http.Response, _ err
 		return Verdict{Decision: Retry, Throttle: true}
 	case code == "RequestTimeout" || code == "RequestTimeoutException":
 		return Verdict{Decision: Retry}
-	case resp.StatusCode < 500:
+	case resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
 		return Verdict{Decision: DontRetry}
 	}
 	return Verdict{}

@@ -103,7 +103,9 @@ func TestAWSErrorClassifier(t *testing.T) {
 		{"validation", awsResponse(400, "ValidationException"), final},
 		{"condition failed", awsResponse(400, "ConditionalCheckFailedException"), final},
 		{"clock skew", awsResponse(403, "InvalidSignatureException"), final},
-		{"unknown 4xx code", awsResponse(429, "SomethingNew"), final},
+		{"unknown 4xx code", awsResponse(400, "SomethingNew"), final},
+		{"429 with another code", awsResponse(429, "SomethingNew"), Verdict{}},
+		{"408 with another code", awsResponse(408, "SomethingNew"), Verdict{}},
 		{"S3 missing key", &http.Response{StatusCode: 404, Header: http.Header{"X-Amz-Error-Code": {"NoSuchKey"}}}, final},
 		{"503 without a code: SlowDown", awsResponse(503, ""), throttle},
 		{"503 with X-Should-Retry", &http.Response{StatusCode: 503, Header: http.Header{"X-Should-Retry": {"false"}}}, Verdict{}},
@@ -153,6 +155,7 @@ func TestAWSErrorClassifierInTransport(t *testing.T) {
 		{"503 without a code, default chain only", step{status: 503}, false, 2, 25 * time.Millisecond},
 		{"500 with a code", step{status: 500, header: http.Header{"X-Amzn-Errortype": {"InternalServerError"}}}, true, 2, 25 * time.Millisecond},
 		{"404 with a code", step{status: 404, header: http.Header{"X-Amz-Error-Code": {"NoSuchKey"}}}, true, 1, 0},
+		{"429 with another code", step{status: 429, header: http.Header{"X-Amzn-Errortype": {"SomethingNew"}}}, true, 2, 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
