@@ -48,21 +48,24 @@ import (
 // still held and stop its background goroutine.
 type Budget struct {
 	limits
-	store     store
-	name      string
-	prefix    string // of the buckets' Redis keys
-	cfg       config
-	fbLimits  []retryhttp.BucketOption // the fallback's bucket options
-	onRedis   atomic.Bool
-	fallback  atomic.Pointer[retryhttp.HostBudget]
-	table     atomic.Pointer[map[hostKey]*host] // never modified once stored
-	inflight  atomic.Int64                      // Redis commands running
-	mu        sync.Mutex                        // serialises changes to table and status
-	status    Status                            // guarded by mu, except Shared
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	store       store
+	name        string
+	prefix      string // of the buckets' Redis keys
+	cfg         config
+	fbLimits    []retryhttp.BucketOption // the fallback's bucket options
+	onRedis     atomic.Bool
+	fallback    atomic.Pointer[retryhttp.HostBudget]
+	table       atomic.Pointer[map[hostKey]*host] // never modified once stored
+	inflight    atomic.Int64                      // Redis commands running
+	abandoned   atomic.Int64                      // commands call stopped waiting for, not yet answered
+	silentSince atomic.Int64                      // Unix nanoseconds since which abandoned has been positive, or 0
+	mu          sync.Mutex                        // serialises changes to table and status
+	status      Status                            // guarded by mu, except Shared
+	stop        chan struct{}
+	warmed      chan struct{} // closed once warm has returned
+	done        chan struct{}
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 var _ retryhttp.Budget = (*Budget)(nil)
@@ -71,11 +74,16 @@ var _ retryhttp.Budget = (*Budget)(nil)
 // a hung Redis costs no more goroutines, and retries use the fallback.
 const maxInflight = 256
 
+// warmTimeout bounds how long a new Budget waits in the background for
+// Redis to load its scripts.
+const warmTimeout = time.Second
+
 // Errors that Withdraw returns, all wrapping retryhttp.ErrBudgetExhausted.
 var (
 	errEmpty      = fmt.Errorf("redisbudget: shared bucket empty: %w", retryhttp.ErrBudgetExhausted)
 	errFallback   = fmt.Errorf("redisbudget: fallback bucket empty: %w", retryhttp.ErrBudgetExhausted)
 	errFailClosed = fmt.Errorf("redisbudget: Redis unavailable and the budget fails closed: %w", retryhttp.ErrBudgetExhausted)
+	errSlow       = fmt.Errorf("redisbudget: Redis did not answer in time, and its last answer for the host granted no retry: %w", retryhttp.ErrBudgetExhausted)
 	errTimeout    = errors.New("redisbudget: Redis did not answer within the timeout")
 	errBusy       = errors.New("redisbudget: too many Redis commands outstanding")
 )
@@ -130,6 +138,7 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 		cfg:      cfg,
 		fbLimits: append(cfg.bucket[:len(cfg.bucket):len(cfg.bucket)], retryhttp.BucketCapacity(fbCap)),
 		stop:     make(chan struct{}),
+		warmed:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	b.onRedis.Store(true)
@@ -171,19 +180,37 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 		// The caller gave up, which says nothing about Redis, and the
 		// Transport will not retry.
 		return 0, fmt.Errorf("redisbudget: %w: %w", retryhttp.ErrBudgetExhausted, req.Context().Err())
+	case errors.Is(err, errTimeout) || errors.Is(err, errBusy):
+		// Redis is slow, perhaps only for this command; the budget moves
+		// to the fallback only if Redis stays silent (see stuck) or the
+		// late answer is an error. Meanwhile the fallback pays only if
+		// Redis's last answer for the host granted a retry: a process
+		// that has heard nothing, as a new one in an outage, must not
+		// bring a budget of its own.
+		b.noteError(err)
+		if h == nil || !h.granted.Load() {
+			return 0, errSlow
+		}
+		return b.withdrawFallback(req, v)
 	case err != nil:
 		b.fail(err)
 		return b.withdrawFallback(req, v)
 	case !ok:
-		if h != nil && b.cfg.emptyHold > 0 {
-			h.refused.Store(&refusal{balance: balance, until: time.Now().Add(b.cfg.emptyHold).UnixNano()})
+		if h != nil {
+			h.granted.Store(false)
+			if b.cfg.emptyHold > 0 {
+				h.refused.Store(&refusal{balance: balance, until: time.Now().Add(b.cfg.emptyHold).UnixNano()})
+			}
 		}
 		return 0, errEmpty
+	}
+	if h != nil && !h.granted.Load() {
+		h.granted.Store(true)
 	}
 	return cost, nil
 }
 
-// withdrawFallback decides a retry while Redis is unavailable.
+// withdrawFallback decides a retry that Redis does not.
 func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
 	if b.cfg.failClosed {
 		return 0, errFailClosed
@@ -197,7 +224,8 @@ func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retry
 
 // take asks the store to take cost from the bucket at key, waiting no longer
 // than the timeout or until ctx is done. If it stops waiting and the store
-// takes the cost later, the cost is refunded (to h, when there is one).
+// takes the cost later, the cost is refunded (to h, when there is one),
+// since the fallback decided the retry.
 func (b *Budget) take(ctx context.Context, h *host, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
 	var ok bool
 	var balance retryhttp.Tokens
@@ -205,8 +233,8 @@ func (b *Budget) take(ctx context.Context, h *host, key string, cost retryhttp.T
 		var err error
 		ok, balance, err = b.store.take(ctx, key, cost)
 		return err
-	}, func() {
-		if ok && h != nil {
+	}, func(err error) {
+		if err == nil && ok && h != nil {
 			h.addPending(cost, b.capacity)
 		}
 	})
@@ -220,10 +248,12 @@ func (b *Budget) take(ctx context.Context, h *host, key string, cost retryhttp.T
 // call runs fn in a goroutine of its own and waits for it no longer than the
 // timeout, or until ctx is done, so that a Redis client that ignores
 // deadlines or retries for seconds cannot hold the caller. If call stops
-// waiting first, it returns an error and fn's goroutine runs late, if given,
-// once fn returns without error. fn's context keeps ctx's values but not its
-// cancellation, and ends after the timeout.
-func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late func()) error {
+// waiting first, it returns an error, and when fn returns its goroutine
+// moves the budget to the fallback if fn failed, and runs late, if given,
+// with fn's error. fn's context keeps ctx's values but not its
+// cancellation, and ends after the silence limit, so that a slow answer can
+// still arrive (and show that Redis is slow rather than down).
+func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late func(error)) error {
 	if b.inflight.Add(1) > maxInflight {
 		b.inflight.Add(-1)
 		return errBusy
@@ -235,14 +265,20 @@ func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late 
 	)
 	go func() {
 		defer b.inflight.Add(-1)
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.timeout)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.silence())
 		err := fn(cctx)
 		cancel()
 		result = err
 		if state.CompareAndSwap(0, 1) {
 			close(done)
-		} else if err == nil && late != nil {
-			late()
+			return
+		}
+		b.answered()
+		if err != nil {
+			b.fail(err)
+		}
+		if late != nil {
+			late(err)
 		}
 	}()
 	timer := time.NewTimer(b.cfg.timeout)
@@ -257,10 +293,37 @@ func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late 
 		stopped = ctx.Err()
 	}
 	if state.CompareAndSwap(0, 2) {
+		b.abandon()
 		return stopped
 	}
 	<-done // answered just now
 	return result
+}
+
+// abandon counts a command that call stopped waiting for.
+func (b *Budget) abandon() {
+	if b.abandoned.Add(1) == 1 {
+		b.silentSince.Store(time.Now().UnixNano())
+	}
+}
+
+// answered counts the late answer of an abandoned command.
+func (b *Budget) answered() {
+	if b.abandoned.Add(-1) == 0 {
+		b.silentSince.Store(0)
+	}
+}
+
+// silence returns how long Redis may leave a command unanswered before the
+// budget takes it to be down rather than slow: four timeouts.
+func (b *Budget) silence() time.Duration { return 4 * b.cfg.timeout }
+
+// stuck reports whether some command has been left unanswered for the
+// silence limit, without a pause: Redis is down or hung, and the client
+// ignores deadlines.
+func (b *Budget) stuck(now time.Time) bool {
+	since := b.silentSince.Load()
+	return b.abandoned.Load() > 0 && since != 0 && now.UnixNano()-since >= int64(b.silence())
 }
 
 // Deposit puts back spent, the cost of a retry of req that succeeded or was
@@ -341,6 +404,8 @@ func (b *Budget) forget(full []hostKey) {
 // every probe interval while on the fallback, until Close.
 func (b *Budget) loop() {
 	defer close(b.done)
+	b.warm()
+	close(b.warmed)
 	tick := time.NewTicker(min(b.cfg.flushInterval, b.cfg.probeInterval))
 	defer tick.Stop()
 	var lastFlush, lastProbe time.Time
@@ -349,6 +414,9 @@ func (b *Budget) loop() {
 		case <-b.stop:
 			return
 		case now := <-tick.C:
+			if b.onRedis.Load() && b.stuck(now) {
+				b.fail(errTimeout)
+			}
 			if b.onRedis.Load() {
 				if now.Sub(lastFlush) >= b.cfg.flushInterval {
 					lastFlush = now
@@ -362,9 +430,34 @@ func (b *Budget) loop() {
 	}
 }
 
+// warm loads the scripts, and so opens a connection, before the first retry
+// needs them. It waits longer than the timeout, since no request waits for
+// it, and falls back if Redis fails or does not answer.
+func (b *Budget) warm() {
+	ctx, cancel := context.WithTimeout(context.Background(), warmTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	b.inflight.Add(1)
+	go func() {
+		defer b.inflight.Add(-1)
+		done <- b.store.load(ctx)
+	}()
+	timer := time.NewTimer(warmTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			b.fail(err)
+		}
+	case <-timer.C:
+		b.fail(errTimeout)
+	case <-b.stop:
+	}
+}
+
 // flush sends each host's refunds in one command. It stops at the first
-// failure, which moves the budget to its fallback, keeping the refunds not
-// sent for later.
+// failure, which moves the budget to its fallback, or the first command
+// Redis does not answer in time, keeping the refunds not sent for later.
 func (b *Budget) flush() error {
 	var full []hostKey
 	defer func() {
@@ -382,10 +475,19 @@ func (b *Budget) flush() error {
 			var err error
 			balance, err = b.store.refund(ctx, h.key, amount)
 			return err
-		}, nil)
-		if err != nil {
-			// The refund may have been applied if it was only late;
-			// sending it again errs towards retrying, as a fallback does.
+		}, func(err error) {
+			if err != nil {
+				h.addPending(amount, b.capacity) // for the next flush
+			}
+		})
+		switch {
+		case errors.Is(err, errTimeout):
+			// The late answer decides whether the refund is kept.
+			b.noteError(err)
+			return err
+		case err != nil:
+			// Not sent, or, at worst, lost with its answer and sent
+			// again, which errs towards retrying, as a fallback does.
 			h.addPending(amount, b.capacity)
 			b.fail(err)
 			return err
@@ -400,15 +502,22 @@ func (b *Budget) flush() error {
 // probe asks Redis whether it answers, and returns to it if it does.
 func (b *Budget) probe() {
 	if err := b.call(context.Background(), b.store.ping, nil); err != nil {
-		b.mu.Lock()
-		b.status.LastError, b.status.LastErrorAt = err, time.Now()
-		b.mu.Unlock()
+		b.noteError(err)
 		return
 	}
 	b.resume()
 }
 
-// fail records err and moves the budget to fresh, full fallback buckets.
+// noteError records err as the last Redis error.
+func (b *Budget) noteError(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.status.LastError, b.status.LastErrorAt = err, time.Now()
+}
+
+// fail records err and moves the budget to its fallback buckets, which are
+// full unless slow answers have drawn on them since the budget last
+// returned to Redis.
 func (b *Budget) fail(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -417,7 +526,6 @@ func (b *Budget) fail(err error) {
 	if !b.onRedis.Load() {
 		return
 	}
-	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
 	b.onRedis.Store(false)
 	b.status.Shared, b.status.Since = false, now
 	if b.cfg.logger != nil {
@@ -433,10 +541,12 @@ func (b *Budget) resume() {
 	if b.onRedis.Load() {
 		return
 	}
-	// Refusals seen before the failure are stale.
+	// Refusals seen before the failure are stale, and the next outage
+	// starts with full fallback buckets.
 	for _, h := range *b.table.Load() {
 		h.refused.Store(nil)
 	}
+	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
 	b.onRedis.Store(true)
 	b.status.Shared, b.status.Since = true, time.Now()
 	if b.cfg.logger != nil {

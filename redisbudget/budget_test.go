@@ -220,6 +220,9 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, s := newFakeBudget(t, WithProcesses(10))
 		req := getReq(t, "https://api.example/")
+		_, err := b.Withdraw(req, failed) // Redis grants a retry to the host
+		require.NoError(t, err)
+		require.NoError(t, b.Flush())
 		hang := make(chan struct{})
 		s.set(nil, hang)
 
@@ -229,8 +232,18 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 		require.Equal(t, 5*retryhttp.Token, took)
 		assert.Equal(t, DefaultTimeout, time.Since(start))
 		st := b.Status()
-		assert.False(t, st.Shared)
+		assert.True(t, st.Shared, "one slow answer is not an outage")
 		assert.ErrorIs(t, st.LastError, errTimeout)
+
+		// A host Redis has not answered for yet gets no retry.
+		_, err = b.Withdraw(getReq(t, "https://new.example/"), failed)
+		require.ErrorIs(t, err, retryhttp.ErrBudgetExhausted)
+		require.ErrorIs(t, err, errSlow)
+
+		// Redis stays silent: the budget moves to its fallback.
+		time.Sleep(4*DefaultTimeout + DefaultFlushInterval)
+		require.False(t, b.Status().Shared)
+		start = time.Now()
 
 		// The fallback holds 500/10 tokens, of which one retry is spent;
 		// Redis is not asked again.
@@ -240,10 +253,10 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 		}
 		_, err = b.Withdraw(req, failed)
 		require.ErrorIs(t, err, retryhttp.ErrBudgetExhausted)
-		assert.Equal(t, time.Duration(0), time.Since(start)-DefaultTimeout, "the fallback never waits")
+		assert.Zero(t, time.Since(start), "the fallback never waits")
 		takes, _, _ := s.counts()
-		assert.Equal(t, 1, takes)
-		assert.Equal(t, 50*retryhttp.Token-50*retryhttp.Token, b.fallback.Load().Balance(req.URL))
+		assert.Equal(t, 3, takes)
+		assert.Zero(t, b.fallback.Load().Balance(req.URL))
 
 		// Redis answers again: the hung take completes (and is refunded,
 		// since nobody used it), and a probe brings the budget back.
@@ -255,11 +268,40 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 		_, _, pings := s.counts()
 		assert.GreaterOrEqual(t, pings, 1)
 		require.NoError(t, b.Flush())
-		assert.Equal(t, 500*retryhttp.Token, s.bucket(apiKey), "the late take was refunded")
+		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "the late take was refunded")
 		took, err = b.Withdraw(req, failed)
 		require.NoError(t, err)
 		require.Equal(t, 5*retryhttp.Token, took)
+		assert.Equal(t, 490*retryhttp.Token, s.bucket(apiKey))
+	})
+}
+
+func TestSlowRedisStaysShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, s := newFakeBudget(t)
+		req := getReq(t, "https://api.example/")
+		_, err := b.Withdraw(req, failed)
+		require.NoError(t, err)
+		hang := make(chan struct{})
+		s.set(nil, hang)
+		go func() {
+			time.Sleep(DefaultTimeout + 10*time.Millisecond)
+			s.set(nil, nil)
+			close(hang)
+		}()
+		start := time.Now()
+		took, err := b.Withdraw(req, failed)
+		require.NoError(t, err, "the fallback pays")
+		require.Equal(t, 5*retryhttp.Token, took)
+		assert.Equal(t, DefaultTimeout, time.Since(start))
+
+		// The answer came 10 ms late: Redis is slow, not down. It took the
+		// cost, which goes back, since the fallback paid.
+		time.Sleep(time.Second)
+		assert.True(t, b.Status().Shared)
 		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey))
+		takes, refunds, _ := s.counts()
+		assert.Equal(t, [2]int{2, 1}, [2]int{takes, refunds})
 	})
 }
 
@@ -345,12 +387,15 @@ func TestCallerGivesUpWhileRedisHangs(t *testing.T) {
 func TestTooManyOutstandingCommands(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, s := newFakeBudget(t)
-		b.inflight.Store(maxInflight)
-		_, err := b.Withdraw(getReq(t, "https://api.example/"), failed)
+		req := getReq(t, "https://api.example/")
+		_, err := b.Withdraw(req, failed)
 		require.NoError(t, err)
+		b.inflight.Store(maxInflight)
+		_, err = b.Withdraw(req, failed)
+		require.NoError(t, err, "the fallback pays")
 		assert.ErrorIs(t, b.Status().LastError, errBusy)
 		takes, _, _ := s.counts()
-		assert.Zero(t, takes)
+		assert.Equal(t, 1, takes)
 		b.inflight.Store(0)
 	})
 }

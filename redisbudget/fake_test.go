@@ -92,6 +92,13 @@ func (s *fakeStore) ping(context.Context) error {
 	return err
 }
 
+func (s *fakeStore) load(context.Context) error {
+	var n int
+	err := s.enter(&n)
+	s.mu.Unlock()
+	return err
+}
+
 // set changes the store's failure mode.
 func (s *fakeStore) set(err error, hang chan struct{}) {
 	s.mu.Lock()
@@ -129,6 +136,7 @@ func newFakeBudget(t *testing.T, opts ...Option) (*Budget, *fakeStore) {
 	s := newFakeStore(l.capacity)
 	b := newBudget(s, "test", l, cfg)
 	t.Cleanup(func() { b.Close() })
+	<-b.warmed
 	return b, s
 }
 

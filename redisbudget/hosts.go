@@ -61,6 +61,7 @@ type host struct {
 	key     string                  // the bucket's Redis key
 	pending atomic.Int64            // refunds not yet sent, in Tokens
 	refused atomic.Pointer[refusal] // Redis's last refusal, if any
+	granted atomic.Bool             // Redis's last answer to a take granted it
 }
 
 // A refusal records that Redis found a bucket holding only balance, so that

@@ -25,6 +25,8 @@ type store interface {
 	balance(ctx context.Context, key string) (retryhttp.Tokens, error)
 	// ping checks that the store answers.
 	ping(ctx context.Context) error
+	// load readies the store for the other calls.
+	load(ctx context.Context) error
 }
 
 var (
@@ -85,4 +87,13 @@ func (s *redisStore) balance(ctx context.Context, key string) (retryhttp.Tokens,
 
 func (s *redisStore) ping(ctx context.Context) error {
 	return s.client.Ping(ctx).Err()
+}
+
+// load loads the scripts into Redis (every shard of a Cluster), which also
+// opens a pooled connection, so that a process's first retries find both.
+func (s *redisStore) load(ctx context.Context) error {
+	if err := takeScript.Load(ctx, s.client).Err(); err != nil {
+		return err
+	}
+	return refundScript.Load(ctx, s.client).Err()
 }
