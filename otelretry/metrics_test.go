@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -168,4 +169,42 @@ func TestAttemptsPastTheCache(t *testing.T) {
 	assert.EqualValues(t, hosts, sum(t, attempts))
 	assert.Len(t, attempts.Data.(metricdata.Sum[int64]).DataPoints, hosts)
 	assert.EqualValues(t, 1, sum(t, attempts, semconv.HTTPRequestMethodGet, semconv.ServerAddress("h299.test"), semconv.ServerPort(80)))
+}
+
+func TestConcurrentRequests(t *testing.T) {
+	// Many goroutines through one Transport, to several hosts, while the
+	// metrics are collected: counts add up, and -race finds no race.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{"/": statuses(503, 200)}) // the first attempt at each host fails
+		tr := newTransport(tel, base)
+		const workers, requests = 8, 20
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range requests {
+					req, err := http.NewRequest(http.MethodGet, "http://h"+strconv.Itoa((w+i)%3)+".test/", nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if _, err := do(t, tr, req); err != nil {
+						t.Error(err)
+					}
+					if i%5 == 0 {
+						var rm metricdata.ResourceMetrics
+						if err := tel.reader.Collect(t.Context(), &rm); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		m := tel.metrics(t)
+		// The script's counter is per path, so only the very first attempt
+		// of all fails: one retry in all.
+		assert.EqualValues(t, workers*requests+1, sum(t, m[otelretry.AttemptsName]))
+		assert.EqualValues(t, 1, sum(t, m[otelretry.RetriesName]))
+	})
 }
