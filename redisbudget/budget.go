@@ -33,15 +33,18 @@ import (
 // only for hosts it has retried, and forgets a host once Redis reports its
 // bucket full, so healthy traffic costs Redis nothing.
 //
-// When Redis fails a command or takes longer than the timeout
-// (WithTimeout, 50 ms), the retry that asked is decided by a local per-host
-// bucket instead, as are all retries after it, without asking Redis, until
-// Redis answers a probe sent in the background every probe interval
-// (WithProbeInterval); then the budget returns to Redis by itself. The
-// fallback buckets start full, with a capacity of the shared capacity
-// divided by the number of processes the user expects (WithProcesses), and
-// WithFailClosed makes the fallback refuse every retry instead. No request
-// fails or waits longer than the timeout because of Redis.
+// No retry waits for Redis longer than the timeout (WithTimeout, 50 ms).
+// A retry that Redis does not answer in time is paid by a local per-host
+// fallback bucket if Redis's last answer for its host granted a retry, and
+// refused otherwise, so that a new process in an outage brings no budget of
+// its own. When Redis fails a command, or leaves one unanswered for four
+// timeouts, the budget moves to its fallback: every retry is decided by the
+// fallback buckets, without asking Redis, until Redis answers a probe sent
+// in the background every probe interval (WithProbeInterval, 500 ms); then
+// the budget returns to Redis by itself. The fallback buckets start full,
+// with a capacity of the shared capacity divided by the number of processes
+// the user expects (WithProcesses), and WithFailClosed makes the fallback
+// refuse every retry instead. No request fails because of Redis.
 //
 // A Budget must be created with New and is safe for concurrent use. Pass it
 // to retryhttp.WithBudget, and call Close when done to send the refunds

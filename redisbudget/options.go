@@ -87,11 +87,12 @@ func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }
 }
 
-// WithTimeout sets the longest a retry waits for Redis before the budget
-// gives up on it and falls back. It must be positive. The default is 50 ms.
-// It holds whatever the Redis client's own timeouts and retries are: the
-// budget stops waiting for the command, which finishes, or fails, on its
-// own.
+// WithTimeout sets the longest a retry waits for Redis. It must be
+// positive. The default is 50 ms. It holds whatever the Redis client's own
+// timeouts and retries are: the budget stops waiting for the command, which
+// finishes, or fails, on its own, and is given four timeouts to do so. A
+// command still unanswered then moves the budget to its fallback, as a
+// failed one does; one answered late shows Redis is slow, not down.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }

@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/retryhttp/retryhttp/redisbudget"
 	"github.com/retryhttp/retryhttp/redisbudget/internal/redisserver"
 )
 
@@ -299,7 +300,7 @@ func (f *fleet) dies(w io.Writer) error {
 	fmt.Fprintln(w, "|---|---|")
 	fmt.Fprintf(w, "| client requests | %d |\n", after.first)
 	fmt.Fprintf(w, "| requests that ended in an error | %d |\n", errs)
-	fmt.Fprintf(w, "| longest wait of a retry for the budget (timeout %v) | %v |\n", 50*time.Millisecond, stall.Round(100*time.Microsecond))
+	fmt.Fprintf(w, "| longest wait of a retry for the budget (timeout %v) | %v |\n", redisbudget.DefaultTimeout, stall.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "| retries before the kill | %d |\n", before.retries)
 	fmt.Fprintf(w, "| retries while Redis was down (fallback buckets) | %d |\n", during.retries-before.retries)
 	fmt.Fprintf(w, "| retries after the restart (a new, full bucket) | %d |\n", after.retries-during.retries)
@@ -312,7 +313,7 @@ func (f *fleet) dies(w io.Writer) error {
 // healthy measures the Redis commands of healthy traffic.
 func (f *fleet) healthy(w io.Writer) error {
 	fmt.Fprintf(w, "Healthy traffic: %d processes, %d requests each at concurrency %d, shared budget.\n\n", f.processes, f.requests*5, f.concurrency)
-	fmt.Fprintln(w, "| traffic | successful requests | retries | Redis commands | per 1000 successful requests | of which take / refund / other |")
+	fmt.Fprintln(w, "| traffic | successful requests | retries | Redis commands | per 1000 successful requests | of which take / refund / connection and script setup |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, m := range []struct {
 		label string

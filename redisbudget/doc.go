@@ -1,0 +1,72 @@
+// Package redisbudget is a retry budget for retryhttp that a fleet of
+// processes shares through Redis: one token bucket per destination, whichever
+// process retries.
+//
+// retryhttp's own per-host budget keeps a failing dependency at about one
+// request per request, but only inside one process: ten replicas start with
+// ten full buckets, and a fleet that keeps starting new processes brings a
+// full bucket with each of them. A Budget keeps each bucket's balance in
+// Redis instead, so every process that names the same budget draws from the
+// same buckets:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"}) // or a Cluster or Sentinel client
+//	budget := redisbudget.New(rdb, "payments-api", redisbudget.WithProcesses(10))
+//	defer budget.Close()
+//	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget))}
+//
+// # Arithmetic
+//
+// The buckets count as retryhttp.HostBudget's do, in milli-tokens: 500
+// tokens when full, 5 for a retry, 10 for a retry after a timeout, 1 back
+// for a first-attempt success and a retry's cost back when it succeeds (or
+// was never sent), never below zero or above the capacity. WithBucket takes
+// retryhttp's bucket options to change them; every process of a budget must
+// use the same ones.
+//
+// # Redis
+//
+// Each bucket is one Redis key, retryhttp:budget:<name>:<scheme>://<host>,
+// holding its balance. A full bucket is no key at all, and a key that no
+// process has used for a minute (WithKeyTTL) expires, so host names cannot
+// grow Redis without bound. Two Lua scripts, each touching one key, take a
+// retry's cost if the bucket holds it and put refunds back up to the
+// capacity; they are loaded when the Budget starts and run by hash, on any
+// node of a Redis Cluster.
+//
+// # Cost
+//
+// A success sends nothing: its refund is added to a per-host counter in the
+// process, and the counters are sent, one command per host, every flush
+// interval (100 ms) and by Close. A process keeps counters only for hosts it
+// has retried, and drops a host once Redis reports its bucket full, so
+// healthy traffic costs Redis nothing. A retry costs one round trip, on a
+// path that is about to sleep anyway; after Redis refuses one, retries for
+// that host are refused locally for 100 ms (WithEmptyHold).
+//
+// # When Redis fails
+//
+// No retry waits for Redis longer than the timeout (50 ms), whatever the
+// client's own timeouts and retries: the command runs in a goroutine of its
+// own, which the retry stops waiting for. A late answer is not lost: a
+// cost Redis took for a retry the budget no longer waited for goes back.
+// A command that fails, or stays unanswered for four timeouts, moves the
+// budget to fallback buckets in the process, whose capacity is the shared
+// one divided by WithProcesses, until a background probe finds Redis
+// answering again. WithFailClosed refuses retries instead. Status reports
+// which the budget uses and the last Redis error; Balance a host's balance.
+//
+// # Defaults
+//
+//	Option                 Default
+//	WithBucket             retryhttp's: capacity 500, retry 5, timeout 10, refund 1
+//	WithProcesses          1 (a fallback bucket as large as a shared one)
+//	WithFallbackCapacity   shared capacity / processes, at least one retry's cost
+//	WithFailClosed         off: the fallback pays for retries
+//	WithTimeout            50 ms
+//	WithFlushInterval      100 ms
+//	WithEmptyHold          100 ms
+//	WithProbeInterval      500 ms
+//	WithKeyTTL             1 minute
+//	WithMaxHosts           1024 hosts with local state per process
+//	WithLogger             none
+package redisbudget
