@@ -21,8 +21,8 @@
 // Instrument puts otelhttp's Transport under retryhttp, so that otelhttp
 // makes one client span per attempt, with the semantic conventions'
 // attributes (http.request.method, url.full, server.address, server.port,
-// http.response.status_code, error.type) and span status, and injects each
-// attempt's own span context into its headers. Under otelhttp a layer reads
+// http.response.status_code, error.type) and span status, and, with the
+// propagators, injects each attempt's own span context into its headers. Under otelhttp a layer reads
 // the attempt's number (retryhttp.AttemptFromContext) and gives every resend
 // the attribute http.request.resend_count: 1 on the first retry, 2 on the
 // second. There is no span around the whole call: the conventions ask for

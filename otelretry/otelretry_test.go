@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -269,4 +270,24 @@ func TestCloseIdleConnectionsReachesBase(t *testing.T) {
 
 func TestNilOptionPanics(t *testing.T) {
 	assert.PanicsWithValue(t, "otelretry: Instrument: nil Option", func() { otelretry.Instrument(nil, nil) })
+}
+
+func TestFilteredAttemptsLeaveTheCallerSpanAlone(t *testing.T) {
+	// A request otelhttp's filter rejects has no attempt spans; its
+	// resends must not mark the caller's span as a resend.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{"/": statuses(503, 200)})
+		tr := retryhttp.New(otelretry.Instrument(base,
+			otelretry.WithTracerProvider(tel.tp), otelretry.WithMeterProvider(tel.mp),
+			otelretry.WithHTTPOptions(otelhttp.WithFilter(func(*http.Request) bool { return false }))))
+		ctx, op := tel.operation(t.Context())
+		_, err := do(t, tr, newRequest(t, ctx, "", ""))
+		require.NoError(t, err)
+		op.End()
+		assert.Empty(t, tel.clientSpans())
+		_, ok := attr(tel.span(t, "operation").Attributes(), semconv.HTTPRequestResendCountKey)
+		assert.False(t, ok, "the caller's span got a resend count")
+		assert.EqualValues(t, 2, sum(t, tel.metrics(t)[otelretry.AttemptsName]))
+	})
 }
