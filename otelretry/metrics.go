@@ -110,6 +110,7 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 	return o
 }
 
+// counter returns c, or a no-op counter if the meter returned none.
 func counter(c metric.Int64Counter, _ error) metric.Int64Counter {
 	if c == nil {
 		return noop.Int64Counter{}
@@ -157,6 +158,9 @@ func (d *destinations) options(r *http.Request) []metric.AddOption {
 	}
 	var buf [3]attribute.KeyValue
 	opts := []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(requestAttrs(buf[:0], r)...))}
+	if m := d.m.Load(); m != nil && len(*m) >= maxDestinations {
+		return opts // full: no lock for the destinations left out
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var next map[destination][]metric.AddOption
