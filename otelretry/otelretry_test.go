@@ -291,3 +291,35 @@ func TestFilteredAttemptsLeaveTheCallerSpanAlone(t *testing.T) {
 		assert.EqualValues(t, 2, sum(t, tel.metrics(t)[otelretry.AttemptsName]))
 	})
 }
+
+func TestRetryEventFacets(t *testing.T) {
+	// A verdict's facets and least delay are on the retry event, and the
+	// least delay raises the delay.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{"/": statuses(503, 200)})
+		slow := retryhttp.ClassifierFunc(func(_ *http.Request, resp *http.Response, _ error) retryhttp.Verdict {
+			if resp != nil && resp.StatusCode == 503 {
+				return retryhttp.Verdict{Decision: retryhttp.Retry, Throttle: true, Timeout: true, RetryAfter: 200 * time.Millisecond}
+			}
+			return retryhttp.Verdict{Decision: retryhttp.DontRetry}
+		})
+		ctx, op := tel.operation(t.Context())
+		_, err := do(t, newTransport(tel, base, retryhttp.WithClassifier(slow)), newRequest(t, ctx, "", ""))
+		require.NoError(t, err)
+		op.End()
+		events := tel.span(t, "operation").Events()
+		require.Len(t, events, 1)
+		assert.Equal(t, []attribute.KeyValue{
+			otelretry.AttemptKey.Int(1),
+			otelretry.DelayKey.Float64(0.2),
+			semconv.HTTPResponseStatusCode(503),
+			otelretry.ThrottleKey.Bool(true),
+			otelretry.TimeoutKey.Bool(true),
+			otelretry.RetryAfterKey.Float64(0.2),
+		}, events[0].Attributes)
+		retries := tel.metrics(t)[otelretry.RetriesName]
+		assert.EqualValues(t, 1, sum(t, retries, semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80),
+			otelretry.ThrottleKey.Bool(true), otelretry.TimeoutKey.Bool(true), semconv.ErrorTypeKey.String("503")))
+	})
+}
