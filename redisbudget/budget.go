@@ -388,17 +388,17 @@ func (b *Budget) host(k hostKey) *host {
 	return h
 }
 
-// forget drops the state of the hosts in full, whose buckets Redis has
-// reported full, unless refunds have arrived for them since.
+// forget drops the state of the hosts in full, whose buckets Redis has just
+// reported full. Refunds that arrived since are dropped with it: they would
+// go to a full bucket, unless another process has drawn on it meanwhile,
+// and keeping a host whose successes never pause would cost a command per
+// flush interval for ever.
 func (b *Budget) forget(full []hostKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m := *b.table.Load()
-	next := maps.Clone(m)
+	next := maps.Clone(*b.table.Load())
 	for _, k := range full {
-		if h := next[k]; h != nil && h.pending.Load() == 0 {
-			delete(next, k)
-		}
+		delete(next, k)
 	}
 	b.table.Store(&next)
 }
@@ -504,7 +504,12 @@ func (b *Budget) flush() error {
 
 // probe asks Redis whether it answers, and returns to it if it does.
 func (b *Budget) probe() {
-	if err := b.call(context.Background(), b.store.ping, nil); err != nil {
+	late := func(err error) {
+		if err == nil {
+			b.resume() // answered, if slowly
+		}
+	}
+	if err := b.call(context.Background(), b.store.ping, late); err != nil {
 		b.noteError(err)
 		return
 	}
