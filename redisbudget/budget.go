@@ -61,6 +61,7 @@ type Budget struct {
 	table       atomic.Pointer[map[hostKey]*host] // never modified once stored
 	inflight    atomic.Int64                      // Redis commands running
 	abandoned   atomic.Int64                      // commands call stopped waiting for, not yet answered
+	epoch       atomic.Int64                      // returns to Redis so far
 	silentSince atomic.Int64                      // Unix nanoseconds since which abandoned has been positive, or 0
 	mu          sync.Mutex                        // serialises changes to table and status
 	status      Status                            // guarded by mu, except Shared
@@ -266,6 +267,7 @@ func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late 
 		state  atomic.Int32 // 0 running, 1 answered, 2 abandoned
 		result error
 	)
+	epoch := b.epoch.Load()
 	go func() {
 		defer b.inflight.Add(-1)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.silence())
@@ -277,7 +279,9 @@ func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late 
 			return
 		}
 		b.answered()
-		if err != nil {
+		if err != nil && b.epoch.Load() == epoch {
+			// A failure from before the budget last returned to Redis
+			// is old news.
 			b.fail(err)
 		}
 		if late != nil {
@@ -555,6 +559,7 @@ func (b *Budget) resume() {
 		h.refused.Store(nil)
 	}
 	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
+	b.epoch.Add(1)
 	b.onRedis.Store(true)
 	b.status.Shared, b.status.Since = true, time.Now()
 	if b.cfg.logger != nil {

@@ -58,8 +58,10 @@ func redisKey(prefix string, k hostKey) string {
 // A host is what a process keeps about one destination it has retried: the
 // refunds it has not yet sent, and Redis's last refusal.
 type host struct {
+	pending atomic.Int64 // refunds not yet sent, in Tokens
+	_       [56]byte     // keeps pending, which every success writes, on a cache line of its own
+
 	key     string                  // the bucket's Redis key
-	pending atomic.Int64            // refunds not yet sent, in Tokens
 	refused atomic.Pointer[refusal] // Redis's last refusal, if any
 	granted atomic.Bool             // Redis's last answer to a take granted it
 }
