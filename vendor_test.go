@@ -352,3 +352,21 @@ func TestGitHubRateLimitInTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestVendorClassifiersAllocs checks that judging a response costs no
+// allocation: the classifiers read headers in place.
+func TestVendorClassifiersAllocs(t *testing.T) {
+	req := get(t, "http://svc.test/")
+	aws := awsResponse(400, "com.amazonaws.dynamodb.v20120810#ThrottlingException:http://x/")
+	s3 := &http.Response{StatusCode: 503, Header: http.Header{"X-Amz-Error-Code": {"SlowDown"}}, Body: http.NoBody}
+	gh := &http.Response{StatusCode: 403, Header: http.Header{"Retry-After": {"30"}, "Date": {"Mon, 23 Nov 2026 12:00:00 GMT"}}, Body: http.NoBody}
+	primary := &http.Response{StatusCode: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1795435230"}}, Body: http.NoBody}
+	awsC, ghC := AWSErrorClassifier(), GitHubRateLimitClassifier()
+	allocs := testing.AllocsPerRun(100, func() {
+		awsC.Classify(req, aws, nil)
+		awsC.Classify(req, s3, nil)
+		ghC.Classify(req, gh, nil)
+		ghC.Classify(req, primary, nil)
+	})
+	assert.Zero(t, allocs)
+}
