@@ -78,6 +78,9 @@ var _ retryhttp.Budget = (*Budget)(nil)
 // a hung Redis costs no more goroutines, and retries use the fallback.
 const maxInflight = 256
 
+// probeAttempts bounds the PINGs of one probe.
+const probeAttempts = 4
+
 // warmTimeout bounds how long a new Budget waits in the background for
 // Redis to load its scripts.
 const warmTimeout = time.Second
@@ -506,18 +509,27 @@ func (b *Budget) flush() error {
 	return nil
 }
 
-// probe asks Redis whether it answers, and returns to it if it does.
+// probe asks Redis whether it answers, and returns to it if it does. A
+// PING that fails at once is sent again, a few times: after a restart of
+// Redis, the client's pool holds connections that the restart broke, and
+// each failed PING discards some of them.
 func (b *Budget) probe() {
 	late := func(err error) {
 		if err == nil {
 			b.resume() // answered, if slowly
 		}
 	}
-	if err := b.call(context.Background(), b.store.ping, late); err != nil {
+	for range probeAttempts {
+		err := b.call(context.Background(), b.store.ping, late)
+		if err == nil {
+			b.resume()
+			return
+		}
 		b.noteError(err)
-		return
+		if errors.Is(err, errTimeout) || errors.Is(err, errBusy) {
+			return
+		}
 	}
-	b.resume()
 }
 
 // noteError records err as the last Redis error.
