@@ -144,6 +144,9 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 // temporary DNS failures, other network timeouts (with the Timeout facet),
 // HTTP/2 REFUSED_STREAM, and HTTP/2 streams reset with INTERNAL_ERROR (a
 // server that aborted the request, as a connection reset does over HTTP/1).
+// HTTP/2 resets are read from the error's type (net/http's and
+// golang.org/x/net/http2's stream errors), never from its text, which a
+// server can fill with anything.
 //
 // Never retried: certificate verification failures and other TLS errors, a
 // host that does not exist (NXDOMAIN), and context.Canceled or
@@ -266,8 +269,4 @@ func Statuses(d Decision, codes ...int) Classifier {
 		}
 		return Verdict{}
 	})
-}
-
-func hasRetryAfter(h http.Header) bool {
-	return len(h["Retry-After"]) > 0
 }

@@ -88,34 +88,70 @@ func trimOWS(s string) string {
 	return s
 }
 
-// retryAfterFloor reads the Retry-After header of h as of now. It returns the
-// least delay the server asked for (0 when absent or unusable), and
-// tooLong=true when that delay exceeds limit: the caller must then not retry
-// at all and return the response as it is. When tooLong is true floor is 0.
-// A header sent more than once with values that differ is ignored as
-// unusable; repeated identical values count once. A negative limit counts as
-// zero. An HTTP-date is measured against the response's Date header when it
-// has a valid one, so that a client whose clock is off still waits as long
-// as the server asked.
+// retryAfterFloor reads the delay the server asked for as of now: the
+// Retry-After header, and the millisecond headers some APIs send beside or
+// instead of it (retry-after-ms, x-ms-retry-after-ms). It returns the least
+// delay the server asked for (0 when absent or unusable), and tooLong=true
+// when that delay exceeds limit: the caller must then not retry at all and
+// return the response as it is. When tooLong is true floor is 0. When
+// several values are given (a header repeated, or more than one of these
+// headers), the longest wait counts: waiting less than any of them would
+// retry sooner than the server asked. Unusable values are ignored. A
+// negative limit counts as zero. An HTTP-date is measured against the
+// response's Date header when it has a valid one, so that a client whose
+// clock is off still waits as long as the server asked.
 func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor time.Duration, tooLong bool) {
-	values := h["Retry-After"] // canonical key, read directly: no allocation
-	if len(values) == 0 {
-		return 0, false
-	}
-	value := trimOWS(values[0])
-	for _, v := range values[1:] {
-		if trimOWS(v) != value {
-			return 0, false
+	// Canonical keys, read directly: no allocation.
+	for _, v := range h["Retry-After"] {
+		v = trimOWS(v)
+		if d, ok := ParseRetryAfter(v, serverNow(h, v, now)); ok {
+			floor = max(floor, d)
 		}
 	}
-	d, ok := ParseRetryAfter(value, serverNow(h, value, now))
-	if !ok {
-		return 0, false
+	for _, key := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		for _, v := range h[key] {
+			if d, ok := parseDelayMillis(trimOWS(v)); ok {
+				floor = max(floor, d)
+			}
+		}
 	}
-	if d > max(limit, 0) {
+	if floor > max(limit, 0) {
 		return 0, true
 	}
-	return d, false
+	return floor, false
+}
+
+// parseDelayMillis parses s as a whole number of milliseconds, a non-empty
+// run of ASCII digits, saturating at the largest Duration. It reports false
+// when s is not such a number or is zero.
+func parseDelayMillis(s string) (time.Duration, bool) {
+	if s == "" {
+		return 0, false
+	}
+	const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+	var ms int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if ms > (maxMillis-int64(c-'0'))/10 {
+			ms = -1 // saturated; keep checking that the rest are digits
+		}
+		if ms >= 0 {
+			ms = ms*10 + int64(c-'0')
+		}
+	}
+	if ms < 0 {
+		return math.MaxInt64, true
+	}
+	return time.Duration(ms) * time.Millisecond, ms > 0
+}
+
+// hasRetryAfter reports whether h carries any of the headers by which a
+// server asks for a delay.
+func hasRetryAfter(h http.Header) bool {
+	return len(h["Retry-After"]) > 0 || len(h["Retry-After-Ms"]) > 0 || len(h["X-Ms-Retry-After-Ms"]) > 0
 }
 
 // serverNow returns the time against which the Retry-After value is
@@ -127,6 +163,12 @@ func serverNow(h http.Header, retryAfter string, now time.Time) time.Time {
 	if retryAfter == "" || (retryAfter[0] >= '0' && retryAfter[0] <= '9') {
 		return now // delay-seconds do not depend on either clock
 	}
+	return responseDate(h, now)
+}
+
+// responseDate returns the server's clock when it answered, from a single
+// valid Date header, or now.
+func responseDate(h http.Header, now time.Time) time.Time {
 	dates := h["Date"]
 	if len(dates) != 1 {
 		return now

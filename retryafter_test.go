@@ -192,11 +192,23 @@ var retryAfterFloorTests = []struct {
 	{name: "duplicate", header: http.Header{"Retry-After": {"3", "3"}}, limit: time.Minute, wantFloor: 3 * time.Second},
 	{name: "duplicate but for OWS", header: http.Header{"Retry-After": {"3", " 3\t"}}, limit: time.Minute, wantFloor: 3 * time.Second},
 	{name: "three duplicates", header: http.Header{"Retry-After": {"3", "3", "3"}}, limit: time.Minute, wantFloor: 3 * time.Second},
-	{name: "conflicting", header: http.Header{"Retry-After": {"1", "2"}}, limit: time.Minute},
-	{name: "conflicting third", header: http.Header{"Retry-After": {"1", "1", "2"}}, limit: time.Minute},
-	{name: "conflicting with empty", header: http.Header{"Retry-After": {"3", ""}}, limit: time.Minute},
-	{name: "conflicting beyond limit", header: http.Header{"Retry-After": {"61", "62"}}, limit: time.Minute},
-	{name: "equal in value, not in text", header: http.Header{"Retry-After": {"3", "03"}}, limit: time.Minute},
+	{name: "two values: the longer", header: http.Header{"Retry-After": {"1", "2"}}, limit: time.Minute, wantFloor: 2 * time.Second},
+	{name: "two values: the longer first", header: http.Header{"Retry-After": {"2", "1"}}, limit: time.Minute, wantFloor: 2 * time.Second},
+	{name: "the longest of three", header: http.Header{"Retry-After": {"1", "1", "2"}}, limit: time.Minute, wantFloor: 2 * time.Second},
+	{name: "an empty value is ignored", header: http.Header{"Retry-After": {"3", ""}}, limit: time.Minute, wantFloor: 3 * time.Second},
+	{name: "garbage beside a value is ignored", header: http.Header{"Retry-After": {"soon", "3"}}, limit: time.Minute, wantFloor: 3 * time.Second},
+	{name: "one of two beyond the limit", header: http.Header{"Retry-After": {"1", "62"}}, limit: time.Minute, wantTooLong: true},
+	{name: "equal in value, not in text", header: http.Header{"Retry-After": {"3", "03"}}, limit: time.Minute, wantFloor: 3 * time.Second},
+	{name: "a date and seconds: the later", header: http.Header{"Retry-After": {"Wed, 04 Mar 2026 12:00:30 GMT", "3"}}, limit: time.Minute, wantFloor: 30 * time.Second},
+	{name: "retry-after-ms", header: http.Header{"Retry-After-Ms": {"1500"}}, limit: time.Minute, wantFloor: 1500 * time.Millisecond},
+	{name: "x-ms-retry-after-ms", header: http.Header{"X-Ms-Retry-After-Ms": {" 250 "}}, limit: time.Minute, wantFloor: 250 * time.Millisecond},
+	{name: "milliseconds longer than seconds", header: http.Header{"Retry-After": {"1"}, "Retry-After-Ms": {"1200"}}, limit: time.Minute, wantFloor: 1200 * time.Millisecond},
+	{name: "seconds longer than milliseconds", header: http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"1200"}}, limit: time.Minute, wantFloor: 2 * time.Second},
+	{name: "milliseconds beyond the limit", header: http.Header{"Retry-After-Ms": {"60001"}}, limit: time.Minute, wantTooLong: true},
+	{name: "milliseconds zero", header: http.Header{"Retry-After-Ms": {"0"}}, limit: time.Minute},
+	{name: "milliseconds fraction", header: http.Header{"Retry-After-Ms": {"1.5"}}, limit: time.Minute},
+	{name: "milliseconds negative", header: http.Header{"Retry-After-Ms": {"-5"}}, limit: time.Minute},
+	{name: "milliseconds saturated", header: http.Header{"Retry-After-Ms": {"99999999999999999999999"}}, limit: math.MaxInt64, wantFloor: math.MaxInt64},
 	{name: "garbage", header: http.Header{"Retry-After": {"soon"}}, limit: time.Minute},
 	{name: "zero", header: http.Header{"Retry-After": {"0"}}, limit: time.Minute},
 	{name: "empty value", header: http.Header{"Retry-After": {""}}, limit: time.Minute},
@@ -292,14 +304,16 @@ func FuzzRetryAfterFloor(f *testing.F) {
 		// Against ParseRetryAfter.
 		var wantFloor time.Duration
 		var wantTooLong bool
-		values := h["Retry-After"]
-		usable := len(values) > 0 && (len(values) == 1 || trimOWS(values[0]) == trimOWS(values[1]))
-		if d, ok := ParseRetryAfter(v1, now); usable && ok {
-			if d > max(lim, 0) {
-				wantTooLong = true
-			} else {
-				wantFloor = d
+		var longest time.Duration
+		for _, v := range h["Retry-After"] {
+			if d, ok := ParseRetryAfter(v, now); ok {
+				longest = max(longest, d)
 			}
+		}
+		if longest > max(lim, 0) {
+			wantTooLong = true
+		} else {
+			wantFloor = longest
 		}
 		if floor != wantFloor || tooLong != wantTooLong {
 			t.Fatalf("retryAfterFloor(%q, %v, %v): got (%v, %v), want (%v, %v)", h, now, lim, floor, tooLong, wantFloor, wantTooLong)
