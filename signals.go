@@ -113,20 +113,32 @@ func (conflictClassifier) Classify(req *http.Request, resp *http.Response, _ err
 // since the Unix epoch.
 const epochThreshold = 1_000_000_000
 
-// rateLimitReset reads when the server's rate limit window resets from the
-// RateLimit header (its "reset" or "t" parameter, in seconds, as the IETF
-// drafts define it) or X-RateLimit-Reset (seconds from now, or Unix epoch
-// seconds), and returns the wait until then. It reports false when neither
-// gives a wait in the future. Like Retry-After, a value too large saturates.
+// rateLimitReset reads when the server's rate limit window resets, and
+// returns the wait until then, but only when the quota is spent: servers
+// send the window's reset with every response, and a reset while requests
+// remain says nothing about when to retry. It reads the RateLimit header
+// (its "reset" or "t" parameter, in seconds, spent when its "remaining" or
+// "r" parameter is 0 or absent, as the IETF drafts define them) or else
+// X-RateLimit-Reset (seconds from now, or Unix epoch seconds), spent when
+// X-RateLimit-Remaining is 0 or absent. An epoch is measured against the
+// response's Date when it has a valid one, as a Retry-After date is. It
+// reports false when no spent quota gives a wait in the future. Like
+// Retry-After, a value too large saturates.
 func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 	for _, v := range h["Ratelimit"] {
-		if secs, ok := rateLimitParam(v); ok {
+		if secs, remaining, ok := rateLimitParams(v); ok {
+			if quotaLeft(remaining) {
+				return 0, false
+			}
 			d, ok := parseDelaySeconds(secs)
 			return d, ok && d > 0
 		}
 	}
 	values := h["X-Ratelimit-Reset"]
 	if len(values) == 0 {
+		return 0, false
+	}
+	if remaining := h["X-Ratelimit-Remaining"]; len(remaining) > 0 && quotaLeft(trimOWS(remaining[0])) {
 		return 0, false
 	}
 	v := trimOWS(values[0])
@@ -140,23 +152,40 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 		d, _ := parseDelaySeconds(v)
 		return d, true
 	}
-	if d := time.Unix(n, 0).Sub(now); d > 0 {
+	date := responseDate(h, now)
+	if n-date.Unix() > maxDelaySeconds {
+		// time.Unix would overflow into the past: saturate instead.
+		return math.MaxInt64, true
+	}
+	if d := time.Unix(n, 0).Sub(date); d > 0 {
 		return d, true
 	}
 	return 0, false
 }
 
-// rateLimitParam finds the reset parameter of one RateLimit field value:
-// "reset=N" in the older drafts' form ("limit=100, remaining=0, reset=30")
-// or "t=N" in the structured form ("default";r=0;t=30).
-func rateLimitParam(v string) (string, bool) {
+// quotaLeft reports whether a rate limit's remaining count says requests
+// remain: a number above zero. An absent or unreadable count does not.
+func quotaLeft(remaining string) bool {
+	n, err := strconv.ParseInt(remaining, 10, 64)
+	return err == nil && n > 0
+}
+
+// rateLimitParams finds the reset and remaining parameters of one RateLimit
+// field value: "reset=N" and "remaining=N" in the older drafts' form
+// ("limit=100, remaining=0, reset=30"), or "t=N" and "r=N" in the
+// structured form ("default";r=0;t=30). ok reports a reset.
+func rateLimitParams(v string) (reset, remaining string, ok bool) {
 	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
-		key, val, ok := strings.Cut(strings.TrimSpace(item), "=")
-		if ok && (key == "reset" || key == "t") {
-			return trimOWS(val), true
+		key, val, found := strings.Cut(strings.TrimSpace(item), "=")
+		switch {
+		case !found:
+		case key == "reset" || key == "t":
+			reset, ok = trimOWS(val), true
+		case key == "remaining" || key == "r":
+			remaining = trimOWS(val)
 		}
 	}
-	return "", false
+	return reset, remaining, ok
 }
 
 func allDigits(s string) bool {

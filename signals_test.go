@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"testing"
@@ -176,6 +177,18 @@ func TestRateLimitReset(t *testing.T) {
 		{"RateLimit wins over X-", http.Header{"Ratelimit": {"reset=3"}, "X-Ratelimit-Reset": {"30"}}, 3 * time.Second, true},
 		{"RateLimit without reset", http.Header{"Ratelimit": {"limit=100"}, "X-Ratelimit-Reset": {"30"}}, 30 * time.Second, true},
 		{"RateLimit bad reset", http.Header{"Ratelimit": {"reset=-1"}}, 0, false},
+		// The reset is a floor only once the quota is spent.
+		{"X-RateLimit-Remaining left", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"4990"}}, 0, false},
+		{"X-RateLimit-Remaining spent", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"0"}}, 30 * time.Second, true},
+		{"X-RateLimit-Remaining unreadable", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"many"}}, 30 * time.Second, true},
+		{"RateLimit remaining left", http.Header{"Ratelimit": {"limit=100, remaining=7, reset=20"}}, 0, false},
+		{"RateLimit structured r left", http.Header{"Ratelimit": {`"default";r=7;t=20`}}, 0, false},
+		{"RateLimit structured r spent", http.Header{"Ratelimit": {`"default";r=0;t=20`}}, 20 * time.Second, true},
+		// Epoch resets are measured against the server's clock, and never
+		// wrap into the past.
+		{"epoch against Date", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(now.Unix()+45, 10)}, "Date": {now.Add(-15 * time.Second).Format(http.TimeFormat)}}, 60 * time.Second, true},
+		{"epoch near the int64 maximum", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(math.MaxInt64-1, 10)}}, math.MaxInt64, true},
+		{"epoch at the int64 maximum", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(math.MaxInt64, 10)}}, math.MaxInt64, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,6 +212,7 @@ func TestRateLimitHintsInTransport(t *testing.T) {
 		{"ignored without the option", 429, "5", false, 2, 0},
 		{"ignored on a 500", 500, "5", true, 2, 0},
 		{"over the limit ends retries", 429, "3600", true, 1, 0},
+		{"an epoch far away ends retries", 429, "9223372036854775806", true, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +230,30 @@ func TestRateLimitHintsInTransport(t *testing.T) {
 				if tt.attempts == 2 {
 					assert.Equal(t, tt.wait, base.times[1].Sub(start))
 				}
+			})
+		})
+	}
+}
+
+func TestRateLimitResetIgnoredWhileQuotaRemains(t *testing.T) {
+	// GitHub sends its window's reset with every response: a 429 that asks
+	// for one second while 4990 requests remain is retried after one
+	// second, not after the window.
+	for _, reset := range []time.Duration{20 * time.Second, 40 * time.Minute} {
+		t.Run(reset.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := http.Header{
+					"Retry-After":           {"1"},
+					"X-Ratelimit-Remaining": {"4990"},
+					"X-Ratelimit-Reset":     {strconv.FormatInt(time.Now().Add(reset).Unix(), 10)},
+				}
+				base := &script{steps: []step{{status: 429, header: h}, {status: 200}}}
+				start := time.Now()
+				resp, err := newTestTransport(base, 0, WithRateLimitHints()).RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, 2, base.count())
+				assert.Equal(t, time.Second, base.times[1].Sub(start))
 			})
 		})
 	}
