@@ -1,7 +1,10 @@
 package retryhttp
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 )
@@ -33,7 +36,7 @@ func Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		state := &serving{}
 		r = r.WithContext(context.WithValue(r.Context(), servingKey{}, state))
-		next.ServeHTTP(&signalWriter{ResponseWriter: w, state: state}, r)
+		next.ServeHTTP(wrapWriter(w, state), r)
 	})
 }
 
@@ -74,12 +77,150 @@ func (w *signalWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// Flush lets handlers that assert http.Flusher stream through the wrapper.
-func (w *signalWriter) Flush() {
-	w.wroteHeader = true
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+// Unwrap gives http.ResponseController the underlying writer, for
+// deadlines, full duplex and whatever else it offers.
+func (w *signalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// wrapWriter returns a signalWriter around w that has each of the optional
+// interfaces http.Flusher, http.Hijacker, io.ReaderFrom and http.Pusher
+// exactly when w has it, so that handlers asserting them directly, and
+// http.ResponseController, see what w can do.
+func wrapWriter(w http.ResponseWriter, state *serving) http.ResponseWriter {
+	sw := &signalWriter{ResponseWriter: w, state: state}
+	var mask int
+	if _, ok := w.(http.Flusher); ok {
+		mask |= 1
+	}
+	if _, ok := w.(http.Hijacker); ok {
+		mask |= 2
+	}
+	if _, ok := w.(io.ReaderFrom); ok {
+		mask |= 4
+	}
+	if _, ok := w.(http.Pusher); ok {
+		mask |= 8
+	}
+	switch mask {
+	case 0:
+		return sw
+	case 1:
+		return struct {
+			*signalWriter
+			flusher
+		}{sw, flusher{sw}}
+	case 2:
+		return struct {
+			*signalWriter
+			hijacker
+		}{sw, hijacker{sw}}
+	case 3:
+		return struct {
+			*signalWriter
+			flusher
+			hijacker
+		}{sw, flusher{sw}, hijacker{sw}}
+	case 4:
+		return struct {
+			*signalWriter
+			readerFrom
+		}{sw, readerFrom{sw}}
+	case 5:
+		return struct {
+			*signalWriter
+			flusher
+			readerFrom
+		}{sw, flusher{sw}, readerFrom{sw}}
+	case 6:
+		return struct {
+			*signalWriter
+			hijacker
+			readerFrom
+		}{sw, hijacker{sw}, readerFrom{sw}}
+	case 7:
+		return struct {
+			*signalWriter
+			flusher
+			hijacker
+			readerFrom
+		}{sw, flusher{sw}, hijacker{sw}, readerFrom{sw}}
+	case 8:
+		return struct {
+			*signalWriter
+			pusher
+		}{sw, pusher{sw}}
+	case 9:
+		return struct {
+			*signalWriter
+			flusher
+			pusher
+		}{sw, flusher{sw}, pusher{sw}}
+	case 10:
+		return struct {
+			*signalWriter
+			hijacker
+			pusher
+		}{sw, hijacker{sw}, pusher{sw}}
+	case 11:
+		return struct {
+			*signalWriter
+			flusher
+			hijacker
+			pusher
+		}{sw, flusher{sw}, hijacker{sw}, pusher{sw}}
+	case 12:
+		return struct {
+			*signalWriter
+			readerFrom
+			pusher
+		}{sw, readerFrom{sw}, pusher{sw}}
+	case 13:
+		return struct {
+			*signalWriter
+			flusher
+			readerFrom
+			pusher
+		}{sw, flusher{sw}, readerFrom{sw}, pusher{sw}}
+	case 14:
+		return struct {
+			*signalWriter
+			hijacker
+			readerFrom
+			pusher
+		}{sw, hijacker{sw}, readerFrom{sw}, pusher{sw}}
+	case 15:
+		return struct {
+			*signalWriter
+			flusher
+			hijacker
+			readerFrom
+			pusher
+		}{sw, flusher{sw}, hijacker{sw}, readerFrom{sw}, pusher{sw}}
+	}
+	return sw // unreachable: mask has four bits
 }
 
-// Unwrap gives http.ResponseController the underlying writer, for Hijack,
-// deadlines and the rest.
-func (w *signalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+type flusher struct{ *signalWriter }
+
+func (w flusher) Flush() {
+	w.wroteHeader = true // an implicit 200
+	w.ResponseWriter.(http.Flusher).Flush()
+}
+
+type hijacker struct{ *signalWriter }
+
+func (w hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.ResponseWriter.(http.Hijacker).Hijack()
+}
+
+type readerFrom struct{ *signalWriter }
+
+func (w readerFrom) ReadFrom(r io.Reader) (int64, error) {
+	w.wroteHeader = true // an implicit 200
+	return w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
+}
+
+type pusher struct{ *signalWriter }
+
+func (w pusher) Push(target string, opts *http.PushOptions) error {
+	return w.ResponseWriter.(http.Pusher).Push(target, opts)
+}

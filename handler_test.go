@@ -185,3 +185,115 @@ func getBody(t *testing.T, url string) string {
 	require.NoError(t, err)
 	return string(body)
 }
+
+// minimalWriter is a ResponseWriter with none of the optional interfaces.
+type minimalWriter struct{ h http.Header }
+
+func (w *minimalWriter) Header() http.Header         { return w.h }
+func (w *minimalWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *minimalWriter) WriteHeader(int)             {}
+
+// writerFeatures lists which optional interfaces w has.
+func writerFeatures(w http.ResponseWriter) []string {
+	var got []string
+	if _, ok := w.(http.Flusher); ok {
+		got = append(got, "Flusher")
+	}
+	if _, ok := w.(http.Hijacker); ok {
+		got = append(got, "Hijacker")
+	}
+	if _, ok := w.(io.ReaderFrom); ok {
+		got = append(got, "ReaderFrom")
+	}
+	if _, ok := w.(http.Pusher); ok {
+		got = append(got, "Pusher")
+	}
+	return got
+}
+
+func TestHandlerWriterHasExactlyTheWrappedFeatures(t *testing.T) {
+	check := func(t *testing.T, w http.ResponseWriter) {
+		t.Helper()
+		var inner []string
+		Handler(http.HandlerFunc(func(ww http.ResponseWriter, r *http.Request) {
+			inner = writerFeatures(ww)
+		})).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		assert.Equal(t, writerFeatures(w), inner)
+	}
+	t.Run("none", func(t *testing.T) { check(t, &minimalWriter{h: http.Header{}}) })
+	t.Run("recorder", func(t *testing.T) { check(t, httptest.NewRecorder()) })
+	serve := func(t *testing.T, h2c bool) {
+		var outer, inner []string
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			outer = writerFeatures(w)
+			Handler(http.HandlerFunc(func(ww http.ResponseWriter, r *http.Request) {
+				inner = writerFeatures(ww)
+			})).ServeHTTP(w, r)
+		}))
+		var base http.RoundTripper = http.DefaultTransport
+		if h2c {
+			srv.Config.Protocols = new(http.Protocols)
+			srv.Config.Protocols.SetUnencryptedHTTP2(true)
+			tr := h2cTransport()
+			defer tr.CloseIdleConnections()
+			base = tr
+		}
+		srv.Start()
+		defer srv.Close()
+		resp, err := base.RoundTrip(httptest.NewRequest(http.MethodGet, srv.URL, nil).WithContext(t.Context()))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.NotEmpty(t, outer)
+		assert.Equal(t, outer, inner)
+	}
+	t.Run("HTTP/1 server", func(t *testing.T) { serve(t, false) })
+	t.Run("HTTP/2 server", func(t *testing.T) { serve(t, true) })
+}
+
+func TestHandlerFlushNotSupported(t *testing.T) {
+	var err error
+	Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err = http.NewResponseController(w).Flush()
+	})).ServeHTTP(&minimalWriter{h: http.Header{}}, httptest.NewRequest(http.MethodGet, "/", nil))
+	assert.ErrorIs(t, err, http.ErrNotSupported)
+}
+
+func TestHandlerHijackByAssertion(t *testing.T) {
+	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			http.Error(w, "no Hijacker", http.StatusInternalServerError)
+			return
+		}
+		conn, buf, err := hj.Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nraw ok")
+		buf.Flush()
+	})))
+	defer srv.Close()
+	assert.Equal(t, "raw ok", getBody(t, srv.URL))
+}
+
+func TestHandlerSignalAfterReadFrom(t *testing.T) {
+	// io.Copy into the writer goes through ReadFrom, which commits a 200:
+	// a later failure status cannot be signalled.
+	rec := httptest.NewRecorder()
+	w := struct {
+		http.ResponseWriter
+		io.ReaderFrom
+	}{rec, readerFromFunc(func(r io.Reader) (int64, error) { return io.Copy(rec.Body, r) })}
+	Handler(http.HandlerFunc(func(ww http.ResponseWriter, r *http.Request) {
+		markGaveUp(r.Context())
+		io.Copy(ww, strings.NewReader("streamed"))
+		ww.WriteHeader(http.StatusBadGateway)
+	})).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	assert.Empty(t, rec.Header().Get(ShouldRetryHeader))
+	assert.Equal(t, "streamed", rec.Body.String())
+}
+
+type readerFromFunc func(io.Reader) (int64, error)
+
+func (f readerFromFunc) ReadFrom(r io.Reader) (int64, error) { return f(r) }
