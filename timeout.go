@@ -82,6 +82,11 @@ func newCancelBody(rc io.ReadCloser, cancel func()) io.ReadCloser {
 type attemptTimeoutError struct{ err error }
 
 func (e *attemptTimeoutError) Error() string {
+	if errors.Is(e.err, ErrAttemptTimeout) {
+		// net/http reports the context's cause, which is ErrAttemptTimeout
+		// itself: say it once.
+		return e.err.Error()
+	}
 	return ErrAttemptTimeout.Error() + ": " + e.err.Error()
 }
 func (e *attemptTimeoutError) Unwrap() []error { return []error{ErrAttemptTimeout, e.err} }

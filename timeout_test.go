@@ -114,3 +114,19 @@ func TestUpgradeBodyStaysWritable(t *testing.T) {
 	assert.True(t, ok, "101 body must stay an io.ReadWriteCloser")
 	resp.Body.Close()
 }
+
+func TestAttemptTimeoutErrorSaysItOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// net/http reports the context's cause, as this base does.
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return nil, context.Cause(r.Context())
+		})
+		tr := newTestTransport(base, 0, WithAttemptTimeout(time.Second), WithMaxAttempts(1))
+		_, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.ErrorIs(t, err, ErrAttemptTimeout)
+		assert.Equal(t, 1, strings.Count(err.Error(), ErrAttemptTimeout.Error()), "%q", err)
+	})
+	other := &attemptTimeoutError{err: context.DeadlineExceeded}
+	assert.Equal(t, "retryhttp: attempt timed out: context deadline exceeded", other.Error())
+}
