@@ -10,70 +10,65 @@ import (
 
 // A replay produces the request body for each attempt of one request.
 //
-// The caller's body is closed exactly once: by the base transport when it is
-// handed over (first attempt with GetBody, or a body too long to buffer), or
-// here once it has been read into the buffer.
+// A body with GetBody is sent as it is, and each retry asks GetBody for a
+// fresh one. A body without GetBody is copied, up to the buffer limit, while
+// the first attempt sends it (see tee): nothing is read before the first
+// attempt starts, so a caller that writes more of its body only once the
+// response has begun (a full-duplex exchange) is never blocked by the copy.
+// A retry resends the copy only when it is complete.
 type replay struct {
 	kind replayKind
 	// getBody makes a fresh body for each retry (kindGetBody).
 	getBody func() (io.ReadCloser, error)
-	// buf holds the whole body (kindBuffered).
+	// tee copies the caller's body as it is sent (kindTee).
+	tee *tee
+	// buf is the complete copy, once a retry has needed it (kindTee).
 	buf []byte
-	// first is the body of the first attempt when it differs from the
-	// caller's (kindBuffered, kindStreamed).
-	first io.ReadCloser
 }
 
 type replayKind uint8
 
 const (
-	kindNone     replayKind = iota // no body: every attempt sends none
-	kindGetBody                    // the caller's GetBody makes each retry's body
-	kindBuffered                   // the body was read into buf, whole
-	kindStreamed                   // the body is longer than the buffer: it is sent once
-	kindOnce                       // retries are off: the caller's body is passed through
+	kindNone    replayKind = iota // no body: every attempt sends none
+	kindGetBody                   // the caller's GetBody makes each retry's body
+	kindTee                       // the body is copied as the first attempt sends it
+	kindOnce                      // retries are off: the caller's body is passed through
 )
 
+// errBodyNotReplayable is the reason a retry of a body without GetBody is
+// not made: the copy of the body is not complete.
+var errBodyNotReplayable = errors.New("retryhttp: request body cannot be sent again")
+
 // prepareReplay decides how the body of req, which has one, will be sent on
-// each attempt, reading it into memory when that is the only way to send it
-// twice. It closes the caller's body when it returns an error. A request
-// without a body needs no replay: the zero replay sends none.
-func prepareReplay(req *http.Request, limit int64, retries bool) (replay, error) {
+// each attempt. It reads nothing.
+func prepareReplay(req *http.Request, limit int64, retries bool) replay {
 	switch {
 	case !retries:
-		return replay{kind: kindOnce}, nil
+		return replay{kind: kindOnce}
 	case req.GetBody != nil:
-		return replay{kind: kindGetBody, getBody: req.GetBody}, nil
+		return replay{kind: kindGetBody, getBody: req.GetBody}
 	}
-	buf, err := readUpTo(req.Body, limit, req.ContentLength)
-	if err != nil {
-		req.Body.Close()
-		return replay{}, err
-	}
-	if int64(len(buf)) > limit {
-		// Too long to hold: send what was read, then the rest, once.
-		return replay{kind: kindStreamed, first: &onceCloser{
-			Reader: io.MultiReader(bytes.NewReader(buf), req.Body),
-			closer: req.Body,
-		}}, nil
-	}
-	req.Body.Close()
-	return replay{kind: kindBuffered, buf: buf, first: bufferedBody(buf)}, nil
+	return replay{kind: kindTee, tee: newTee(req.Body, limit, req.ContentLength)}
 }
 
-// replayable reports whether the body can be sent again.
-func (r *replay) replayable() bool {
-	return r.kind == kindNone || r.kind == kindGetBody || r.kind == kindBuffered
+// first returns the body of the first attempt: the caller's, or a view of
+// it that copies what the base reads.
+func (r *replay) first(req *http.Request) io.ReadCloser {
+	if r.kind == kindTee {
+		return r.tee.view()
+	}
+	return req.Body
 }
 
 // modifies reports whether the first attempt must carry another body than
 // the caller's request.
-func (r *replay) modifies() bool {
-	return r.kind == kindBuffered || r.kind == kindStreamed
-}
+func (r *replay) modifies() bool { return r.kind == kindTee }
 
-// next returns the body for a retry. The caller must close it if the retry
-// is abandoned before it is handed to the base transport.
+// next returns the body for a retry, or an error when the body cannot be
+// sent again. The caller must close it if the retry is abandoned before it
+// is handed to the base transport. With a copied body, next must be called
+// only once the previous attempt's outcome is known; it ends that attempt's
+// use of the body.
 func (r *replay) next() (io.ReadCloser, error) {
 	switch r.kind {
 	case kindNone:
@@ -84,10 +79,55 @@ func (r *replay) next() (io.ReadCloser, error) {
 			err = errors.New("retryhttp: Request.GetBody returned a nil body")
 		}
 		return b, err
-	case kindBuffered:
-		return bufferedBody(r.buf), nil
+	case kindTee:
+		if r.buf != nil {
+			return bufferedBody(r.buf), nil
+		}
+		body, buf, ok := r.tee.next()
+		if !ok {
+			return nil, errBodyNotReplayable
+		}
+		if buf != nil {
+			r.buf = buf
+		}
+		return body, nil
 	}
-	return nil, errors.New("retryhttp: request body cannot be sent again")
+	return nil, errBodyNotReplayable
+}
+
+// done tells the replay that the request is over: the caller's body is
+// closed once the base no longer uses it.
+func (r *replay) done() {
+	if r.kind == kindTee {
+		r.tee.release()
+	}
+}
+
+// setBody puts body on the attempt request a, a copy of the caller's req,
+// keeping its length right. A copied body gets a GetBody only when the
+// request may be resent (resend), so that the base's own retry machinery is
+// never armed for a request that may not be sent twice.
+func (r *replay) setBody(a *http.Request, body io.ReadCloser, resend bool) {
+	switch r.kind {
+	case kindNone:
+		return
+	case kindTee:
+		a.Body = body
+		if r.buf == nil {
+			return // the caller's body, or a view of it: its length stands
+		}
+		if len(r.buf) == 0 {
+			a.Body, a.ContentLength = http.NoBody, 0
+		} else {
+			a.ContentLength = int64(len(r.buf))
+		}
+		if resend {
+			buf := r.buf // not r: capturing r would move every replay to the heap
+			a.GetBody = func() (io.ReadCloser, error) { return bufferedBody(buf), nil }
+		}
+	default:
+		a.Body = body
+	}
 }
 
 func bufferedBody(buf []byte) io.ReadCloser {
@@ -104,61 +144,153 @@ type bytesBody struct{ bytes.Reader }
 
 func (*bytesBody) Close() error { return nil }
 
-// readUpTo reads r to its end, or until it has read more than limit bytes.
-// hint, the declared length when positive, sizes the buffer so that a body
-// of known length is read into one allocation.
-func readUpTo(r io.Reader, limit, hint int64) ([]byte, error) {
-	size := min(limit+1, 512)
-	if hint > 0 {
-		size = min(hint+1, limit+1)
-	}
-	buf := make([]byte, 0, size)
-	for int64(len(buf)) <= limit {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // let append choose the growth
-		}
-		end := min(int64(cap(buf)), limit+1)
-		n, err := r.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
+// initialCopy bounds the first allocation of a copy, however long the body
+// says it is, so that a declared length never reserves memory before the
+// bytes arrive.
+const initialCopy = 32 << 10
+
+// A tee copies a request body without GetBody as the base transport reads
+// it, through views: one per attempt, of which only the newest reads.
+//
+// The caller's body (src) is closed exactly once: when a retry replaces it
+// by its complete copy, or, once the request is over, as soon as the base
+// has closed the last view handed to it (which net/http may do after
+// RoundTrip returned, while it still streams the body).
+type tee struct {
+	mu    sync.Mutex
+	src   io.ReadCloser
+	limit int64 // the most bytes copied
+	want  int64 // the declared length, when positive
+	buf   []byte
+	n     int64 // bytes read from src
+	eof   bool  // src reported io.EOF
+	over  bool  // src had more than limit bytes: buf was dropped
+	// reading reports a Read of src under way, outside mu.
+	reading bool
+	// gen numbers the current view; older views neither read nor close.
+	gen        uint32
+	viewClosed bool // the current view was closed
+	final      bool // the request is over: close src with the current view
+	srcClosed  bool
 }
 
-// setBody puts body on the attempt request a, a copy of the caller's req,
-// keeping its length right and letting the base rewind a buffered body.
-func (r *replay) setBody(a *http.Request, body io.ReadCloser) {
-	switch r.kind {
-	case kindNone:
-		return
-	case kindBuffered:
-		a.Body = body
-		if len(r.buf) == 0 {
-			a.ContentLength = 0
-		} else if a.ContentLength <= 0 {
-			a.ContentLength = int64(len(r.buf))
+func newTee(src io.ReadCloser, limit, want int64) *tee {
+	return &tee{src: src, limit: limit, want: max(want, 0)}
+}
+
+// view returns the current view of the body.
+func (t *tee) view() io.ReadCloser { return &teeView{t: t, gen: t.gen} }
+
+// complete reports whether the copy holds the whole body: src ended, or
+// gave the declared length, within the limit. t.mu must be held.
+func (t *tee) complete() bool {
+	return !t.over && (t.eof || (t.want > 0 && t.n == t.want))
+}
+
+// next ends the current view and returns the body of a retry: the complete
+// copy (returned as buf too), or a new view of src if nothing has been read
+// from it. It reports false when neither is possible.
+func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
+	t.mu.Lock()
+	t.gen++
+	switch {
+	case t.complete():
+		buf = t.buf
+		if buf == nil {
+			buf = []byte{}
 		}
-		buf := r.buf // not r: capturing r would move every replay to the heap
-		a.GetBody = func() (io.ReadCloser, error) { return bufferedBody(buf), nil }
-	default:
-		a.Body = body
+		t.closeSrcUnlock(true)
+		return bufferedBody(buf), buf, true
+	case t.n == 0 && !t.reading && !t.srcClosed:
+		// The base never read the body: the attempt failed before
+		// sending it. Send the caller's body itself again.
+		t.viewClosed = false
+		v := &teeView{t: t, gen: t.gen}
+		t.mu.Unlock()
+		return v, nil, true
+	}
+	t.mu.Unlock()
+	return nil, nil, false
+}
+
+// release marks the request over, closing src now if the base has closed
+// the current view already, or else when it does.
+func (t *tee) release() {
+	t.mu.Lock()
+	t.final = true
+	t.closeSrcUnlock(t.viewClosed)
+}
+
+// closeSrcUnlock unlocks t.mu, which must be held, and closes src if now is
+// true and src is still open. It closes src without the lock held, since
+// closing a body may block.
+func (t *tee) closeSrcUnlock(now bool) {
+	now = now && !t.srcClosed
+	if now {
+		t.srcClosed = true
+	}
+	t.mu.Unlock()
+	if now {
+		t.src.Close()
 	}
 }
 
-// onceCloser closes its closer once, however often Close is called.
-type onceCloser struct {
-	io.Reader
-	closer io.Closer
-	once   sync.Once
-	err    error
+// A teeView is the body one attempt sends.
+type teeView struct {
+	t   *tee
+	gen uint32
 }
 
-func (c *onceCloser) Close() error {
-	c.once.Do(func() { c.err = c.closer.Close() })
-	return c.err
+func (v *teeView) Read(p []byte) (int, error) {
+	t := v.t
+	t.mu.Lock()
+	switch {
+	case v.gen != t.gen || t.srcClosed:
+		t.mu.Unlock()
+		return 0, errBodyEnded
+	case t.eof:
+		t.mu.Unlock()
+		return 0, io.EOF
+	}
+	t.reading = true
+	t.mu.Unlock()
+
+	n, err := t.src.Read(p)
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reading = false
+	t.n += int64(n)
+	if !t.over {
+		if int64(len(t.buf))+int64(n) > t.limit {
+			t.over, t.buf = true, nil
+		} else if n > 0 {
+			if t.buf == nil {
+				t.buf = make([]byte, 0, min(max(t.want, int64(n)), t.limit, initialCopy))
+			}
+			t.buf = append(t.buf, p[:n]...)
+		}
+	}
+	if err == io.EOF {
+		t.eof = true
+	}
+	return n, err
 }
+
+// Close ends the view. It closes the caller's body only once the request is
+// over; until then a retry may still need it.
+func (v *teeView) Close() error {
+	t := v.t
+	t.mu.Lock()
+	if v.gen != t.gen {
+		t.mu.Unlock()
+		return nil
+	}
+	t.viewClosed = true
+	t.closeSrcUnlock(t.final)
+	return nil
+}
+
+// errBodyEnded is what a view that is no longer current returns to a base
+// still reading it.
+var errBodyEnded = errors.New("retryhttp: request body read after its attempt ended")

@@ -1,49 +1,21 @@
 package retryhttp
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"io"
+	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
-	"testing/iotest"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestReadUpTo(t *testing.T) {
-	tests := []struct {
-		name     string
-		body     string
-		limit    int64
-		hint     int64
-		wantLen  int
-		overflow bool
-	}{
-		{"empty", "", 10, 0, 0, false},
-		{"short, unknown length", "abc", 10, 0, 3, false},
-		{"short, known length", "abc", 10, 3, 3, false},
-		{"exactly the limit", "0123456789", 10, 0, 10, false},
-		{"one over the limit", "0123456789a", 10, 0, 11, true},
-		{"far over the limit", strings.Repeat("x", 5000), 10, 5000, 11, true},
-		{"longer than declared", "abcdef", 10, 3, 6, false},
-		{"zero limit, empty", "", 0, 0, 0, false},
-		{"zero limit, one byte", "a", 0, 0, 1, true},
-		{"large, unknown length", strings.Repeat("y", 3000), 4096, 0, 3000, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// OneByteReader makes every read short, as a network body's are.
-			got, err := readUpTo(iotest.OneByteReader(strings.NewReader(tt.body)), tt.limit, tt.hint)
-			require.NoError(t, err)
-			assert.Len(t, got, tt.wantLen)
-			assert.Equal(t, tt.overflow, int64(len(got)) > tt.limit)
-			assert.Equal(t, tt.body[:tt.wantLen], string(got))
-		})
-	}
-	_, err := readUpTo(iotest.ErrReader(io.ErrClosedPipe), 10, 0)
-	assert.ErrorIs(t, err, io.ErrClosedPipe)
-}
 
 func TestEmptyBodyWithoutGetBody(t *testing.T) {
 	base := &script{steps: statuses(200)}
@@ -57,6 +29,165 @@ func TestEmptyBodyWithoutGetBody(t *testing.T) {
 	resp, err := tr.RoundTrip(req)
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, http.NoBody, got.Body)
+	assert.NotNil(t, got.Body, "the first attempt carries the caller's body, as a plain transport's would")
 	assert.Zero(t, got.ContentLength)
+}
+
+func TestFullDuplexBodyIsNotReadAhead(t *testing.T) {
+	// The caller writes more of its body only once the response has begun,
+	// over HTTP/2 as gRPC-style streams do. Reading the body before the
+	// first attempt would deadlock; the copy is made as the body is sent.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			io.WriteString(w, "echo "+sc.Text()+"\n")
+			http.NewResponseController(w).Flush()
+		}
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	defer srv.Close()
+	tr := New(WithBase(h2cTransport()))
+	defer tr.CloseIdleConnections()
+
+	// The deadline only bounds the test if the exchange deadlocked.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	pr, pw := io.Pipe()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL, pr)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err, "the response begins before the body ends")
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	for _, line := range []string{"one", "two"} {
+		_, err := io.WriteString(pw, line+"\n")
+		require.NoError(t, err)
+		got, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		assert.Equal(t, "echo "+line+"\n", got)
+	}
+	require.NoError(t, pw.Close())
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	assert.Empty(t, rest)
+}
+
+func TestBodyCopyResentOnlyWhenComplete(t *testing.T) {
+	tests := []struct {
+		name     string
+		read     int // bytes the failing attempt reads before failing; -1 reads all
+		limit    int64
+		attempts int
+	}{
+		{"sent whole: resent from the copy", -1, 1 << 10, 2},
+		{"never read: the caller's body is sent", 0, 1 << 10, 2},
+		{"cut short: not resent", 3, 1 << 10, 1},
+		{"longer than the limit: not resent", -1, 4, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var bodies []string
+				base := rtFunc(func(r *http.Request) (*http.Response, error) {
+					defer r.Body.Close()
+					if len(bodies) == 0 && tt.read >= 0 {
+						b := make([]byte, tt.read)
+						io.ReadFull(r.Body, b)
+						bodies = append(bodies, string(b))
+						return nil, io.ErrUnexpectedEOF
+					}
+					b, _ := io.ReadAll(r.Body)
+					bodies = append(bodies, string(b))
+					if len(bodies) == 1 {
+						return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+					}
+					return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+				})
+				src := &countingBody{Reader: &plainReader{strings.NewReader("0123456789")}}
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://svc.test/", src)
+				require.NoError(t, err)
+				resp, err := newTestTransport(base, 0, WithBodyBufferLimit(tt.limit)).RoundTrip(req)
+				if resp != nil {
+					resp.Body.Close()
+				}
+				require.Len(t, bodies, tt.attempts, "attempts: %q (%v)", bodies, err)
+				if tt.attempts == 2 {
+					require.NoError(t, err)
+					assert.Equal(t, "0123456789", bodies[1], "the retry sends the whole body")
+				}
+				assert.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
+			})
+		})
+	}
+}
+
+func TestHugeDeclaredLengthDoesNotPanic(t *testing.T) {
+	for _, limit := range []int64{0, 1, DefaultBodyBufferLimit, math.MaxInt64} {
+		for _, length := range []int64{-1, 0, 3, math.MaxInt64 - 1, math.MaxInt64} {
+			base := &script{steps: statuses(503, 200)}
+			req, err := http.NewRequest(http.MethodPut, "http://svc.test/", &plainReader{strings.NewReader("abc")})
+			require.NoError(t, err)
+			req.ContentLength = length
+			require.NotPanics(t, func() {
+				resp, err := New(WithBase(base), WithBackoff(Constant(0)), WithBodyBufferLimit(limit)).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+			}, "limit %d, length %d", limit, length)
+		}
+	}
+}
+
+// FuzzTee reads a body through a tee in chunks of the sizes given, as a
+// base transport would, and checks what a retry would send: the whole body
+// when it was read whole within the limit, the caller's own body when none
+// of it was read, and nothing otherwise; and that the caller's body is
+// closed exactly once.
+func FuzzTee(f *testing.F) {
+	f.Add([]byte("0123456789"), int64(1<<10), int64(10), []byte{3, 3, 3, 3})
+	f.Add([]byte("0123456789"), int64(4), int64(-1), []byte{20})
+	f.Add([]byte(""), int64(0), int64(0), []byte{1})
+	f.Add([]byte("abc"), int64(math.MaxInt64), int64(math.MaxInt64), []byte{0})
+	f.Add([]byte("abcdef"), int64(10), int64(3), []byte{3})
+	f.Fuzz(func(t *testing.T, body []byte, limit, want int64, chunks []byte) {
+		if limit < 0 {
+			limit = -limit - 1
+		}
+		src := &countingBody{Reader: bytes.NewReader(body)}
+		tee := newTee(src, limit, want)
+		v := tee.view()
+		var read []byte
+		eof := false
+		for _, c := range chunks {
+			p := make([]byte, c)
+			n, err := v.Read(p)
+			read = append(read, p[:n]...)
+			if err == io.EOF {
+				eof = true
+				break
+			}
+		}
+		v.Close()
+		nb, buf, ok := tee.next()
+		switch {
+		case len(read) == 0 && !eof:
+			require.True(t, ok, "nothing read: the caller's body is sent again")
+			require.Nil(t, buf)
+		case (eof || (want > 0 && int64(len(read)) == want)) && int64(len(read)) <= limit:
+			require.True(t, ok, "read whole within the limit")
+			require.Equal(t, string(read), string(buf))
+			got, _ := io.ReadAll(nb)
+			require.Equal(t, string(read), string(got))
+		default:
+			require.False(t, ok, "read %d of %d bytes (eof %v, limit %d): not replayable", len(read), len(body), eof, limit)
+		}
+		if nb != nil {
+			nb.Close()
+		}
+		tee.release()
+		require.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
+	})
 }

@@ -35,14 +35,24 @@ func hasIdempotencyKey(h http.Header) bool {
 // mayResend reports whether a request whose attempt ended in err (nil when a
 // response arrived) may be sent again without risking a repeated side
 // effect: its method is idempotent, it carries an idempotency key, or the
-// attempt provably never reached the server: its dial failed, the trace
-// saw it fail before its headers were written, or an HTTP/2 server refused
-// the stream unprocessed.
-func mayResend(method string, h http.Header, err error, trace *sendTrace) bool {
+// attempt provably never reached the server. The proof is the attempt's
+// guard seeing no connection obtained for it, or else a dial that failed;
+// once a connection was obtained, only an HTTP/2 server's REFUSED_STREAM
+// reset of the one send made (read from the error's type, never its text)
+// proves that the request was not processed.
+func mayResend(method string, h http.Header, err error, g *guard) bool {
 	if idempotentMethod(method) || hasIdempotencyKey(h) {
 		return true
 	}
-	return err != nil && (neverSent(err) || trace.provedUnsent() || refusedStream(err))
+	if err == nil || g.stoppedResend() {
+		return false
+	}
+	if g.gotConn() {
+		// A dial error now may be a resend's, after a send that reached
+		// the server.
+		return refusedStream(err)
+	}
+	return g.provedUnsent() || neverSent(err) || refusedStream(err)
 }
 
 // neverSent reports whether err proves that no byte of the request reached

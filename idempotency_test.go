@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"syscall"
@@ -41,9 +42,39 @@ func TestMayResend(t *testing.T) {
 		{"POST", nil, &net.OpError{Op: "dial", Err: &net.DNSError{IsTemporary: true}}, true},
 		{"POST", nil, reset, false},
 		{"POST", nil, errors.New("EOF"), false},
+		{"POST", nil, errors.New("stream error: stream ID 1; REFUSED_STREAM"), false},
+		{"POST", nil, fmt.Errorf(`net/http: malformed HTTP status code "REFUSED_STREAM"`), false},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, mayResend(tt.method, tt.header, tt.err, nil), "%q %v %v", tt.method, tt.header, tt.err)
+	}
+}
+
+func TestMayResendWithGuard(t *testing.T) {
+	refused := h2StreamError(t, h2RefusedStream)
+	tests := []struct {
+		name  string
+		asked bool
+		conns int32
+		err   error
+		want  bool
+	}{
+		{"no connection obtained", true, 0, errors.New("any error"), true},
+		{"base does not report through httptrace", false, 0, errors.New("any error"), false},
+		{"connection obtained", true, 1, errors.New("any error"), false},
+		{"connection obtained, then a dial error", true, 1, dialRefused, false},
+		{"refused stream on the one send", true, 1, refused, true},
+		{"a resend stopped", true, 2, refused, false},
+		{"a resend stopped, dial error", true, 2, dialRefused, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, _ := startGuard(t.Context())
+			defer g.end()
+			g.asked.Store(tt.asked)
+			g.conns.Store(tt.conns)
+			assert.Equal(t, tt.want, mayResend(http.MethodPost, http.Header{}, tt.err, g))
+		})
 	}
 }
 

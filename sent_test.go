@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -198,21 +200,25 @@ func TestNoTraceEvidenceMeansSent(t *testing.T) {
 	assert.Equal(t, 1, base.count())
 }
 
-func TestSendTraceProvedUnsent(t *testing.T) {
-	var nilTrace *sendTrace
-	assert.False(t, nilTrace.provedUnsent())
-	nilTrace.release()
-	s, ctx := startSendTrace(context.Background())
-	assert.False(t, s.provedUnsent(), "no evidence yet")
+func TestGuardProvedUnsent(t *testing.T) {
+	var nilGuard *guard
+	assert.False(t, nilGuard.provedUnsent())
+	assert.False(t, nilGuard.gotConn())
+	assert.False(t, nilGuard.stoppedResend())
+	nilGuard.end()
+
+	g, ctx := startGuard(context.Background())
+	defer g.end()
+	assert.False(t, g.provedUnsent(), "no evidence yet")
 	ct := httptrace.ContextClientTrace(ctx)
 	ct.GetConn("x:1")
-	assert.True(t, s.provedUnsent(), "asked for a connection, wrote nothing")
-	ct.WroteHeaders()
-	assert.False(t, s.provedUnsent(), "headers written")
-	s.release()
-	s2, _ := startSendTrace(context.Background())
-	assert.False(t, s2.asked.Load() || s2.wrote.Load(), "a pooled trace starts clean")
-	s2.release()
+	assert.True(t, g.provedUnsent(), "asked for a connection, obtained none")
+	ct.GotConn(httptrace.GotConnInfo{})
+	assert.False(t, g.provedUnsent(), "a connection was obtained")
+	assert.NoError(t, ctx.Err(), "one send is allowed")
+	ct.GotConn(httptrace.GotConnInfo{})
+	assert.True(t, g.stoppedResend())
+	assert.ErrorIs(t, context.Cause(ctx), ErrBaseResend, "a second send is stopped before it writes")
 }
 
 // TestNeverSentFigures measures, for key-less POSTs against each kind of
@@ -275,4 +281,215 @@ func TestNeverSentFigures(t *testing.T) {
 	assert.Equal(t, rounds, rows[0].successes, "a POST cut off before its headers is retried")
 	assert.Equal(t, rounds, rows[2].executions, "a POST reset after reading runs once")
 	assert.Equal(t, 0, rows[2].successes, "and is not resent")
+}
+
+// rawServer is an HTTP/1 server on a real loopback socket that parses each
+// request (its body included) and then lets answer write whatever bytes it
+// likes to the connection, or nothing. It counts the requests it read: each
+// one a server would execute.
+type rawServer struct {
+	ln       net.Listener
+	answer   func(c net.Conn, n int) // n counts requests from 1
+	requests atomic.Int32
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newRawServer(t *testing.T, answer func(c net.Conn, n int)) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &rawServer{ln: ln, answer: answer}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					s.answer(c, int(s.requests.Add(1)))
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		s.mu.Lock()
+		for _, c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() + "/orders" }
+
+// keylessPost sends one POST without an idempotency key through tr.
+func keylessPost(t *testing.T, ctx context.Context, tr http.RoundTripper, url string, body io.Reader) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	if resp != nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+func TestServerTextNeverProvesUnsent(t *testing.T) {
+	// An HTTP/1 server that ran the POST answers with a status line that
+	// names REFUSED_STREAM: its text reaches the error, and must not count
+	// as the HTTP/2 promise that the request was not processed.
+	srv := newRawServer(t, func(c net.Conn, _ int) {
+		io.WriteString(c, "HTTP/1.1 REFUSED_STREAM\r\n\r\n")
+		c.Close()
+	})
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	_, err := keylessPost(t, t.Context(), tr, srv.url(), strings.NewReader(`{"order":1}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REFUSED_STREAM", "the server's text is in the error")
+	assert.EqualValues(t, 1, srv.requests.Load(), "executed once")
+}
+
+func TestGoAwayNeverProvesUnsent(t *testing.T) {
+	// A GOAWAY whose last stream ID covers the request says the server may
+	// have processed it, whatever its code or debug data say.
+	tests := []struct {
+		name  string
+		code  uint32
+		debug string
+	}{
+		{"REFUSED_STREAM code", h2RefusedStream, ""},
+		{"NO_ERROR with debug data naming REFUSED_STREAM", h2NoError, "REFUSED_STREAM"},
+		{"PROTOCOL_ERROR", h2ProtocolError, "stream error: REFUSED_STREAM"},
+	}
+	bodies := []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"no body", func() io.Reader { return nil }},
+		{"body with GetBody", func() io.Reader { return strings.NewReader(`{"order":1}`) }},
+		{"body without GetBody", func() io.Reader { return &plainReader{strings.NewReader(`{"order":1}`)} }},
+	}
+	for _, tt := range tests {
+		for _, b := range bodies {
+			t.Run(tt.name+"/"+b.name, func(t *testing.T) {
+				srv := newH2Server(t, func(c *h2Conn, id uint32, _ int) {
+					c.goAway(id, tt.code, tt.debug)
+					c.Close()
+				}).start()
+				tr := New(WithBase(h2cTransport()), WithBackoff(Constant(0)))
+				defer tr.CloseIdleConnections()
+				_, err := keylessPost(t, t.Context(), tr, srv.url(), b.body())
+				require.Error(t, err)
+				assert.Equal(t, 1, srv.received(), "sent once")
+			})
+		}
+	}
+}
+
+func TestBaseNeverResendsGuardedRequest(t *testing.T) {
+	// net/http's HTTP/2 transport resends a request after a PROTOCOL_ERROR
+	// reset when it has no body or a GetBody, on a new connection each
+	// time. The server may have processed it: a request that may not be
+	// sent twice is sent once, whatever its body.
+	bodies := []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"no body", func() io.Reader { return nil }},
+		{"body with GetBody", func() io.Reader { return strings.NewReader(`{"order":1}`) }},
+		{"body without GetBody", func() io.Reader { return &plainReader{strings.NewReader(`{"order":1}`)} }},
+	}
+	for _, b := range bodies {
+		t.Run(b.name, func(t *testing.T) {
+			srv := newH2Server(t, func(c *h2Conn, id uint32, _ int) { c.reset(id, h2ProtocolError) }).start()
+			tr := New(WithBase(h2cTransport()), WithBackoff(Constant(0)))
+			defer tr.CloseIdleConnections()
+			// net/http's own resends wait seconds between them; the
+			// deadline bounds the test if they were not stopped.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			_, err := keylessPost(t, ctx, tr, srv.url(), b.body())
+			require.Error(t, err)
+			if b.name == "no body" {
+				// net/http resends a body-less request itself: stopped.
+				assert.ErrorIs(t, err, ErrBaseResend)
+			}
+			assert.Equal(t, 1, srv.received(), "sent once")
+		})
+	}
+	t.Run("an idempotent request is still resent by net/http", func(t *testing.T) {
+		srv := newH2Server(t, func(c *h2Conn, id uint32, n int) {
+			if n == 1 {
+				c.reset(id, h2ProtocolError)
+				return
+			}
+			c.respond(id)
+		}).start()
+		tr := New(WithBase(h2cTransport()), WithMaxAttempts(1))
+		defer tr.CloseIdleConnections()
+		resp, err := tr.RoundTrip(get(t, srv.url()))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 2, srv.received())
+	})
+}
+
+func TestStalledHeadersNotResent(t *testing.T) {
+	// An overloaded HTTP/2 server stops reading while a key-less POST's
+	// header block is being written. The attempt times out with the block
+	// stuck in the socket; net/http's writer goes on writing it after
+	// RoundTrip returns. The POST must not be sent again: a connection was
+	// obtained for it, which is all that can be known.
+	release := make(chan struct{})
+	srv := newH2Server(t, nil)
+	srv.onAccept = func(c *h2Conn) {
+		c.Conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+		// One stream per connection, so that a resend would take a
+		// connection of its own rather than queue behind the stuck one.
+		c.writeFrame(frameSettings, 0, 0, []byte{0, 3, 0, 0, 0, 1}) // MAX_CONCURRENT_STREAMS
+		<-release                                                   // read nothing until the client has given up
+	}
+	srv.start()
+	base := h2cTransport()
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			c.(*net.TCPConn).SetWriteBuffer(4 << 10)
+		}
+		return c, err
+	}
+	tr := New(WithBase(base), WithBackoff(Constant(0)), WithAttemptTimeout(200*time.Millisecond))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, srv.url(), nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Large", strings.Repeat("x", 8<<20)) // far more than the socket buffers hold
+	_, err = tr.RoundTrip(req)
+	require.ErrorIs(t, err, ErrAttemptTimeout)
+	close(release)
+	// The stuck block now reaches the server; a resend would follow it.
+	tr.CloseIdleConnections()
+	srv.close()
+	assert.LessOrEqual(t, srv.received(), 1, "sent at most once")
 }

@@ -15,9 +15,13 @@ import (
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
-// its connection can be reused. A longer body is closed unread, which costs
-// that connection but never unbounded reading.
-const drainLimit = 4 << 10
+// its connection can be reused, and drainTimeout how long that may take. A
+// longer or slower body is closed unread, which costs that connection but
+// never unbounded reading or waiting.
+const (
+	drainLimit   = 4 << 10
+	drainTimeout = 100 * time.Millisecond
+)
 
 // A Transport is an http.RoundTripper that retries failed attempts of a
 // request through a base RoundTripper, when retrying is safe and worthwhile:
@@ -174,40 +178,35 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body replay // the zero replay sends no body
 	if req.Body != nil && req.Body != http.NoBody {
-		var err error
-		if body, err = prepareReplay(req, t.bodyBufferLimit, t.maxAttempts > 1); err != nil {
-			return nil, &Error{Err: errors.Join(errors.New("reading request body"), err)}
-		}
+		body = prepareReplay(req, t.bodyBufferLimit, t.maxAttempts > 1)
 	}
 	header, keyed := req.Header, false
 	if t.autoKeys && !idempotentMethod(req.Method) && !hasIdempotencyKey(header) {
 		header, keyed = header.Clone(), true
 		header.Set(IdempotencyKeyHeader, newIdempotencyKey())
 	}
-	// Only a request that may not be resent needs to learn whether an
-	// attempt reached the server.
-	traced := t.maxAttempts > 1 && !idempotentMethod(req.Method) && !hasIdempotencyKey(header)
+	// A request that may not be sent twice is guarded on every attempt:
+	// the base must not resend it on its own, and only a guard can prove
+	// that an attempt never reached the server.
+	guarded := !idempotentMethod(req.Method) && !hasIdempotencyKey(header)
 
 	ctx := req.Context()
 	var (
-		spent   Tokens        // what the budget took for the current retry
-		prev    time.Duration // the previous retry's delay
-		next    = req.Body    // the next attempt's body
+		spent   Tokens            // what the budget took for the current retry
+		prev    time.Duration     // the previous retry's delay
+		next    = body.first(req) // the next attempt's body
 		attempt = 1
 	)
-	if body.first != nil {
-		next = body.first
-	}
 	for {
 		a := req
-		var trace *sendTrace
-		if attempt > 1 || body.modifies() || keyed || traced || t.attemptHeader != "" {
+		var g *guard
+		if attempt > 1 || body.modifies() || keyed || guarded || t.attemptHeader != "" {
 			actx := ctx
 			if attempt > 1 {
 				actx = context.WithValue(ctx, attemptKey{}, attempt)
 			}
-			if traced {
-				trace, actx = startSendTrace(actx)
+			if guarded {
+				g, actx = startGuard(actx)
 			}
 			a = req.WithContext(actx)
 			a.Header = header
@@ -215,37 +214,41 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				a.Header = header.Clone()
 				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, t.maxAttempts))
 			}
-			body.setBody(a, next)
+			if guarded {
+				// A GetBody would let net/http resend the request by
+				// itself, after failures that prove nothing.
+				a.GetBody = nil
+			}
+			body.setBody(a, next, !guarded)
 		}
 		resp, err := t.send(a)
+		if err != nil && g.stoppedResend() {
+			err = errors.Join(ErrBaseResend, err)
+		}
 
 		v := t.classifier.Classify(a, resp, err)
 		if v.Decision != Retry {
-			trace.release()
-			if resp != nil && resp.StatusCode < 500 && t.budget != nil {
+			if t.budget != nil && succeeded(resp) {
 				t.budget.Deposit(req, spent)
 			}
 			if err != nil || failureStatus(resp.StatusCode) {
 				markGaveUp(ctx)
 			}
-			return t.finish(resp, err, attempt, a)
+			return t.finish(resp, err, attempt, a, &body, g)
 		}
-		delay, reason := t.plan(a, &body, resp, err, attempt, prev, v, trace)
-		trace.release()
+		delay, reason := t.plan(a, resp, err, attempt, prev, v, g)
 		if reason != "" {
-			return t.giveUp(req, a, attempt, reason, resp, err, v)
+			return t.giveUp(req, a, attempt, reason, resp, err, v, &body, g)
 		}
 		nb, berr := body.next()
 		if berr != nil {
-			return t.giveUp(req, a, attempt, GiveUpBodyNotReplayable, resp, err, v)
+			return t.giveUp(req, a, attempt, GiveUpBodyNotReplayable, resp, err, v, &body, g)
 		}
 		if t.budget != nil {
 			took, berr := t.budget.Withdraw(req, v)
 			if berr != nil {
-				if nb != nil {
-					nb.Close()
-				}
-				return t.giveUp(req, a, attempt, GiveUpBudgetExhausted, resp, err, v)
+				closeBody(nb)
+				return t.giveUp(req, a, attempt, GiveUpBudgetExhausted, resp, err, v, &body, g)
 			}
 			spent = took
 		}
@@ -254,9 +257,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			discard(resp)
 		}
+		g.end()
 		if werr := wait(ctx, delay); werr != nil {
-			if nb != nil {
-				nb.Close()
+			closeBody(nb)
+			body.done()
+			if t.budget != nil && spent > 0 {
+				// The retry was paid for but never sent.
+				t.budget.Deposit(req, spent)
 			}
 			t.reportGiveUp(req, attempt, GiveUpCanceled, resp, err, v)
 			if err != nil {
@@ -269,15 +276,33 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// succeeded reports whether resp shows a healthy dependency, which refills
+// the retry budget: a response whose status is not one by which a
+// dependency fails (408, 429, 5xx), and that the server did not mark as not
+// to be retried, as an overloaded layer above a failure does.
+func succeeded(resp *http.Response) bool {
+	if resp == nil || failureStatus(resp.StatusCode) {
+		return false
+	}
+	return resp.StatusCode < 300 || parseSignal(resp.Header[ShouldRetryHeader]) != signalFinal
+}
+
+// closeBody closes a retry's body that will not be sent.
+func closeBody(b io.ReadCloser) {
+	if b != nil {
+		b.Close()
+	}
+}
+
 // giveUp ends the retries of req, whose last attempt, a, failed in a way
 // worth retrying with verdict v, for the given reason: it logs the reason,
 // reports it to the give-up hooks, tells a Handler serving the request that
 // a dependency was given up on, and returns the last result.
-func (t *Transport) giveUp(req, a *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict) (*http.Response, error) {
+func (t *Transport) giveUp(req, a *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, body *replay, g *guard) (*http.Response, error) {
 	t.logGiveUp(a, attempt, reason, resp, err)
 	t.reportGiveUp(req, attempt, reason, resp, err, v)
 	markGaveUp(a.Context())
-	return t.finish(resp, err, attempt, a)
+	return t.finish(resp, err, attempt, a, body, g)
 }
 
 // failureStatus reports the statuses by which a dependency fails in a way a
@@ -317,15 +342,12 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 
 // plan decides whether the failed attempt a is retried and after what
 // delay. It returns a non-empty reason when it is not.
-func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, trace *sendTrace) (time.Duration, GiveUpReason) {
+func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, g *guard) (time.Duration, GiveUpReason) {
 	if attempt >= t.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
 	}
-	if !mayResend(a.Method, a.Header, err, trace) {
+	if !mayResend(a.Method, a.Header, err, g) {
 		return 0, GiveUpNotResendable
-	}
-	if !body.replayable() {
-		return 0, GiveUpBodyNotReplayable
 	}
 	b := t.backoff
 	if v.Throttle {
@@ -358,10 +380,17 @@ func (t *Transport) plan(a *http.Request, body *replay, resp *http.Response, err
 	return delay, ""
 }
 
-// finish returns the last attempt's result to the caller.
-func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.Request) (*http.Response, error) {
+// finish returns the last attempt's result to the caller, releasing the
+// request's body and the attempt's guard once they are no longer used.
+func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.Request, body *replay, g *guard) (*http.Response, error) {
+	body.done()
 	if err != nil {
+		g.end()
 		return nil, &Error{Attempts: attempt, Err: err}
+	}
+	if g != nil {
+		// The body is read in the attempt's context: end it on Close.
+		resp.Body = newCancelBody(resp.Body, g.end)
 	}
 	if attempt > 1 && resp.Request == nil {
 		resp.Request = a
@@ -370,10 +399,14 @@ func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.
 }
 
 // discard drains a little of a response that will not be returned, so its
-// connection can be reused, and closes it.
+// connection can be reused, and closes it. A body that stalls is closed
+// after drainTimeout, which ends a blocked read in net/http's bodies.
 func discard(resp *http.Response) {
+	stop := time.AfterFunc(drainTimeout, func() { resp.Body.Close() })
 	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
-	resp.Body.Close()
+	if stop.Stop() {
+		resp.Body.Close()
+	}
 }
 
 // wait sleeps for d or until ctx is done, whichever comes first.

@@ -693,7 +693,7 @@ func TestBodyWithoutGetBodyIsBuffered(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, []string{"0123456789", "0123456789", "0123456789"}, base.bodies)
-		assert.Equal(t, []int64{10, 10, 10}, lengths, "unknown length becomes known")
+		assert.Equal(t, []int64{0, 10, 10}, lengths, "the first attempt sends the caller's body; its copy's length is known")
 	})
 }
 
@@ -736,13 +736,22 @@ func TestBodyOverLimitStreamedOnce(t *testing.T) {
 }
 
 func TestBodyReadErrorIsReported(t *testing.T) {
-	base := &script{steps: statuses(200)}
-	req, err := http.NewRequest(http.MethodPut, "http://svc.test/", io.MultiReader(strings.NewReader("ab"), iotestErrReader{}))
+	// A base reports an error reading the body, as net/http does; the copy
+	// is incomplete, so the request is not resent.
+	var attempts int
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		attempts++
+		_, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		return nil, err
+	})
+	src := &countingBody{Reader: io.MultiReader(strings.NewReader("ab"), iotestErrReader{})}
+	req, err := http.NewRequest(http.MethodPut, "http://svc.test/", src)
 	require.NoError(t, err)
 	_, err = New(WithBase(base)).RoundTrip(req)
-	assert.ErrorContains(t, err, "reading request body")
 	assert.ErrorIs(t, err, errRead)
-	assert.Zero(t, base.count())
+	assert.Equal(t, 1, attempts)
+	assert.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
 }
 
 var errRead = errors.New("read failed")
@@ -905,6 +914,128 @@ func TestVerdictRetryAfterIsAFloor(t *testing.T) {
 					assert.Equal(t, 503, resp.StatusCode)
 				}
 			})
+		})
+	}
+}
+
+func TestStalledDiscardedBodyDoesNotBlock(t *testing.T) {
+	// A 503 whose body stalls mid-way is discarded before the retry: the
+	// drain gives up on the connection instead of waiting for the body.
+	stop := make(chan struct{})
+	srv := newRawServer(t, func(c net.Conn, n int) {
+		if n == 1 {
+			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100\r\n\r\npartial")
+			<-stop // the rest never comes
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	t.Cleanup(func() { close(stop) }) // runs before the server's cleanup
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	// The deadline only bounds the test if the drain blocked.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.url(), nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.EqualValues(t, 2, srv.requests.Load())
+}
+
+func TestStalledDiscardedBodyInMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stalled := &stallingBody{closed: make(chan struct{})}
+		var n int
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			n++
+			if n == 1 {
+				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: stalled}, nil
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
+		})
+		start := time.Now()
+		resp, err := newTestTransport(base, 0).RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, drainTimeout, time.Since(start), "the drain waited its limit, then closed the body")
+	})
+}
+
+// stallingBody blocks every Read until it is closed, as a response body
+// whose server stopped sending does.
+type stallingBody struct {
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (b *stallingBody) Read([]byte) (int, error) {
+	<-b.closed
+	return 0, net.ErrClosed
+}
+
+func (b *stallingBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return nil
+}
+
+func TestCancelledWaitRefundsBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := NewBucket(BucketCapacity(10))
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		base := &script{steps: statuses(503, 200)}
+		// The hook runs after the retry was paid for, before its wait.
+		tr := newTestTransport(base, 1, WithBudget(budget), WithOnRetry(func(RetryEvent) {
+			assert.Equal(t, 5*Token, budget.Balance(), "paid")
+			cancel()
+		}))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+		require.NoError(t, err)
+		_, err = tr.RoundTrip(req)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, 1, base.count(), "the retry was never sent")
+		assert.Equal(t, 10*Token, budget.Balance(), "its tokens are back")
+	})
+}
+
+func TestOnlyHealthyResponsesRefillBudget(t *testing.T) {
+	tests := []struct {
+		name    string
+		step    step
+		refills bool
+	}{
+		{"200", step{status: 200}, true},
+		{"304", step{status: 304}, true},
+		{"404", step{status: 404}, true},
+		{"429", step{status: 429}, false},
+		{"408", step{status: 408}, false},
+		{"503", step{status: 503}, false},
+		{"400 marked not to retry", step{status: 400, header: http.Header{"X-Should-Retry": {"false"}}}, false},
+		{"200 marked not to retry", step{status: 200, header: http.Header{"X-Should-Retry": {"false"}}}, true},
+		{"error", step{err: dialRefused}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			budget := NewBucket(BucketCapacity(10))
+			for range 2 {
+				_, err := budget.Withdraw(nil, retryVerdict)
+				require.NoError(t, err)
+			}
+			require.Zero(t, budget.Balance())
+			tr := newTestTransport(&script{steps: []step{tt.step}}, 0, WithBudget(budget), WithMaxAttempts(1))
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			if err == nil {
+				resp.Body.Close()
+			}
+			want := Tokens(0)
+			if tt.refills {
+				want = Token
+			}
+			assert.Equal(t, want, budget.Balance())
 		})
 	}
 }

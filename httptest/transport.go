@@ -26,8 +26,9 @@ import (
 // ResetAfterRead returns an error wrapping syscall.ECONNRESET;
 // CloseBeforeRead returns an error wrapping io.EOF; Truncate's body fails
 // with io.ErrUnexpectedEOF. The request's httptrace.ClientTrace, if any, has
-// GetConn, WroteHeaders and WroteRequest called, except that
-// CloseBeforeRead calls only GetConn and WroteHeaders.
+// GetConn, GotConn, WroteHeaders and WroteRequest called, except that
+// CloseBeforeRead calls only GetConn, GotConn and WroteHeaders: every
+// attempt reaches the server.
 //
 // A Transport is safe for concurrent use, and its records may be read while
 // it serves.
@@ -58,6 +59,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(req.URL.Host)
+	}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{})
 	}
 	e, a := t.arrive(t.cfg.key(req), t.fault)
 	if trace != nil && trace.WroteHeaders != nil {

@@ -200,16 +200,17 @@ func TestTransportTrace(t *testing.T) {
 		fault httptest.Fault
 		want  []string
 	}{
-		{"Pass", httptest.Pass(), []string{"GetConn svc.test:8080", "WroteHeaders", "WroteRequest"}},
-		{"Status", httptest.Status(503), []string{"GetConn svc.test:8080", "WroteHeaders", "WroteRequest"}},
-		{"ResetAfterRead", httptest.ResetAfterRead(), []string{"GetConn svc.test:8080", "WroteHeaders", "WroteRequest"}},
-		{"CloseBeforeRead", httptest.CloseBeforeRead(), []string{"GetConn svc.test:8080", "WroteHeaders"}},
+		{"Pass", httptest.Pass(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
+		{"Status", httptest.Status(503), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
+		{"ResetAfterRead", httptest.ResetAfterRead(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
+		{"CloseBeforeRead", httptest.CloseBeforeRead(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			trace := &httptrace.ClientTrace{
 				GetConn:      func(hostPort string) { got = append(got, "GetConn "+hostPort) },
+				GotConn:      func(httptrace.GotConnInfo) { got = append(got, "GotConn") },
 				WroteHeaders: func() { got = append(got, "WroteHeaders") },
 				WroteRequest: func(httptrace.WroteRequestInfo) { got = append(got, "WroteRequest") },
 			}
