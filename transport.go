@@ -56,6 +56,7 @@ type Transport struct {
 	rateLimitHints  bool
 	onRetry         func(RetryEvent)
 	onGiveUp        func(GiveUpEvent)
+	resendable      func(*http.Request) bool
 	logger          *slog.Logger
 
 	// now and rand are the clock and the random source of jitter, uniform in
@@ -176,21 +177,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &Error{Err: err}
 	}
+	ctx := req.Context()
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	// The caller's overrides are read at once only when they change how the
+	// first attempt is sent; for a request without a body whose method is
+	// idempotent, only once a retry is considered, so that a success costs
+	// nothing.
+	var p policy
+	if hasBody || !idempotentMethod(req.Method) || t.attemptHeader != "" {
+		p = t.policy(req)
+	}
 	var body replay // the zero replay sends no body
-	if req.Body != nil && req.Body != http.NoBody {
-		body = prepareReplay(req, t.bodyBufferLimit, t.maxAttempts > 1)
+	if hasBody {
+		body = prepareReplay(req, t.bodyBufferLimit, p.maxAttempts > 1)
 	}
 	header, keyed := req.Header, false
-	if t.autoKeys && !idempotentMethod(req.Method) && !hasIdempotencyKey(header) {
+	if t.autoKeys && !p.resendable && !idempotentMethod(req.Method) && !hasIdempotencyKey(header) {
 		header, keyed = header.Clone(), true
 		header.Set(IdempotencyKeyHeader, newIdempotencyKey())
 	}
 	// A request that may not be sent twice is guarded on every attempt:
 	// the base must not resend it on its own, and only a guard can prove
 	// that an attempt never reached the server.
-	guarded := !idempotentMethod(req.Method) && !hasIdempotencyKey(header)
+	guarded := !p.resendable && !idempotentMethod(req.Method) && !hasIdempotencyKey(header)
 
-	ctx := req.Context()
 	var (
 		spent   Tokens            // what the budget took for the current retry
 		prev    time.Duration     // the previous retry's delay
@@ -212,7 +222,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			a.Header = header
 			if t.attemptHeader != "" {
 				a.Header = header.Clone()
-				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, t.maxAttempts))
+				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, p.maxAttempts))
 			}
 			if guarded {
 				// A GetBody would let net/http resend the request by
@@ -236,7 +246,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return t.finish(resp, err, attempt, a, &body, g)
 		}
-		delay, reason := t.plan(a, resp, err, attempt, prev, v, g)
+		if p.maxAttempts == 0 {
+			p = t.policy(req)
+		}
+		delay, reason := t.plan(a, resp, err, attempt, prev, v, g, p)
 		if reason != "" {
 			return t.giveUp(req, a, attempt, reason, resp, err, v, &body, g)
 		}
@@ -294,6 +307,26 @@ func closeBody(b io.ReadCloser) {
 	}
 }
 
+// A policy is how one request is retried: the Transport's options with the
+// caller's overrides applied.
+type policy struct {
+	maxAttempts int  // at least 1 once set
+	resendable  bool // declared safe to send more than once
+}
+
+// policy returns the policy of req.
+func (t *Transport) policy(req *http.Request) policy {
+	co := callOptionsFrom(req.Context())
+	p := policy{maxAttempts: t.maxAttempts, resendable: co.resendable}
+	if co.maxAttempts > 0 {
+		p.maxAttempts = co.maxAttempts
+	}
+	if !p.resendable && t.resendable != nil && !idempotentMethod(req.Method) {
+		p.resendable = t.resendable(req)
+	}
+	return p
+}
+
 // giveUp ends the retries of req, whose last attempt, a, failed in a way
 // worth retrying with verdict v, for the given reason: it logs the reason,
 // reports it to the give-up hooks, tells a Handler serving the request that
@@ -342,11 +375,11 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 
 // plan decides whether the failed attempt a is retried and after what
 // delay. It returns a non-empty reason when it is not.
-func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, g *guard) (time.Duration, GiveUpReason) {
-	if attempt >= t.maxAttempts {
+func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, g *guard, p policy) (time.Duration, GiveUpReason) {
+	if attempt >= p.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
 	}
-	if !mayResend(a.Method, a.Header, err, g) {
+	if !p.resendable && !mayResend(a.Method, a.Header, err, g) {
 		return 0, GiveUpNotResendable
 	}
 	b := t.backoff
