@@ -4,6 +4,9 @@
 //
 //   - Stripe's Go client (stripe.go): POSTs carry an Idempotency-Key and
 //     are resent; Stripe-Should-Retry is followed.
+//   - The AWS SDK for Go v2, DynamoDB (dynamodb.go): every call is a POST;
+//     reads are declared resendable, writes per call where that is safe;
+//     throttling 400s are retried as throttles.
 //   - The AWS SDK for Go v2, S3 (s3.go): an upload's body is resent byte
 //     for byte under its signature; SlowDown is paced as a throttle; bodies
 //     over the buffer limit are sent once.
@@ -38,7 +41,7 @@ func main() {
 // run shows each SDK in turn, writing to w what happened. opts are added
 // to the options of every Transport it makes.
 func run(w io.Writer, opts ...retryhttp.Option) error {
-	sections := []func(io.Writer, ...retryhttp.Option) error{runStripe, runS3, runGitHub}
+	sections := []func(io.Writer, ...retryhttp.Option) error{runStripe, runDynamoDB, runS3, runGitHub}
 	for i, section := range sections {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -55,6 +55,35 @@ In all: 3 SDK calls, 5 attempts, PaymentIntents created: 1.
 
 ------------------------------------------------------------------------
 
+aws-sdk-go-v2 DynamoDB (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of DynamoDB.
+
+1. PutItem order o-1 to table orders, no condition, with retryhttp.Resendable(ctx).
+   The server answers 503, then writes the item and resets the connection.
+   retryhttp: attempt 1 got 503; retrying in DELAY
+   retryhttp: attempt 2 failed: read: connection reset by peer; retrying in DELAY
+   client: done
+   server: 3 attempts (503, reset, pass), handler runs: 2, the same body each time: true
+   server: items written: 2, items in the table: 1 (the same item, twice)
+
+2. GetItem o-1: resendable, since WithResendable(dynamoDBRead) names GetItem.
+   The server answers 503, then 400 ProvisionedThroughputExceededException.
+   retryhttp: attempt 1 got 503; retrying in DELAY
+   retryhttp: attempt 2 got 400, a throttle; retrying in DELAY
+   client: got o-1, total 2000
+   server: 3 attempts (503, 400, pass), handler runs: 1
+
+3. PutItem order o-2 if it does not exist (attribute_not_exists(id)), not declared resendable.
+   The server writes the item, then resets the connection.
+   client: error after 1 attempt: read: connection reset by peer
+   server: 1 attempt (reset), handler runs: 1
+
+4. The same PutItem again, as a resend would have sent it.
+   client: ConditionalCheckFailedException: The conditional request failed; the write had succeeded
+
+In all: 4 SDK calls, 8 attempts, items written: 3, items in the table: 2.
+
+------------------------------------------------------------------------
+
 aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of S3.
 
 1. PutObject photos/cat.jpg, 64 KiB from a bytes.Reader.
