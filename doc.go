@@ -18,7 +18,9 @@
 // DefaultClassifier, retries 408, 429 and 5xx responses except 501, 505 and
 // 511, and transport errors that are transient by type: refused or failed
 // dials, connection resets, a connection closed mid-exchange, network
-// timeouts and HTTP/2 REFUSED_STREAM. It never retries certificate or other
+// timeouts, and HTTP/2 streams the server refused (REFUSED_STREAM) or aborted
+// (INTERNAL_ERROR), read from the error's type, never its text. It never
+// retries certificate or other
 // TLS errors, a host that does not exist, errors it does not know (an
 // unsupported scheme, an invalid header), or anything after the caller's own
 // context is done. Before the status, it heeds what the server said about
@@ -29,17 +31,25 @@
 // A retry resends the request, so it must be safe to execute twice. GET,
 // HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent by definition. POST,
 // PATCH and other methods are retried only when they carry an
-// Idempotency-Key or X-Idempotency-Key header, or when the failure proves the
-// request never reached the server: the dial failed, an HTTP/2 server
-// refused the stream, or net/http/httptrace saw the attempt fail before its
-// headers were written (a connection reset during the TLS handshake, say).
-// A failure after the headers were written may have run the request, and is
-// never retried for such methods. WithIdempotencyKeys gives key-less
-// requests a random key, the same on every attempt.
+// Idempotency-Key or X-Idempotency-Key header, when they are declared safe to
+// resend (WithResendable for an API, Resendable for one call), or when the
+// failure proves the request never reached the server: net/http asked for a
+// connection for the attempt and obtained none (a refused dial, a connection
+// reset during the TLS handshake), which net/http/httptrace shows on the
+// goroutine of RoundTrip, before any byte is written, or an HTTP/2 server
+// refused the stream. Once a connection was obtained the request may have
+// run, and it is never resent: no hook that may fire late, no GOAWAY and no
+// error text counts as proof. Such a request is also kept from net/http's own
+// resends: its attempts carry no GetBody, and a resend net/http starts anyway
+// is stopped before it writes (ErrBaseResend). WithIdempotencyKeys gives
+// key-less requests a random key, the same on every attempt. NoRetry and
+// MaxAttempts change the number of attempts for one call.
 //
 // The body must also be replayable: Request.GetBody is used when set (as
-// http.NewRequest does for in-memory bodies); otherwise the body is buffered
-// up to WithBodyBufferLimit and a longer body is sent once, never retried.
+// http.NewRequest does for in-memory bodies); otherwise the body is copied,
+// up to WithBodyBufferLimit, as the first attempt sends it (nothing is read
+// ahead, so full-duplex bodies flow), and resent only if that attempt sent
+// it whole within the limit.
 //
 // # How long it waits
 //
@@ -47,7 +57,9 @@
 // 50 ms, capped at 20 s, with full jitter (uniform in [0, cap)), so that
 // clients failing together do not retry together. A throttled attempt (429,
 // or 503 with Retry-After) uses the throttle backoff, from 1 s. A Retry-After
-// header is a floor on the delay; one longer than WithRetryAfterLimit, or one
+// header (or retry-after-ms, x-ms-retry-after-ms, or a classifier's
+// Verdict.RetryAfter; the longest counts) is a floor on the delay; one longer
+// than WithRetryAfterLimit, or one
 // that would pass the request's deadline, is not waited for: the response is
 // returned at once for the caller to act on. No wait ever passes the
 // request's deadline, and cancelling the request ends a wait at once.
@@ -66,9 +78,12 @@
 //     response; 422 (the key was used with another payload) is final.
 //   - A Retry-After date is measured against the response's Date header, so
 //     a client whose clock is off still waits as long as the server asked.
-//   - With WithRateLimitHints, the reset time of a rate limit (the RateLimit
-//     header's reset, or X-RateLimit-Reset) is a floor on the delay after a
-//     throttled response, like Retry-After, under the same limit.
+//   - With WithRateLimitHints, the reset time of a rate limit whose quota is
+//     spent (the RateLimit header's reset, or X-RateLimit-Reset) is a floor on
+//     the delay after a throttled response, like Retry-After, under the same
+//     limit.
+//   - AWSErrorClassifier and GitHubRateLimitClassifier read those vendors'
+//     own throttling signals; put them in front of the default chain.
 //
 // WithAttemptHeader names every attempt ("2/3"), so servers and their logs
 // can tell retries from first attempts.
@@ -90,7 +105,23 @@
 // returns its cost. With 500 tokens a host that fails outright gets 100
 // retries, then first attempts only: the dependency sees about one request
 // per request instead of three, and retries resume as successes refill the
-// bucket. The first attempt of a request is never refused.
+// bucket. Only healthy responses refill it (not 408, 429, 5xx, or a response
+// marked X-Should-Retry: false), and a retry whose wait is cancelled gets its
+// tokens back. The first attempt of a request is never refused. Module
+// github.com/retryhttp/retryhttp/redisbudget shares the buckets of a fleet
+// of processes through Redis.
+//
+// # Observing retries
+//
+// WithOnRetry sees each retry before its wait, and WithOnGiveUp each request
+// whose last attempt failed in a way worth retrying but that was not retried,
+// with a GiveUpReason: attempts or budget exhausted, not resendable, body not
+// replayable, Retry-After or rate limit reset beyond the limit, deadline, or
+// the context done during the wait. Each of these options adds a hook;
+// several are called in order. A base transport reads each attempt's number
+// with AttemptFromContext, and a gauge reads the budget with Transport.Budget
+// and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
+// builds OpenTelemetry spans and metrics on these hooks.
 //
 // # What it returns
 //
@@ -120,10 +151,11 @@
 //	                   timeout; a first-attempt success refunds 1,
 //	                   a successful retry its cost
 //	attempt timeout    none                                               WithAttemptTimeout
-//	body buffer        1 MiB                                              WithBodyBufferLimit
+//	body copy          1 MiB                                              WithBodyBufferLimit
 //	idempotency keys   off                                                WithIdempotencyKeys
 //	attempt header     none                                               WithAttemptHeader
 //	rate limit hints   ignored                                            WithRateLimitHints
+//	resendable         idempotent methods and keyed requests only         WithResendable, Resendable
 //	classifier         DefaultClassifier()                                WithClassifier
 //	base transport     go-cleanhttp's pooled transport                    WithBase
 //

@@ -24,8 +24,8 @@ const (
 	// attempt never reached the server (WithIdempotencyKeys).
 	GiveUpNotResendable GiveUpReason = "request is not idempotent"
 	// GiveUpBodyNotReplayable: the request body cannot be sent again: it has
-	// no GetBody and is longer than the buffer (WithBodyBufferLimit), or
-	// GetBody failed.
+	// no GetBody and the first attempt did not send it whole within the
+	// buffer limit (WithBodyBufferLimit), or GetBody failed.
 	GiveUpBodyNotReplayable GiveUpReason = "request body cannot be replayed"
 	// GiveUpRetryAfterLimit: the server asked, with Retry-After or through
 	// the classifier's Verdict.RetryAfter, for a longer wait than the limit
