@@ -463,7 +463,9 @@ func TestStalledHeadersNotResent(t *testing.T) {
 	// RoundTrip returns. The POST must not be sent again: a connection was
 	// obtained for it, which is all that can be known.
 	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
 	srv := newH2Server(t, nil)
+	t.Cleanup(releaseOnce) // runs before the server's cleanup, even if the test fails early
 	srv.onAccept = func(c *h2Conn) {
 		c.Conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 		// One stream per connection, so that a resend would take a
@@ -487,7 +489,7 @@ func TestStalledHeadersNotResent(t *testing.T) {
 	req.Header.Set("X-Large", strings.Repeat("x", 8<<20)) // far more than the socket buffers hold
 	_, err = tr.RoundTrip(req)
 	require.ErrorIs(t, err, ErrAttemptTimeout)
-	close(release)
+	releaseOnce()
 	// The stuck block now reaches the server; a resend would follow it.
 	tr.CloseIdleConnections()
 	srv.close()

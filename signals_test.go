@@ -307,3 +307,30 @@ func TestGiveUpMarksServedRequest(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRateLimitReset checks that no header a server sends makes
+// rateLimitReset panic or report a negative wait, and that a wait is only
+// reported while the quota is spent.
+func FuzzRateLimitReset(f *testing.F) {
+	f.Add("limit=100, remaining=0, reset=20", "", "", "")
+	f.Add(`"default";r=7;t=20`, "", "", "")
+	f.Add("", "30", "0", "")
+	f.Add("", "9223372036854775807", "", "Wed, 04 Mar 2026 12:00:00 GMT")
+	f.Add("", "1772625645", "4990", "Wed, 04 Mar 2026 12:00:00 GMT")
+	f.Add("reset=99999999999999999999", "-1", "x", "garbage")
+	f.Fuzz(func(t *testing.T, ratelimit, reset, remaining, date string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"Ratelimit": ratelimit, "X-Ratelimit-Reset": reset, "X-Ratelimit-Remaining": remaining, "Date": date} {
+			if v != "" {
+				h[k] = []string{v}
+			}
+		}
+		d, ok := rateLimitReset(h, time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
+		if d < 0 || (!ok && d != 0) {
+			t.Fatalf("rateLimitReset(%q) = %v, %v", h, d, ok)
+		}
+		if ok && ratelimit == "" && quotaLeft(trimOWS(remaining)) {
+			t.Fatalf("rateLimitReset(%q) = %v while the quota remains", h, d)
+		}
+	})
+}
