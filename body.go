@@ -187,14 +187,15 @@ func (t *tee) complete() bool {
 	return !t.over && (t.eof || (t.want > 0 && t.n == t.want))
 }
 
-// next ends the current view and returns the body of a retry: the complete
+// next returns the body of a retry, ending the current view: the complete
 // copy (returned as buf too), or a new view of src if nothing has been read
-// from it. It reports false when neither is possible.
+// from it. It reports false, leaving the current view as it is, when
+// neither is possible.
 func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 	t.mu.Lock()
-	t.gen++
 	switch {
 	case t.complete():
+		t.gen++
 		buf = t.buf
 		if buf == nil {
 			buf = []byte{}
@@ -204,11 +205,14 @@ func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 	case t.n == 0 && !t.reading && !t.srcClosed:
 		// The base never read the body: the attempt failed before
 		// sending it. Send the caller's body itself again.
+		t.gen++
 		t.viewClosed = false
 		v := &teeView{t: t, gen: t.gen}
 		t.mu.Unlock()
 		return v, nil, true
 	}
+	// The current view stays current: the base may still be sending it
+	// while the caller reads the response it already has.
 	t.mu.Unlock()
 	return nil, nil, false
 }
