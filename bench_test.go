@@ -15,6 +15,11 @@ func (s *stubBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		r.Body.Close()
 	}
+	// The Transport may wrap the body it returns: start each round trip
+	// from the canned one, or the wrappers would pile up.
+	if s.resp.Body != http.NoBody {
+		s.resp.Body = http.NoBody
+	}
 	return &s.resp, nil
 }
 

@@ -183,8 +183,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// first attempt is sent; for a request without a body whose method is
 	// idempotent, only once a retry is considered, so that a success costs
 	// nothing.
+	idempotent := idempotentMethod(req.Method)
 	var p policy
-	if hasBody || !idempotentMethod(req.Method) || t.attemptHeader != "" {
+	if hasBody || !idempotent || t.attemptHeader != "" {
 		p = t.policy(req)
 	}
 	var body replay // the zero replay sends no body
@@ -192,14 +193,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = prepareReplay(req, t.bodyBufferLimit, p.maxAttempts > 1)
 	}
 	header, keyed := req.Header, false
-	if t.autoKeys && !p.resendable && !idempotentMethod(req.Method) && !hasIdempotencyKey(header) {
+	if t.autoKeys && !p.resendable && !idempotent && !hasIdempotencyKey(header) {
 		header, keyed = header.Clone(), true
 		header.Set(IdempotencyKeyHeader, newIdempotencyKey())
 	}
 	// A request that may not be sent twice is guarded on every attempt:
 	// the base must not resend it on its own, and only a guard can prove
 	// that an attempt never reached the server.
-	guarded := !p.resendable && !idempotentMethod(req.Method) && !hasIdempotencyKey(header)
+	guarded := !p.resendable && !idempotent && !hasIdempotencyKey(header)
 
 	var (
 		spent   Tokens            // what the budget took for the current retry
@@ -238,11 +239,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 		v := t.classifier.Classify(a, resp, err)
 		if v.Decision != Retry {
-			if t.budget != nil && succeeded(resp) {
-				t.budget.Deposit(req, spent)
-			}
 			if err != nil || failureStatus(resp.StatusCode) {
 				markGaveUp(ctx)
+			} else if t.budget != nil && healthy(resp) {
+				t.budget.Deposit(req, spent)
 			}
 			return t.finish(resp, err, attempt, a, &body, g)
 		}
@@ -289,14 +289,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// succeeded reports whether resp shows a healthy dependency, which refills
-// the retry budget: a response whose status is not one by which a
-// dependency fails (408, 429, 5xx), and that the server did not mark as not
-// to be retried, as an overloaded layer above a failure does.
-func succeeded(resp *http.Response) bool {
-	if resp == nil || failureStatus(resp.StatusCode) {
-		return false
-	}
+// healthy reports whether resp, whose status is not one by which a
+// dependency fails (408, 429, 5xx), shows a healthy dependency, which
+// refills the retry budget: a success, or a response the server did not
+// mark as not to be retried, as an overloaded layer above a failure does.
+func healthy(resp *http.Response) bool {
 	return resp.StatusCode < 300 || parseSignal(resp.Header[ShouldRetryHeader]) != signalFinal
 }
 
