@@ -70,14 +70,24 @@ type hostKey struct {
 }
 
 func requestKey(req *http.Request) hostKey {
-	var scheme, host string
+	scheme, host := Destination(req)
+	return hostKey{scheme, host}
+}
+
+// Destination returns the destination a HostBudget keys req's bucket by:
+// the URL's scheme and host (req.Host when the URL has none), in lower case,
+// with the scheme's default port removed. Budgets of other kinds use it to
+// compare hosts as HostBudget does. It allocates only when the scheme or
+// host has upper-case letters.
+func Destination(req *http.Request) (scheme, host string) {
 	if req.URL != nil {
 		scheme, host = req.URL.Scheme, req.URL.Host
 	}
 	if host == "" {
 		host = req.Host
 	}
-	return makeKey(scheme, host)
+	k := makeKey(scheme, host)
+	return k.scheme, k.host
 }
 
 func makeKey(scheme, host string) hostKey {

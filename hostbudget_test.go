@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -380,4 +381,29 @@ func BenchmarkHostBudgetManyHosts(b *testing.B) {
 			})
 		})
 	}
+}
+
+func TestDestination(t *testing.T) {
+	tests := []struct {
+		url, host        string
+		scheme, wantHost string
+	}{
+		{"https://A.Example:443/x", "", "https", "a.example"},
+		{"http://a.example:80/", "", "http", "a.example"},
+		{"http://a.example:8080/", "", "http", "a.example:8080"},
+		{"https://a.example:80/", "", "https", "a.example:80"},
+		{"HTTP://a.example/", "", "http", "a.example"},
+		{"/relative", "B.example:443", "", "b.example:443"},
+	}
+	for _, tt := range tests {
+		req := httptest.NewRequest(http.MethodGet, "http://placeholder/", nil)
+		u, err := url.Parse(tt.url)
+		require.NoError(t, err)
+		req.URL, req.Host = u, tt.host
+		scheme, host := Destination(req)
+		assert.Equal(t, tt.scheme, scheme, tt.url)
+		assert.Equal(t, tt.wantHost, host, tt.url)
+	}
+	req := httptest.NewRequest(http.MethodGet, "https://a.example/", nil)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { Destination(req) }), "lower-case hosts cost nothing")
 }
