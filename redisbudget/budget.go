@@ -611,7 +611,7 @@ func (b *Budget) Balance(ctx context.Context, u *url.URL) (retryhttp.Tokens, err
 	if !b.onRedis.Load() {
 		return b.fallback.Load().Balance(u), nil
 	}
-	key := redisKey(b.prefix, makeKey(u.Scheme, u.Host))
+	key := redisKey(b.prefix, requestKey(&http.Request{URL: u}))
 	var balance retryhttp.Tokens
 	err := b.call(ctx, func(ctx context.Context) error {
 		var err error

@@ -2,7 +2,6 @@ package redisbudget
 
 import (
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"github.com/retryhttp/retryhttp"
@@ -16,36 +15,8 @@ type hostKey struct {
 }
 
 func requestKey(req *http.Request) hostKey {
-	var scheme, host string
-	if req.URL != nil {
-		scheme, host = req.URL.Scheme, req.URL.Host
-	}
-	if host == "" {
-		host = req.Host
-	}
-	return makeKey(scheme, host)
-}
-
-func makeKey(scheme, host string) hostKey {
-	scheme, host = lowerASCII(scheme), lowerASCII(host)
-	switch scheme {
-	case "http":
-		host = strings.TrimSuffix(host, ":80")
-	case "https":
-		host = strings.TrimSuffix(host, ":443")
-	}
+	scheme, host := retryhttp.Destination(req)
 	return hostKey{scheme, host}
-}
-
-// lowerASCII returns s with ASCII letters in lower case. It allocates only
-// if s has an upper-case letter.
-func lowerASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(s)
-		}
-	}
-	return s
 }
 
 // redisKey returns the Redis key of the bucket of k in the budget whose keys
