@@ -152,15 +152,8 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 		d, _ := parseDelaySeconds(v)
 		return d, true
 	}
-	date := responseDate(h, now)
-	if n-date.Unix() > maxDelaySeconds {
-		// time.Unix would overflow into the past: saturate instead.
-		return math.MaxInt64, true
-	}
-	if d := time.Unix(n, 0).Sub(date); d > 0 {
-		return d, true
-	}
-	return 0, false
+	d := untilEpoch(n, responseDate(h, now))
+	return d, d > 0
 }
 
 // quotaLeft reports whether a rate limit's remaining count says requests

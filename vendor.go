@@ -160,7 +160,7 @@ func (c githubRateLimitClassifier) Classify(req *http.Request, resp *http.Respon
 // when x-ratelimit-remaining is 0. The wait is never negative, and
 // saturates at the largest Duration.
 func githubRateLimitWait(h http.Header, now time.Time) (time.Duration, bool) {
-	at := vendorServerNow(h, now)
+	at := responseDate(h, now)
 	if values := h["Retry-After"]; len(values) > 0 {
 		value := trimOWS(values[0])
 		for _, v := range values[1:] {
@@ -212,18 +212,4 @@ func untilEpoch(secs int64, at time.Time) time.Duration {
 		return 1<<63 - 1
 	}
 	return max(time.Unix(secs, 0).Sub(at), 0) // Sub saturates
-}
-
-// vendorServerNow returns the server's clock when it answered, from a
-// single valid Date header of h, or else now.
-func vendorServerNow(h http.Header, now time.Time) time.Time {
-	dates := h["Date"]
-	if len(dates) != 1 {
-		return now
-	}
-	date, err := http.ParseTime(trimOWS(dates[0]))
-	if err != nil {
-		return now
-	}
-	return date
 }
