@@ -127,11 +127,13 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // WithBodyBufferLimit sets how many bytes of a request body the Transport
-// buffers when the request has no GetBody, so that it can send the body
-// again. A longer body is streamed once, with at most n bytes held in memory,
-// and the request is not retried. The default is 1 MiB. Requests with
-// GetBody (as http.NewRequest sets for bytes, strings and their readers) are
-// never buffered.
+// copies, as the first attempt sends it, when the request has no GetBody, so
+// that it can send the body again. Nothing is read ahead of the attempt. A
+// retry resends the copy only if the first attempt sent the body whole; a
+// longer body is sent once, with at most n bytes held in memory, and the
+// request is not resent. The default is 1 MiB; any n is safe, since the copy
+// grows only with the bytes sent. Requests with GetBody (as http.NewRequest
+// sets for bytes, strings and their readers) are never copied.
 func WithBodyBufferLimit(n int64) Option {
 	if n < 0 {
 		panic("retryhttp: WithBodyBufferLimit: negative limit " + strconv.FormatInt(n, 10))
