@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -50,6 +51,8 @@ type h2Server struct {
 	mu       sync.Mutex
 	requests int
 	conns    []*h2Conn
+	settled  map[*h2Conn]bool // a header block arrived whole, or the connection ended
+	changed  chan struct{}    // a connection settled
 	wg       sync.WaitGroup
 }
 
@@ -62,7 +65,7 @@ func newH2Server(t *testing.T, onRequest func(c *h2Conn, id uint32, n int)) *h2S
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &h2Server{ln: ln, onRequest: onRequest}
+	s := &h2Server{ln: ln, onRequest: onRequest, settled: map[*h2Conn]bool{}, changed: make(chan struct{}, 1)}
 	t.Cleanup(s.close)
 	return s
 }
@@ -84,6 +87,7 @@ func (s *h2Server) start() *h2Server {
 			go func() {
 				defer s.wg.Done()
 				defer c.Close()
+				defer s.settle(c)
 				s.serve(c)
 			}()
 		}
@@ -92,6 +96,38 @@ func (s *h2Server) start() *h2Server {
 }
 
 func (s *h2Server) url() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// settle records that c has delivered a whole header block or ended.
+func (s *h2Server) settle(c *h2Conn) {
+	s.mu.Lock()
+	s.settled[c] = true
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// waitSettled waits until every connection accepted so far has delivered a
+// whole header block or ended, and reports whether that happened within
+// limit, which only bounds a test that would otherwise hang.
+func (s *h2Server) waitSettled(limit time.Duration) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		done := len(s.settled) == len(s.conns)
+		s.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-s.changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
 
 // received returns how many request header blocks arrived.
 func (s *h2Server) received() int {
@@ -142,11 +178,14 @@ func (s *h2Server) serve(c *h2Conn) {
 			s.mu.Unlock()
 			fallthrough
 		case frameContinuation:
-			if flags&flagEndHeaders != 0 && s.onRequest != nil {
-				s.mu.Lock()
-				n := s.requests
-				s.mu.Unlock()
-				s.onRequest(c, block, n)
+			if flags&flagEndHeaders != 0 {
+				s.settle(c)
+				if s.onRequest != nil {
+					s.mu.Lock()
+					n := s.requests
+					s.mu.Unlock()
+					s.onRequest(c, block, n)
+				}
 			}
 		}
 	}
