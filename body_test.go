@@ -59,7 +59,25 @@ func TestFullDuplexBodyIsNotReadAhead(t *testing.T) {
 	pr, pw := io.Pipe()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL, pr)
 	require.NoError(t, err)
-	resp, err := tr.RoundTrip(req)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		// A transport that reads the body before sending it ignores the
+		// deadline too: unblock it to end the test.
+		pw.CloseWithError(ctx.Err())
+		t.Fatal("RoundTrip did not return before the body ended")
+	}
+	resp, err := r.resp, r.err
 	require.NoError(t, err, "the response begins before the body ends")
 	defer resp.Body.Close()
 	rd := bufio.NewReader(resp.Body)
