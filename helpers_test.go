@@ -131,3 +131,15 @@ func withBody(t *testing.T, ctx context.Context, method, url, body string, getBo
 	}
 	return req, b
 }
+
+// headerOf builds a header with one value for each canonical key of fields
+// whose value is not empty, as fuzz tests build a server's response.
+func headerOf(fields map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range fields {
+		if v != "" {
+			h[k] = []string{v}
+		}
+	}
+	return h
+}

@@ -319,12 +319,7 @@ func FuzzRateLimitReset(f *testing.F) {
 	f.Add("", "1772625645", "4990", "Wed, 04 Mar 2026 12:00:00 GMT")
 	f.Add("reset=99999999999999999999", "-1", "x", "garbage")
 	f.Fuzz(func(t *testing.T, ratelimit, reset, remaining, date string) {
-		h := http.Header{}
-		for k, v := range map[string]string{"Ratelimit": ratelimit, "X-Ratelimit-Reset": reset, "X-Ratelimit-Remaining": remaining, "Date": date} {
-			if v != "" {
-				h[k] = []string{v}
-			}
-		}
+		h := headerOf(map[string]string{"Ratelimit": ratelimit, "X-Ratelimit-Reset": reset, "X-Ratelimit-Remaining": remaining, "Date": date})
 		d, ok := rateLimitReset(h, time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC))
 		if d < 0 || (!ok && d != 0) {
 			t.Fatalf("rateLimitReset(%q) = %v, %v", h, d, ok)

@@ -28,9 +28,10 @@ const (
 //
 //   - the outcome is transient (the Classifier says Retry);
 //   - the request may be sent again (its method is idempotent, it carries an
-//     Idempotency-Key, or the failure proves it never reached the server)
-//     and its body can be replayed;
-//   - attempts remain, the wait fits the request's deadline and any
+//     Idempotency-Key, it is declared resendable with WithResendable or
+//     Resendable, or the failure proves it never reached the server) and
+//     its body can be replayed;
+//   - attempts remain (WithMaxAttempts, or MaxAttempts for one call), the wait fits the request's deadline and any
 //     Retry-After within its limit, and the Budget pays for the retry.
 //
 // Otherwise it returns exactly what the base returned for the last attempt:

@@ -279,12 +279,7 @@ func FuzzGitHubRateLimitWait(f *testing.F) {
 	f.Add("", "0", "-1", "")
 	f.Add("soon", "1", "1", "yesterday")
 	f.Fuzz(func(t *testing.T, retryAfter, remaining, reset, date string) {
-		h := http.Header{}
-		for name, v := range map[string]string{"Retry-After": retryAfter, "X-Ratelimit-Remaining": remaining, "X-Ratelimit-Reset": reset, "Date": date} {
-			if v != "" {
-				h[name] = []string{v}
-			}
-		}
+		h := headerOf(map[string]string{"Retry-After": retryAfter, "X-Ratelimit-Remaining": remaining, "X-Ratelimit-Reset": reset, "Date": date})
 		wait, limited := githubRateLimitWait(h, now)
 		if wait < 0 {
 			t.Fatalf("negative wait %v", wait)
