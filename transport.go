@@ -31,8 +31,9 @@ const (
 //     Idempotency-Key, it is declared resendable with WithResendable or
 //     Resendable, or the failure proves it never reached the server) and
 //     its body can be replayed;
-//   - attempts remain (WithMaxAttempts, or MaxAttempts for one call), the wait fits the request's deadline and any
-//     Retry-After within its limit, and the Budget pays for the retry.
+//   - attempts remain (WithMaxAttempts, or MaxAttempts for one call), the
+//     wait fits the request's deadline and any Retry-After within its
+//     limit, and the Budget pays for the retry.
 //
 // Otherwise it returns exactly what the base returned for the last attempt:
 // the response, even a 503, with its body unread and a nil error, or, when no
