@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"math"
 	"net/http"
 	"time"
 )
@@ -42,52 +41,6 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// maxDelaySeconds is the largest number of whole seconds a Duration holds.
-const maxDelaySeconds = math.MaxInt64 / int64(time.Second)
-
-// parseDelaySeconds parses s as delay-seconds, a non-empty run of ASCII
-// digits, saturating at the largest Duration. It reports false when s is not
-// delay-seconds.
-func parseDelaySeconds(s string) (time.Duration, bool) {
-	if s == "" {
-		return 0, false
-	}
-	var secs int64
-	saturated := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if saturated {
-			continue // keep checking that the rest are digits
-		}
-		// secs*10 + digit ≤ maxDelaySeconds, checked without overflow.
-		digit := int64(c - '0')
-		if secs > (maxDelaySeconds-digit)/10 {
-			saturated = true
-			continue
-		}
-		secs = secs*10 + digit
-	}
-	if saturated {
-		return math.MaxInt64, true
-	}
-	return time.Duration(secs) * time.Second, true
-}
-
-// trimOWS removes the optional whitespace (spaces and horizontal tabs) that
-// HTTP allows around a field value.
-func trimOWS(s string) string {
-	for s != "" && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 // retryAfterFloor reads the delay the server asked for as of now: the
 // Retry-After header, and the millisecond headers some APIs send beside or
 // instead of it (retry-after-ms, x-ms-retry-after-ms). It returns the least
@@ -121,61 +74,8 @@ func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor t
 	return floor, false
 }
 
-// parseDelayMillis parses s as a whole number of milliseconds, a non-empty
-// run of ASCII digits, saturating at the largest Duration. It reports false
-// when s is not such a number or is zero.
-func parseDelayMillis(s string) (time.Duration, bool) {
-	if s == "" {
-		return 0, false
-	}
-	const maxMillis = math.MaxInt64 / int64(time.Millisecond)
-	var ms int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if ms > (maxMillis-int64(c-'0'))/10 {
-			ms = -1 // saturated; keep checking that the rest are digits
-		}
-		if ms >= 0 {
-			ms = ms*10 + int64(c-'0')
-		}
-	}
-	if ms < 0 {
-		return math.MaxInt64, true
-	}
-	return time.Duration(ms) * time.Millisecond, ms > 0
-}
-
 // hasRetryAfter reports whether h carries any of the headers by which a
 // server asks for a delay.
 func hasRetryAfter(h http.Header) bool {
 	return len(h["Retry-After"]) > 0 || len(h["Retry-After-Ms"]) > 0 || len(h["X-Ms-Retry-After-Ms"]) > 0
-}
-
-// serverNow returns the time against which the Retry-After value is
-// measured: for an HTTP-date, the server's clock when it answered, from a
-// single valid Date header; otherwise now. An HTTP-date names an instant on
-// the server's clock, so the wait it asks for is its distance from the
-// response's Date, however far the client's clock has drifted.
-func serverNow(h http.Header, retryAfter string, now time.Time) time.Time {
-	if retryAfter == "" || (retryAfter[0] >= '0' && retryAfter[0] <= '9') {
-		return now // delay-seconds do not depend on either clock
-	}
-	return responseDate(h, now)
-}
-
-// responseDate returns the server's clock when it answered, from a single
-// valid Date header, or now.
-func responseDate(h http.Header, now time.Time) time.Time {
-	dates := h["Date"]
-	if len(dates) != 1 {
-		return now
-	}
-	date, err := http.ParseTime(trimOWS(dates[0]))
-	if err != nil {
-		return now
-	}
-	return date
 }

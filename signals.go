@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -141,16 +140,12 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 	if remaining := h["X-Ratelimit-Remaining"]; len(remaining) > 0 && quotaLeft(trimOWS(remaining[0])) {
 		return 0, false
 	}
-	v := trimOWS(values[0])
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, ok := digits(trimOWS(values[0]))
 	switch {
-	case err != nil && len(v) > 0 && allDigits(v):
-		return math.MaxInt64, true // too large for an int64: saturate
-	case err != nil || n <= 0:
+	case !ok || n == 0:
 		return 0, false
 	case n < epochThreshold:
-		d, _ := parseDelaySeconds(v)
-		return d, true
+		return units(n, time.Second), true
 	}
 	d := untilEpoch(n, responseDate(h, now))
 	return d, d > 0
@@ -179,15 +174,6 @@ func rateLimitParams(v string) (reset, remaining string, ok bool) {
 		}
 	}
 	return reset, remaining, ok
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // attemptHeaderValue is the value of the attempt header: the attempt's
