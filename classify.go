@@ -59,8 +59,10 @@ type Verdict struct {
 
 // A Classifier judges the outcome of one attempt: the request as sent, and
 // either the response or the error the base transport returned (exactly
-// one of resp and err is non-nil). It must not read or close resp.Body.
-// Implementations must be safe for concurrent use.
+// one of resp and err is non-nil). It must not close resp.Body, and may read
+// it only through PeekBody, which reads a bounded prefix, in bounded time,
+// and leaves the body intact for the caller. Implementations must be safe
+// for concurrent use.
 type Classifier interface {
 	Classify(req *http.Request, resp *http.Response, err error) Verdict
 }

@@ -82,8 +82,12 @@
 //     spent (the RateLimit header's reset, or X-RateLimit-Reset) is a floor on
 //     the delay after a throttled response, like Retry-After, under the same
 //     limit.
-//   - AWSErrorClassifier and GitHubRateLimitClassifier read those vendors'
-//     own throttling signals; put them in front of the default chain.
+//   - AWSErrorClassifier, GoogleAPIErrorClassifier and
+//     GitHubRateLimitClassifier read those vendors' own throttling signals,
+//     in their headers and, for AWS and Google, in their error documents;
+//     put them in front of the default chain. A classifier reads a body only
+//     through PeekBody: at most 8 KiB, waited for at most 100 ms, and the
+//     caller still gets every byte.
 //
 // WithAttemptHeader names every attempt ("2/3"), so servers and their logs
 // can tell retries from first attempts.

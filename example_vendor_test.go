@@ -1,24 +1,33 @@
 package retryhttp_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"log"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/httptest"
 )
 
-// DynamoDB throttles with a 400 that names ThrottlingException or
-// ProvisionedThroughputExceededException in X-Amzn-ErrorType. In front of
-// the default chain, AWSErrorClassifier retries it, paced as a throttle;
-// other 400s stay final.
+// DynamoDB throttles with a 400 whose JSON body names
+// ProvisionedThroughputExceededException in its __type, and no header
+// does. In front of the default chain, AWSErrorClassifier reads the code
+// from the body, leaving the body intact, and retries the request, paced
+// as a throttle; other 400s stay final.
 func ExampleAWSErrorClassifier() {
+	const doc = `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
+		`"message":"The level of configured provisioned throughput for the table was exceeded."}`
 	throttled := httptest.Respond(http.StatusBadRequest, http.Header{
-		"X-Amzn-Errortype": {"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException:"},
-	}, `{"message":"The level of configured provisioned throughput for the table was exceeded."}`)
+		"Content-Type":     {"application/x-amz-json-1.0"},
+		"X-Amzn-Requestid": {"N4UIOV1N0TSSC6KJ0HDD5QVFK7VV4KQNSO5AEMVJF66Q9ASUAAJG"},
+		"X-Amz-Crc32":      {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(doc))), 10)},
+	}, doc)
 	srv := httptest.NewServer(nil, httptest.First(1, throttled))
 	defer srv.Close()
 
@@ -35,6 +44,85 @@ func ExampleAWSErrorClassifier() {
 	// Output:
 	// attempt 1: 400, throttle: true
 	// 200 after 2 attempts
+}
+
+// S3 names its error in the XML body of the response; AWSResponseErrorCode
+// reads it there when no header carries it, and the body still reads in
+// full afterwards.
+func ExampleAWSResponseErrorCode() {
+	const doc = `<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>4442587FB7D0A2F9</RequestId><HostId>x</HostId></Error>`
+	resp := &http.Response{
+		StatusCode: http.StatusServiceUnavailable,
+		Header:     http.Header{"Content-Type": {"application/xml"}},
+		Body:       io.NopCloser(strings.NewReader(doc)),
+	}
+	fmt.Println(retryhttp.AWSResponseErrorCode(resp))
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(b) == doc)
+	// Output:
+	// SlowDown
+	// true
+}
+
+// Google APIs report a rate limit as a 403 whose JSON body gives the
+// reason; GoogleAPIErrorClassifier retries it as a throttle, where the
+// default chain would return it.
+func ExampleGoogleAPIErrorClassifier() {
+	limited := httptest.Respond(http.StatusForbidden, http.Header{"Content-Type": {"application/json; charset=UTF-8"}},
+		`{"error":{"errors":[{"domain":"usageLimits","reason":"userRateLimitExceeded","message":"User Rate Limit Exceeded"}],`+
+			`"code":403,"message":"User Rate Limit Exceeded"}}`)
+	srv := httptest.NewServer(nil, httptest.First(1, limited))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.GoogleAPIErrorClassifier(), retryhttp.DefaultClassifier()}),
+		retryhttp.WithThrottleBackoff(retryhttp.Constant(10*time.Millisecond)),
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+			fmt.Printf("attempt %d: %d, throttle: %t\n", e.Attempt, e.StatusCode, e.Verdict.Throttle)
+		}),
+	)}
+	status, attempts := get(client, srv.URL)
+	fmt.Println(status, "after", attempts, "attempts")
+	// Output:
+	// attempt 1: 403, throttle: true
+	// 200 after 2 attempts
+}
+
+// A classifier of your own reads an API's error document with PeekBody,
+// which leaves the body intact for the caller: here, an API that names a
+// transient failure in the JSON body of a 400.
+func ExamplePeekBody() {
+	busy := retryhttp.ClassifierFunc(func(req *http.Request, resp *http.Response, err error) retryhttp.Verdict {
+		if resp == nil || resp.StatusCode != http.StatusBadRequest {
+			return retryhttp.Verdict{}
+		}
+		doc, complete := retryhttp.PeekBody(resp) // at most 8 KiB, at most 100 ms
+		var e struct{ Error string }
+		if complete && json.Unmarshal(doc, &e) == nil && e.Error == "busy" {
+			return retryhttp.Verdict{Decision: retryhttp.Retry}
+		}
+		return retryhttp.Verdict{}
+	})
+	srv := httptest.NewServer(nil, httptest.Sequence(
+		httptest.Respond(http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}}, `{"error":"busy"}`),
+		httptest.Respond(http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}}, `{"error":"invalid name"}`),
+	))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithClassifier(retryhttp.Chain{busy, retryhttp.DefaultClassifier()}),
+		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+	)}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(b), "after", retryhttp.Attempts(resp), "attempts")
+	// Output:
+	// 400 {"error":"invalid name"} after 2 attempts
 }
 
 // The code as the AWS SDKs read it: namespace and URI dropped.

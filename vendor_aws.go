@@ -1,13 +1,16 @@
 package retryhttp
 
 import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
 	"net/http"
 	"strings"
 )
 
-// AWSErrorClassifier judges the error responses of AWS services by the
-// error code they carry in a header, the code the AWS SDKs decide their
-// own retries by (AWSErrorCode reads it):
+// AWSErrorClassifier judges the error responses of AWS services by their
+// error code, the code the AWS SDKs decide their own retries by, read
+// wherever the service's protocol puts it (see AWSResponseErrorCode):
 //
 //   - a throttling code (ThrottlingException, Throttling,
 //     ProvisionedThroughputExceededException, RequestLimitExceeded,
@@ -15,21 +18,26 @@ import (
 //     v2 treats as throttling) is retried with the Throttle facet, whatever
 //     the status, so that DynamoDB's throttling 400 is retried and paced as
 //     a 429 is;
-//   - a transient code (RequestTimeout, RequestTimeoutException) is retried;
+//   - a transient code (RequestTimeout, RequestTimeoutException) is
+//     retried, so that S3's 400 RequestTimeout is;
 //   - any other code on a 4xx response is final: a validation error, a
 //     failed condition or a signature the server rejected is not fixed by
 //     sending the same bytes again. A 408 or 429 is left to its status.
 //
 // A 503 without a code is retried with the Throttle facet, unless it
-// carries X-Should-Retry: S3 answers "SlowDown" (reduce your request rate)
-// with a 503 whose code is only in its XML body, and the AWS SDKs pace
-// SlowDown as a throttle. Other responses, and a 5xx with a code that is
+// carries X-Should-Retry: S3's SlowDown (reduce your request rate) is a 503,
+// and the AWS SDKs pace SlowDown as a throttle; a 503 from a load balancer
+// has no code at all. Other responses, and a 5xx with a code that is
 // neither throttling nor transient, have no opinion, which leaves them to
 // the rest of the chain (DefaultClassifier retries 5xx). So do errors, and
 // every outcome once the request's context is done.
 //
-// It reads headers only, never the response body. Put it in front of the
-// default chain of a Transport that calls AWS:
+// A code in a header costs nothing. A code only in the body (DynamoDB, S3,
+// SQS, STS, EC2 and most other services send it only there) is read with
+// PeekBody: at most PeekLimit bytes, waited for at most 100 ms, and the
+// caller, the SDK, still gets the body byte for byte. A body that stalls,
+// or whose code is past the bytes read, gives no code. Put it in front of
+// the default chain of a Transport that calls AWS:
 //
 //	retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
 //
@@ -45,7 +53,7 @@ func (awsErrorClassifier) Classify(req *http.Request, resp *http.Response, _ err
 	if resp == nil || resp.StatusCode < 400 || req.Context().Err() != nil {
 		return Verdict{}
 	}
-	code := AWSErrorCode(resp.Header)
+	code := AWSResponseErrorCode(resp)
 	switch {
 	case code == "":
 		if resp.StatusCode == http.StatusServiceUnavailable && len(resp.Header[ShouldRetryHeader]) == 0 {
@@ -78,25 +86,28 @@ func awsThrottleCode(code string) bool {
 
 // AWSErrorCode returns the error code of an AWS service's response, read
 // from its headers as the AWS SDKs read it, or "" when the headers carry
-// none. X-Amzn-ErrorType, which the JSON protocols send (DynamoDB among
-// them), comes first; its value may name the code's namespace before a '#'
-// and add a URI after a ':', both of which are dropped:
-// "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException:http://..."
-// gives "ProvisionedThroughputExceededException". Otherwise X-Amz-Error-Code,
-// which S3 sends on responses that have no body to hold the code, such as
-// HEAD's.
+// none:
 //
-// S3 and the other XML protocols name the code of most errors only in the
-// response body, which this does not read.
+//   - X-Amzn-ErrorType, which the JSON protocols may send; its value may
+//     name the code's namespace before a '#' and add a URI after a ':',
+//     both of which are dropped:
+//     "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException:http://..."
+//     gives "ProvisionedThroughputExceededException";
+//   - x-amzn-query-error, by which a JSON service that replaced a query API
+//     (SQS) names the query API's code, before a ';';
+//   - X-Amz-Error-Code, which S3 sends on responses that have no body to
+//     hold the code, such as HEAD's.
+//
+// Most services name the code only in the body: AWSResponseErrorCode reads
+// it there too.
 func AWSErrorCode(h http.Header) string {
 	if v := h["X-Amzn-Errortype"]; len(v) > 0 {
-		code := trimOWS(v[0])
-		if i := strings.IndexByte(code, ':'); i >= 0 {
-			code = code[:i]
+		if code := awsCodeName(v[0]); code != "" {
+			return code
 		}
-		if i := strings.IndexByte(code, '#'); i >= 0 {
-			code = code[i+1:]
-		}
+	}
+	if v := h["X-Amzn-Query-Error"]; len(v) > 0 {
+		code, _, _ := strings.Cut(v[0], ";")
 		if code = trimOWS(code); code != "" {
 			return code
 		}
@@ -105,4 +116,174 @@ func AWSErrorCode(h http.Header) string {
 		return trimOWS(v[0])
 	}
 	return ""
+}
+
+// awsCodeName returns the error name in a code that may carry a namespace
+// before a '#' and a URI after a ':'.
+func awsCodeName(code string) string {
+	if i := strings.IndexByte(code, ':'); i >= 0 {
+		code = code[:i]
+	}
+	if i := strings.IndexByte(code, '#'); i >= 0 {
+		code = code[i+1:]
+	}
+	return trimOWS(code)
+}
+
+// AWSResponseErrorCode returns the error code of an AWS service's response
+// wherever its protocol puts it, or "" when it has none or it cannot be read
+// in time. The headers come first (AWSErrorCode); then, for an error
+// response (status 400 or more) of a JSON or XML content type, the body,
+// read with PeekBody, which leaves it intact for the caller:
+//
+//   - JSON (application/x-amz-json-1.0 and 1.1: DynamoDB, Kinesis, SQS,
+//     CloudWatch Logs; application/json: the REST JSON services): the
+//     top-level "code" member, or else "__type", namespace and URI dropped;
+//     members of nested objects do not count;
+//   - XML (text/xml, application/xml): the Code element of an Error element,
+//     as S3 sends it (<Error><Code>), the query services (STS, IAM, SNS:
+//     <ErrorResponse><Error><Code>) and EC2 (<Response><Errors><Error><Code>).
+//
+// A response without a Content-Type is read when its body starts as JSON or
+// XML does. A body that is longer than PeekLimit is read as far as that; one
+// that stalls, as far as it arrived within 100 ms.
+func AWSResponseErrorCode(resp *http.Response) string {
+	if resp == nil {
+		return ""
+	}
+	if code := AWSErrorCode(resp.Header); code != "" {
+		return code
+	}
+	if resp.StatusCode < 400 {
+		return ""
+	}
+	kind := errorDocumentKind(resp.Header)
+	if kind == docNone {
+		return ""
+	}
+	prefix, _ := PeekBody(resp)
+	if kind == docUnknown {
+		kind = sniffDocument(prefix)
+	}
+	switch kind {
+	case docJSON:
+		return awsCodeName(jsonErrorCode(prefix))
+	case docXML:
+		return trimOWS(xmlErrorCode(prefix))
+	}
+	return ""
+}
+
+// docKind is the format of an error document.
+type docKind uint8
+
+const (
+	docNone    docKind = iota // not one that is read
+	docJSON                   // JSON
+	docXML                    // XML
+	docUnknown                // no Content-Type: sniff the body
+)
+
+// errorDocumentKind reads the format of a response's body from its
+// Content-Type: the media types AWS services send their errors in.
+func errorDocumentKind(h http.Header) docKind {
+	v := h["Content-Type"]
+	if len(v) == 0 {
+		return docUnknown
+	}
+	switch mediaType(v[0]) {
+	case "application/x-amz-json-1.0", "application/x-amz-json-1.1", "application/json":
+		return docJSON
+	case "text/xml", "application/xml":
+		return docXML
+	}
+	return docNone
+}
+
+// mediaType returns the media type of a Content-Type value in lower case,
+// without parameters. It allocates only for a value with upper-case letters.
+func mediaType(v string) string {
+	if i := strings.IndexByte(v, ';'); i >= 0 {
+		v = v[:i]
+	}
+	return lowerASCII(trimOWS(v))
+}
+
+// sniffDocument tells a JSON document from an XML one by its first byte.
+func sniffDocument(b []byte) docKind {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	switch {
+	case len(b) == 0:
+		return docNone
+	case b[0] == '{':
+		return docJSON
+	case b[0] == '<':
+		return docXML
+	}
+	return docNone
+}
+
+// jsonErrorCode returns the string value of the top-level "code" member of
+// a JSON object (compared without regard to case, as the AWS SDKs do), or
+// else of its "__type" member. It reads as far as the document is
+// well-formed, so a document cut short still gives a member that came
+// before the cut.
+func jsonErrorCode(doc []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	var typ string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			break
+		}
+		var s string
+		switch {
+		case strings.EqualFold(key, "code"):
+			if json.Unmarshal(value, &s) == nil && s != "" {
+				return s
+			}
+		case key == "__type" && typ == "":
+			if json.Unmarshal(value, &s) == nil {
+				typ = s
+			}
+		}
+	}
+	return typ
+}
+
+// xmlErrorCode returns the text of the first Code element whose parent is
+// an Error element, or "".
+func xmlErrorCode(doc []byte) string {
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	dec.Strict = false
+	var path []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			if el.Name.Local == "Code" && len(path) > 0 && path[len(path)-1] == "Error" {
+				var code string
+				if dec.DecodeElement(&code, &el) != nil {
+					return ""
+				}
+				return code
+			}
+			path = append(path, el.Name.Local)
+		case xml.EndElement:
+			if len(path) > 0 {
+				path = path[:len(path)-1]
+			}
+		}
+	}
 }

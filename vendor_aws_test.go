@@ -2,6 +2,9 @@ package retryhttp
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -214,4 +217,270 @@ func TestVendorClassifiersAllocs(t *testing.T) {
 		ghC.Classify(req, primary, nil)
 	})
 	assert.Zero(t, allocs)
+}
+
+// The error documents of each AWS protocol, in the forms the Smithy
+// protocol tests (awsJson1_0, awsJson1_1, restJson1, restXml, awsQuery,
+// ec2Query) say a client must read, with %s where the code goes.
+var awsWireForms = []struct {
+	name, contentType, body string
+}{
+	{"awsJson1_0 __type with namespace", "application/x-amz-json-1.0", `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"m"}`},
+	{"awsJson1_0 __type bare", "application/x-amz-json-1.0", `{"__type": "%s"}`},
+	{"awsJson1_0 __type with namespace and URI", "application/x-amz-json-1.0",
+		`{"__type":"aws.protocoltests.json10#%s:http://internal.amazon.com/coral/com.amazon.coral.validate/"}`},
+	{"awsJson1_0 code", "application/x-amz-json-1.0", `{"code": "%s"}`},
+	{"awsJson1_0 code with namespace and URI", "application/x-amz-json-1.0",
+		`{"code":"aws.protocoltests.json10#%s:http://internal.amazon.com/coral/com.amazon.coral.validate/"}`},
+	{"awsJson1_0 nested __type after the error's", "application/x-amz-json-1.0",
+		`{"__type":"aws.protocoltests.json10#%s","ErrorDetails":[{"__type":"com.amazon.internal#ErrorDetails","reason":"r"}]}`},
+	{"awsJson1_1 __type", "application/x-amz-json-1.1", `{"__type":"com.amazonaws.kinesis#%s","message":"Rate exceeded"}`},
+	{"awsJson1_1 Code in another case", "application/x-amz-json-1.1; charset=utf-8", `{"Code":"%s","Message":"m"}`},
+	{"restJson1 code", "application/json", `{"code":"aws.protocoltests.restjson#%s"}`},
+	{"restJson1 __type", "application/json", `{"message":"m","__type":"%s"}`},
+	{"restXml wrapped", "application/xml",
+		`<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>Hi</Message></Error><RequestId>foo-id</RequestId></ErrorResponse>`},
+	{"restXml unwrapped (S3)", "application/xml",
+		`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<Error><Code>%s</Code><Message>Please reduce your request rate.</Message><RequestId>4442587FB7D0A2F9</RequestId><HostId>...</HostId></Error>`},
+	{"awsQuery", "text/xml",
+		`<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>%s</Code><Message>Rate exceeded</Message></Error><RequestId>r</RequestId></ErrorResponse>`},
+	{"ec2Query", "text/xml;charset=UTF-8",
+		`<Response><Errors><Error><Code>%s</Code><Message>Hi</Message></Error></Errors><RequestID>foo-id</RequestID></Response>`},
+	{"no Content-Type, JSON", "", `  {"__type":"%s"}`},
+	{"no Content-Type, XML", "", `<Error><Code>%s</Code></Error>`},
+}
+
+// awsBodyResponse returns a response whose error code is only in its body.
+func awsBodyResponse(status int, contentType, body string) (*http.Response, *countingBody) {
+	h := http.Header{"X-Amzn-Requestid": {"N4UIOV1N0TSSC6KJ0HDD5QVFK7VV4KQNSO5AEMVJF66Q9ASUAAJG"}}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	b := newCountingBody(body)
+	return &http.Response{StatusCode: status, Header: h, Body: b, ContentLength: int64(len(body))}, b
+}
+
+func TestAWSResponseErrorCodeWireForms(t *testing.T) {
+	for _, form := range awsWireForms {
+		t.Run(form.name, func(t *testing.T) {
+			body := fmt.Sprintf(form.body, "FooError")
+			resp, _ := awsBodyResponse(400, form.contentType, body)
+			assert.Equal(t, "FooError", AWSResponseErrorCode(resp))
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, body, string(got), "the caller gets the body byte for byte")
+		})
+	}
+}
+
+func TestAWSResponseErrorCode(t *testing.T) {
+	tests := []struct {
+		name        string
+		status      int
+		header      http.Header
+		contentType string
+		body        string
+		want        string
+		read        bool // the body was peeked
+	}{
+		{name: "header first", status: 400, header: http.Header{"X-Amzn-Errortype": {"ThrottlingException"}},
+			contentType: "application/x-amz-json-1.0", body: `{"__type":"ValidationException"}`, want: "ThrottlingException"},
+		{name: "query error header", status: 400, header: http.Header{"X-Amzn-Query-Error": {"AWS.SimpleQueueService.NonExistentQueue;Sender"}},
+			contentType: "application/x-amz-json-1.0", body: `{"__type":"com.amazonaws.sqs#QueueDoesNotExist"}`, want: "AWS.SimpleQueueService.NonExistentQueue"},
+		{name: "code before __type", status: 500, contentType: "application/json", body: `{"__type":"A","code":"B"}`, want: "B", read: true},
+		{name: "empty code falls back to __type", status: 500, contentType: "application/json", body: `{"code":"","__type":"A"}`, want: "A", read: true},
+		{name: "nested code does not count", status: 500, contentType: "application/json", body: `{"error":{"code":"ThrottlingException"}}`, read: true},
+		{name: "non-string code", status: 500, contentType: "application/json", body: `{"code":503}`, read: true},
+		{name: "array", status: 500, contentType: "application/json", body: `["ThrottlingException"]`, read: true},
+		{name: "cut short after the code", status: 400, contentType: "application/x-amz-json-1.0", body: `{"__type":"ThrottlingException","message":"Rat`, want: "ThrottlingException", read: true},
+		{name: "Code outside Error", status: 400, contentType: "application/xml", body: `<Response><Code>SlowDown</Code></Response>`, read: true},
+		{name: "malformed XML", status: 400, contentType: "application/xml", body: `<Error><Code>SlowDown</Cod`, read: true},
+		{name: "HTML from a load balancer", status: 503, contentType: "text/html", body: `<html><body>503 Service Unavailable</body></html>`},
+		{name: "plain text", status: 503, contentType: "text/plain", body: `{"__type":"ThrottlingException"}`},
+		{name: "no Content-Type, not JSON or XML", status: 502, body: `Bad Gateway`, read: true},
+		{name: "success", status: 200, contentType: "application/x-amz-json-1.0", body: `{"__type":"ThrottlingException"}`},
+		{name: "redirect", status: 301, contentType: "application/xml", body: `<Error><Code>PermanentRedirect</Code></Error>`},
+		{name: "code past the limit", status: 400, contentType: "application/json",
+			body: `{"message":"` + strings.Repeat("x", PeekLimit) + `","__type":"ThrottlingException"}`, read: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := awsBodyResponse(tt.status, tt.contentType, tt.body)
+			maps.Copy(resp.Header, tt.header)
+			assert.Equal(t, tt.want, AWSResponseErrorCode(resp))
+			_, peeked := resp.Body.(*peekedBody)
+			assert.Equal(t, tt.read, peeked, "body peeked")
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, tt.body, string(got), "the caller gets the body byte for byte")
+		})
+	}
+}
+
+// TestAWSErrorClassifierBodyCodes checks every throttling and transient
+// code in every wire form: retried, throttles with the Throttle facet; and
+// final codes final, their documents intact.
+func TestAWSErrorClassifierBodyCodes(t *testing.T) {
+	codes := []struct {
+		code   string
+		status int
+		want   Verdict
+	}{
+		{"ThrottlingException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"ProvisionedThroughputExceededException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"Throttling", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"ThrottledException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"RequestThrottledException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"TooManyRequestsException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"TransactionInProgressException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"RequestLimitExceeded", 503, Verdict{Decision: Retry, Throttle: true}},
+		{"BandwidthLimitExceeded", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"LimitExceededException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"RequestThrottled", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"SlowDown", 503, Verdict{Decision: Retry, Throttle: true}},
+		{"PriorRequestNotComplete", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"EC2ThrottledException", 400, Verdict{Decision: Retry, Throttle: true}},
+		{"ThrottlingException", 500, Verdict{Decision: Retry, Throttle: true}},
+		{"RequestTimeout", 400, Verdict{Decision: Retry}},
+		{"RequestTimeoutException", 400, Verdict{Decision: Retry}},
+		{"ConditionalCheckFailedException", 400, Verdict{Decision: DontRetry}},
+		{"ValidationException", 400, Verdict{Decision: DontRetry}},
+		{"NoSuchKey", 404, Verdict{Decision: DontRetry}},
+		{"AccessDenied", 403, Verdict{Decision: DontRetry}},
+		{"InternalServerError", 500, Verdict{}},
+		{"ServiceUnavailable", 503, Verdict{}},
+	}
+	req := get(t, "http://aws.test/")
+	for _, c := range codes {
+		for _, form := range awsWireForms {
+			t.Run(c.code+"/"+form.name, func(t *testing.T) {
+				body := fmt.Sprintf(form.body, c.code)
+				resp, _ := awsBodyResponse(c.status, form.contentType, body)
+				assert.Equal(t, c.want, AWSErrorClassifier().Classify(req, resp, nil))
+				got, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				assert.Equal(t, body, string(got))
+			})
+		}
+	}
+}
+
+// TestAWSErrorClassifierStalledBody checks that a body that stalls holds
+// the decision up 100 ms at most, then has no opinion, and that the caller
+// still gets every byte.
+func TestAWSErrorClassifierStalledBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		body := newPausingBody(`{"message":"Rate exceeded","__ty`, `pe":"ThrottlingException"}`)
+		resp := &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}}, Body: body, ContentLength: -1}
+		start := time.Now()
+		v := AWSErrorClassifier().Classify(get(t, "http://aws.test/"), resp, nil)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+		assert.Equal(t, Verdict{}, v, "no code read in time: no opinion")
+		close(body.release)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, `{"message":"Rate exceeded","__type":"ThrottlingException"}`, string(got))
+		resp.Body.Close()
+	})
+}
+
+// TestAWSBodyCodeInTransport checks the Transport over DynamoDB's answers,
+// whose codes are only in their bodies: a throttled read declared
+// resendable is retried after the throttle backoff; a final error reaches
+// the caller intact, its body unread by anyone else and closed by no one.
+func TestAWSBodyCodeInTransport(t *testing.T) {
+	const (
+		throttle    = `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`
+		conditional = `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed"}`
+	)
+	dynamo := http.Header{"Content-Type": {"application/x-amz-json-1.0"}}
+	tests := []struct {
+		name     string
+		first    step
+		attempts int
+		delay    time.Duration
+		body     string // the body the caller gets
+	}{
+		{"throttled", step{status: 400, header: dynamo, body: throttle}, 2, 500 * time.Millisecond, "ok"},
+		{"final", step{status: 400, header: dynamo, body: conditional}, 1, 0, conditional},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: []step{tt.first, {status: 200, body: "ok"}}}
+				tr := newTestTransport(base, 0.5,
+					WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}),
+					WithResendable(func(*http.Request) bool { return true }))
+				req, _ := withBody(t, t.Context(), http.MethodPost, "http://dynamodb.test/", `{"TableName":"orders"}`, true)
+				start := time.Now()
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				assert.Equal(t, tt.attempts, base.count())
+				if tt.attempts > 1 {
+					assert.Equal(t, tt.delay, base.times[1].Sub(start))
+				}
+				base.requireDiscardedClosed(t, resp)
+				got, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				assert.Equal(t, tt.body, string(got))
+				resp.Body.Close()
+				assert.EqualValues(t, 1, base.responses[len(base.responses)-1].closes.Load())
+			})
+		})
+	}
+}
+
+// TestAWSErrorClassifierReadsNoSuccess checks that a success, and an error
+// whose code is in a header, are judged without reading or wrapping the
+// body, and without allocating.
+func TestAWSErrorClassifierReadsNoSuccess(t *testing.T) {
+	req := get(t, "http://dynamodb.test/")
+	ok, _ := awsBodyResponse(200, "application/x-amz-json-1.0", `{"Item":{}}`)
+	inHeader, _ := awsBodyResponse(400, "application/x-amz-json-1.0", `{"__type":"ThrottlingException"}`)
+	inHeader.Header.Set("X-Amzn-Errortype", "ThrottlingException")
+	c := AWSErrorClassifier()
+	allocs := testing.AllocsPerRun(100, func() {
+		c.Classify(req, ok, nil)
+		c.Classify(req, inHeader, nil)
+	})
+	assert.Zero(t, allocs)
+	for _, resp := range []*http.Response{ok, inHeader} {
+		_, peeked := resp.Body.(*peekedBody)
+		assert.False(t, peeked)
+	}
+}
+
+func BenchmarkAWSErrorClassifier(b *testing.B) {
+	req, _ := http.NewRequest(http.MethodPost, "http://dynamodb.test/", nil)
+	const doc = `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}`
+	c := AWSErrorClassifier()
+	b.Run("success", func(b *testing.B) {
+		resp, _ := awsBodyResponse(200, "application/x-amz-json-1.0", `{}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Classify(req, resp, nil)
+		}
+	})
+	b.Run("code in header", func(b *testing.B) {
+		resp, _ := awsBodyResponse(400, "application/x-amz-json-1.0", doc)
+		resp.Header.Set("X-Amzn-Errortype", "ProvisionedThroughputExceededException")
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Classify(req, resp, nil)
+		}
+	})
+	b.Run("code in JSON body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, _ := awsBodyResponse(400, "application/x-amz-json-1.0", doc)
+			c.Classify(req, resp, nil)
+		}
+	})
+	b.Run("code in XML body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, _ := awsBodyResponse(503, "application/xml", `<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>`)
+			c.Classify(req, resp, nil)
+		}
+	})
 }

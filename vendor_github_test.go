@@ -160,4 +160,3 @@ func TestGitHubRateLimitInTransport(t *testing.T) {
 		})
 	}
 }
-

@@ -1,0 +1,196 @@
+package retryhttp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/iotest"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPeekBody(t *testing.T) {
+	long := strings.Repeat("x", PeekLimit) + "the rest"
+	boom := errors.New("connection reset")
+	tests := []struct {
+		name     string
+		body     io.Reader
+		length   int64
+		want     string // the prefix
+		complete bool
+		all      string // what the reader gets
+		readErr  error  // what the reader gets after all
+	}{
+		{"short, length known", strings.NewReader(`{"code":"x"}`), 12, `{"code":"x"}`, true, `{"code":"x"}`, nil},
+		{"short, length unknown", strings.NewReader(`<Error/>`), -1, `<Error/>`, true, `<Error/>`, nil},
+		{"one byte at a time", iotest.OneByteReader(strings.NewReader("abcdef")), -1, "abcdef", true, "abcdef", nil},
+		{"exactly the limit, length known", strings.NewReader(long[:PeekLimit]), PeekLimit, long[:PeekLimit], true, long[:PeekLimit], nil},
+		{"longer than the limit", strings.NewReader(long), int64(len(long)), long[:PeekLimit], false, long, nil},
+		{"longer than the limit, length unknown", strings.NewReader(long), -1, long[:PeekLimit], false, long, nil},
+		{"fails midway", io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), -1, "abc", false, "abc", boom},
+		{"fails at once", iotest.ErrReader(boom), -1, "", false, "", boom},
+		{"cut short of its length", strings.NewReader("abc"), 10, "abc", true, "abc", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &countingBody{Reader: tt.body}
+			resp := &http.Response{StatusCode: 400, Body: src, ContentLength: tt.length}
+			prefix, complete := PeekBody(resp)
+			assert.Equal(t, tt.want, string(prefix))
+			assert.Equal(t, tt.complete, complete)
+
+			again, complete2 := PeekBody(resp)
+			assert.Equal(t, tt.want, string(again), "a second peek")
+			assert.Equal(t, tt.complete, complete2)
+
+			got, err := io.ReadAll(resp.Body)
+			assert.Equal(t, tt.all, string(got), "the reader gets every byte")
+			assert.Equal(t, tt.readErr, err)
+			require.NoError(t, resp.Body.Close())
+			require.NoError(t, resp.Body.Close())
+			assert.EqualValues(t, 1, src.closes.Load(), "the original body closes")
+		})
+	}
+}
+
+func TestPeekBodyReadsNothingWithoutBody(t *testing.T) {
+	for _, resp := range []*http.Response{
+		nil,
+		{StatusCode: 400},
+		{StatusCode: 400, Body: http.NoBody},
+	} {
+		prefix, complete := PeekBody(resp)
+		assert.Nil(t, prefix)
+		assert.True(t, complete)
+	}
+}
+
+// pausingBody gives its first part, then blocks until released or
+// closed, then gives the rest.
+type pausingBody struct {
+	first, rest string
+	release     chan struct{}
+	closed      chan struct{}
+	stage       int
+	closes      atomic.Int32
+}
+
+func newPausingBody(first, rest string) *pausingBody {
+	return &pausingBody{first: first, rest: rest, release: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (b *pausingBody) Read(p []byte) (int, error) {
+	switch b.stage {
+	case 0:
+		b.stage++
+		return copy(p, b.first), nil
+	case 1:
+		select {
+		case <-b.release:
+		case <-b.closed:
+			return 0, errors.New("read on closed body")
+		}
+		b.stage++
+		return copy(p, b.rest), nil
+	}
+	return 0, io.EOF
+}
+
+func (b *pausingBody) Close() error {
+	if b.closes.Add(1) == 1 {
+		close(b.closed)
+	}
+	return nil
+}
+
+// TestPeekBodyStalled checks the bound in time: a body that stalls gives
+// the bytes that arrived within 100 ms, in all, however often it is peeked,
+// and its reader still gets every byte, in order, once the rest arrives.
+func TestPeekBodyStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		body := newPausingBody(`{"__type":"Throttl`, `ingException"}`)
+		resp := &http.Response{StatusCode: 400, Body: body, ContentLength: -1}
+		start := time.Now()
+		prefix, complete := PeekBody(resp)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+		assert.Equal(t, `{"__type":"Throttl`, string(prefix))
+		assert.False(t, complete)
+
+		prefix, complete = PeekBody(resp)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start), "a second peek does not wait again")
+		assert.Equal(t, `{"__type":"Throttl`, string(prefix))
+		assert.False(t, complete)
+
+		close(body.release)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, `{"__type":"ThrottlingException"}`, string(got))
+		resp.Body.Close()
+	})
+}
+
+// TestPeekBodyStalledThenClosed checks that closing a stalled body ends the
+// read ahead: no goroutine outlives the body (synctest fails the test if
+// one is left blocked).
+func TestPeekBodyStalledThenClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		body := newPausingBody("<Error><Co", "de>SlowDown</Code></Error>")
+		resp := &http.Response{StatusCode: 503, Body: body, ContentLength: -1}
+		PeekBody(resp)
+		require.NoError(t, resp.Body.Close())
+		synctest.Wait()
+		got, err := io.ReadAll(resp.Body)
+		assert.Equal(t, "<Error><Co", string(got), "the bytes read before the close")
+		assert.Error(t, err, "then the closed body's error")
+		assert.EqualValues(t, 1, body.closes.Load())
+	})
+}
+
+// FuzzPeekBody checks that a peek never changes the bytes the reader gets,
+// however the body is cut into reads.
+func FuzzPeekBody(f *testing.F) {
+	f.Add([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}`), uint16(7), true)
+	f.Add(bytes.Repeat([]byte("<Error>"), 2000), uint16(1000), false)
+	f.Add([]byte{}, uint16(1), true)
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint16, known bool) {
+		length := int64(-1)
+		if known {
+			length = int64(len(data))
+		}
+		body := &chunkReader{data: data, chunk: max(int(chunk), 1)}
+		resp := &http.Response{StatusCode: 400, Body: io.NopCloser(body), ContentLength: length}
+		prefix, complete := PeekBody(resp)
+		if len(prefix) > PeekLimit || !bytes.HasPrefix(data, prefix) {
+			t.Fatalf("prefix of %d bytes is not a prefix of the body", len(prefix))
+		}
+		if complete != (len(prefix) == len(data)) && len(data) > 0 {
+			t.Fatalf("complete = %t with %d of %d bytes", complete, len(prefix), len(data))
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("reader got %d bytes (%v), want %d", len(got), err, len(data))
+		}
+	})
+}
+
+// chunkReader reads data at most chunk bytes at a time.
+type chunkReader struct {
+	data  []byte
+	chunk int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[:min(len(r.data), r.chunk)])
+	r.data = r.data[n:]
+	return n, nil
+}
