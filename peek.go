@@ -126,8 +126,9 @@ func (p *peekedBody) prefix() ([]byte, bool) {
 	}
 	select {
 	case <-p.done:
-		return p.buf, p.err == io.EOF || p.full
+		return p.buf[:len(p.buf):len(p.buf)], p.err == io.EOF || p.full
 	default:
+		// The read ahead goes on past these bytes, never over them.
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return p.buf[:len(p.buf):len(p.buf)], false
