@@ -39,6 +39,16 @@
 // Connections and Arrivals give totals. All may be read while requests are
 // in flight. Records are kept for the life of the server.
 //
+// # In front of a real server
+//
+// NewProxy puts the same faults in front of a server no one wrote for the
+// test (a local emulator of a cloud service, a staging deployment): a
+// reverse proxy on loopback that forwards each attempt as the client sent
+// it, Host and signature headers included, unless its fault answers in the
+// upstream's place, and records attempts and executions the same way. An
+// attempt the upstream answered counts as executed even when the proxy
+// then resets the connection.
+//
 // # Inside testing/synctest
 //
 // Real sockets cannot be used inside a synctest bubble. NewTransport

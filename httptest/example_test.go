@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	nethttptest "net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,4 +292,36 @@ func ExampleFunc() {
 	// 503
 	// 200
 	// [503 pass]
+}
+
+// NewProxy puts faults in front of a server the test did not write: a local
+// emulator, a staging service. Here the upstream is a plain net/http
+// server; the proxy fails the first attempt with a 503 of its own, and
+// resets the connection after the upstream answered the second.
+func ExampleNewProxy() {
+	var runs atomic.Int32
+	upstream := nethttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		io.WriteString(w, "stored\n")
+	}))
+	defer upstream.Close()
+
+	proxy := httptest.NewProxy(upstream.URL, httptest.Sequence(httptest.Status(503), httptest.ResetAfterRead()))
+	defer proxy.Close()
+
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	req, _ := http.NewRequest(http.MethodPut, proxy.URL+"/objects/1", strings.NewReader("v1"))
+	resp, err := client.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+
+	rec := proxy.Requests()[0]
+	fmt.Printf("%d %s", resp.StatusCode, body)
+	fmt.Println("attempts:", rec.Attempts, rec.Outcomes, "executed:", rec.Executions, "upstream runs:", runs.Load())
+	// Output:
+	// 200 stored
+	// attempts: 3 [503 reset pass] executed: 2 upstream runs: 2
 }

@@ -24,9 +24,7 @@ type Server struct {
 	handler http.Handler
 	cfg     config
 	ledger  // records, and the methods that read them
-
-	done     chan struct{} // closed by Close, to end hangs and pauses
-	stopOnce sync.Once
+	stop    // ends hangs and pauses on Close
 }
 
 // NewServer starts and returns a server whose attempts get f, and whose
@@ -64,7 +62,7 @@ func NewUnstartedServer(h http.Handler, f Fault, opts ...Option) *Server {
 			io.WriteString(w, "ok\n")
 		})
 	}
-	s := &Server{fault: f, handler: h, cfg: newConfig(opts), done: make(chan struct{})}
+	s := &Server{fault: f, handler: h, cfg: newConfig(opts), stop: newStop()}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {
@@ -77,7 +75,7 @@ func NewUnstartedServer(h http.Handler, f Fault, opts ...Option) *Server {
 // Close ends any hanging or paused attempts, shuts the server down, and
 // waits until every request has finished.
 func (s *Server) Close() {
-	s.stopOnce.Do(func() { close(s.done) })
+	s.stop.close()
 	s.Server.Close()
 }
 
@@ -149,8 +147,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// stop ends the waits of a server's attempts (hangs, delays and pauses
+// between chunks) when the server closes.
+type stop struct {
+	done chan struct{}
+	once *sync.Once
+}
+
+func newStop() stop { return stop{done: make(chan struct{}), once: new(sync.Once)} }
+
+func (s stop) close() { s.once.Do(func() { close(s.done) }) }
+
 // replay sends a buffered response truncated or slowly, as a says.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, a action) {
+func (s stop) replay(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, a action) {
 	h := w.Header()
 	for k, v := range rec.Header() {
 		h[k] = v
@@ -183,7 +192,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, rec *httptest.Re
 
 // pause waits d, and reports whether it did: false if the client gave up
 // or the server closed first.
-func (s *Server) pause(r *http.Request, d time.Duration) bool {
+func (s stop) pause(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
