@@ -1,7 +1,6 @@
 package httptest
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -116,36 +115,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	body := newBodyHash(r.Body)
 	defer p.body(e, body)
 	r.Body = body
-	if a.delay > 0 {
-		// Read the body first, as a Server does, so that a client that
-		// gives up during the delay is noticed; forward what was read.
-		b, _ := io.ReadAll(io.LimitReader(body, delayedBodyLimit))
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), body), body}
-	}
-	if !p.pause(r, a.delay) {
+	if p.answer(w, r, a, body) {
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
 	switch a.kind {
-	case respond:
-		body.drain()
-		h := w.Header()
-		for k, v := range a.header {
-			h[k] = v
-		}
-		h.Set("Content-Length", strconv.Itoa(len(a.body)))
-		w.WriteHeader(a.status)
-		io.WriteString(w, a.body)
-	case hang:
-		body.drain()
-		select {
-		case <-r.Context().Done():
-		case <-p.done:
-			abort(w, r, false)
-		}
 	case reset:
 		p.proxy.ServeHTTP(httptest.NewRecorder(), r)
 		body.drain()

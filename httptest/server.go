@@ -95,36 +95,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body := newBodyHash(r.Body)
 	r.Body = body
 	defer s.body(e, body)
-	if a.delay > 0 {
-		// net/http notices a client that gives up only once the request
-		// body has been read: read it (up to a limit) before the delay,
-		// and give the handler a copy.
-		b, _ := io.ReadAll(io.LimitReader(body, delayedBodyLimit))
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), body), body}
-	}
-	if !s.pause(r, a.delay) {
+	if s.answer(w, r, a, body) {
 		return
 	}
 	switch a.kind {
-	case respond:
-		body.drain()
-		h := w.Header()
-		for k, v := range a.header {
-			h[k] = v
-		}
-		h.Set("Content-Length", strconv.Itoa(len(a.body)))
-		w.WriteHeader(a.status)
-		io.WriteString(w, a.body)
-	case hang:
-		body.drain()
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-			abort(w, r, false)
-		}
 	case reset:
 		s.handler.ServeHTTP(httptest.NewRecorder(), r)
 		s.executed(e)
@@ -157,6 +131,46 @@ type stop struct {
 func newStop() stop { return stop{done: make(chan struct{}), once: new(sync.Once)} }
 
 func (s stop) close() { s.once.Do(func() { close(s.done) }) }
+
+// answer does what a says before the handler, or an upstream, may run: it
+// waits a's delay and answers a canned response or a hang itself. It
+// reports whether the attempt is over.
+func (s stop) answer(w http.ResponseWriter, r *http.Request, a action, body *bodyHash) bool {
+	if a.delay > 0 {
+		// net/http notices a client that gives up only once the request
+		// body has been read: read it (up to a limit) before the delay,
+		// and pass on a copy.
+		b, _ := io.ReadAll(io.LimitReader(body, delayedBodyLimit))
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), body), body}
+	}
+	if !s.pause(r, a.delay) {
+		return true
+	}
+	switch a.kind {
+	case respond:
+		body.drain()
+		h := w.Header()
+		for k, v := range a.header {
+			h[k] = v
+		}
+		h.Set("Content-Length", strconv.Itoa(len(a.body)))
+		w.WriteHeader(a.status)
+		io.WriteString(w, a.body)
+		return true
+	case hang:
+		body.drain()
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+			abort(w, r, false)
+		}
+		return true
+	}
+	return false
+}
 
 // replay sends a buffered response truncated or slowly, as a says.
 func (s stop) replay(w http.ResponseWriter, r *http.Request, rec *httptest.ResponseRecorder, a action) {
