@@ -1,20 +1,25 @@
 // Command sdk shows retryhttp as the transport of real SDKs, each with its
-// own retries turned off, calling local fakes of their APIs whose network
-// fails in a different way for each call:
+// own retries turned off, calling local implementations of their APIs
+// behind a proxy (httptest.NewProxy) that fails in a different way for each
+// call: DynamoDB is dynalite (npm), S3 is gofakes3 (a Go module); GitHub
+// and Stripe, which no one implements, are small fakes whose errors are
+// shaped as the vendors document them.
 //
 //   - Stripe's Go client (stripe.go): POSTs carry an Idempotency-Key and
 //     are resent; Stripe-Should-Retry is followed.
 //   - The AWS SDK for Go v2, DynamoDB (dynamodb.go): every call is a POST;
 //     reads are declared resendable, writes per call where that is safe;
-//     throttling 400s are retried as throttles.
+//     throttling 400s, named only in the JSON body, are retried as
+//     throttles.
 //   - The AWS SDK for Go v2, S3 (s3.go): an upload's body is resent byte
 //     for byte under its signature; SlowDown is paced as a throttle; bodies
 //     over the buffer limit are sent once.
 //   - go-github (github.go): a 502 is retried, and a 403 secondary rate
 //     limit after its Retry-After.
 //
-// Run it with:
+// Run it with (dynalite needs Node.js 20 or later):
 //
+//	npm ci --prefix emulators/dynalite
 //	go run .
 package main
 

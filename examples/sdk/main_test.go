@@ -55,63 +55,62 @@ In all: 3 SDK calls, 5 attempts, PaymentIntents created: 1.
 
 ------------------------------------------------------------------------
 
-aws-sdk-go-v2 DynamoDB (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of DynamoDB.
+aws-sdk-go-v2 DynamoDB (Retryer: aws.NopRetryer{}) over retryhttp, against dynalite behind a faulty proxy.
 
 1. PutItem order o-1 to table orders, no condition, with retryhttp.Resendable(ctx).
-   The server answers 503, then writes the item and resets the connection.
+   The proxy answers 503; then DynamoDB writes the item and the proxy resets the connection.
    retryhttp: attempt 1 got 503; retrying in DELAY
    retryhttp: attempt 2 failed: read: connection reset by peer; retrying in DELAY
    client: done
-   server: 3 attempts (503, reset, pass), handler runs: 2, the same body each time: true
-   server: items written: 2, items in the table: 1 (the same item, twice)
+   proxy: 3 attempts (503, reset, pass), executed by DynamoDB: 2, the same body each time: true
 
 2. GetItem o-1: resendable, since WithResendable(dynamoDBRead) names GetItem.
-   The server answers 503, then 400 ProvisionedThroughputExceededException.
+   The proxy answers 503, then 400 ProvisionedThroughputExceededException, its code only in the body.
    retryhttp: attempt 1 got 503; retrying in DELAY
    retryhttp: attempt 2 got 400, a throttle; retrying in DELAY
    client: got o-1, total 2000
-   server: 3 attempts (503, 400, pass), handler runs: 1
+   proxy: 3 attempts (503, 400, pass), executed by DynamoDB: 1
 
 3. PutItem order o-2 if it does not exist (attribute_not_exists(id)), not declared resendable.
-   The server writes the item, then resets the connection.
+   DynamoDB writes the item, then the proxy resets the connection.
    client: error after 1 attempt: read: connection reset by peer
-   server: 1 attempt (reset), handler runs: 1
+   proxy: 1 attempt (reset), executed by DynamoDB: 1
 
 4. The same PutItem again, as a resend would have sent it.
    client: ConditionalCheckFailedException: The conditional request failed; the write had succeeded
 
-In all: 4 SDK calls, 8 attempts, items written: 3, items in the table: 2.
+In all: 4 SDK calls, 8 attempts, items in the table: 2.
 
 ------------------------------------------------------------------------
 
-aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of S3.
+aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against gofakes3 behind a faulty proxy.
 
 1. PutObject photos/cat.jpg, 64 KiB from a bytes.Reader.
-   The server stores it and resets the connection, then answers 503 SlowDown.
+   S3 stores it and the proxy resets the connection; then the proxy answers 503 SlowDown.
    retryhttp: attempt 1 failed: read: connection reset by peer; retrying in DELAY
    retryhttp: attempt 2 got 503, a throttle; retrying in DELAY
    client: done
-   server: 3 attempts (reset, 503, pass), handler runs: 2, the same body each time: true
-   server: signatures rejected: 0, objects stored: 2 times, the object is the upload: true
+   proxy: 3 attempts (reset, 503, pass), executed by S3: 2, the same body each time: true
+   S3: signatures rejected: 0, the object is the upload: true
 
 2. GetObject photos/cat.jpg.
-   The server answers 503 without a body, as a load balancer may.
+   The proxy answers 503 without a body, as a load balancer may.
    retryhttp: attempt 1 got 503, a throttle; retrying in DELAY
    client: got 64 KiB, the same bytes: true
-   server: 2 attempts (503, pass), handler runs: 1
+   proxy: 2 attempts (503, pass), executed by S3: 1
 
 3. PutObject videos/cat.mp4, 1536 KiB: more than the 1 MiB retryhttp buffers by default.
-   The server answers 503 SlowDown.
+   The proxy answers 503 SlowDown, its code only in the XML body.
    client: error SlowDown: Please reduce your request rate.
-   server: 1 attempt (503), handler runs: 0
+   proxy: 1 attempt (503), executed by S3: 0
 
 4. The same PutObject, through a Transport with WithBodyBufferLimit(8 << 20).
-   The server answers 503 SlowDown.
+   The proxy answers 503 SlowDown, its code only in the XML body.
    retryhttp: attempt 1 got 503, a throttle; retrying in DELAY
    client: done
-   server: 2 attempts (503, pass), handler runs: 1, the same body each time: true
+   proxy: 2 attempts (503, pass), executed by S3: 1, the same body each time: true
 
-In all: 4 SDK calls, 8 attempts, objects stored: 2, each the bytes uploaded: true.
+In all: 4 SDK calls, 8 attempts, signatures rejected: 0, each object the bytes uploaded: true.
 
 ------------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ import (
 	"github.com/retryhttp/retryhttp/httptest"
 )
 
-// runS3 makes four calls through the AWS SDK's S3 client and retryhttp,
-// each to a fake of S3 behind a server that misbehaves in one way, and
-// writes to w what the client saw, each retry, and what the server counted.
+// runS3 makes four calls through the AWS SDK's S3 client and retryhttp to
+// gofakes3, an implementation of S3, each behind a proxy that misbehaves in
+// one way, and writes to w what the client saw, each retry, and what the
+// proxy counted.
 // opts are added to the Transports'.
 //
 // S3's object calls are PUT, GET and DELETE, which retryhttp resends by
@@ -35,7 +36,7 @@ import (
 //
 // Each resend is the same request, byte for byte: the signature the SDK
 // made for the first attempt is still valid (SigV4 signatures hold for 15
-// minutes), and the fake checks it against the body that arrived.
+// minutes), and the store checks it against the body that arrived.
 func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	classifier := retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
 	tr := retryhttp.New(append([]retryhttp.Option{classifier, printRetries(w)}, opts...)...)
@@ -43,18 +44,22 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	httpClient := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	ctx := context.Background()
 
-	store := newFakeS3()
+	store, err := newS3Store("photos", "videos")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	var attempts int
-	fmt.Fprintln(w, "aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against a local fake of S3.")
+	fmt.Fprintln(w, "aws-sdk-go-v2 S3 (Retryer: aws.NopRetryer{}) over retryhttp, against gofakes3 behind a faulty proxy.")
 
 	// 1. An upload through a reset and a SlowDown.
 	photo := pattern(64 << 10)
-	srv := httptest.NewServer(store, httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()))
+	srv := httptest.NewProxy(store.URL, httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "1. PutObject photos/cat.jpg, %d KiB from a bytes.Reader.\n", len(photo)>>10)
-	fmt.Fprintln(w, "   The server stores it and resets the connection, then answers 503 SlowDown.")
-	_, err := newS3Client(srv.URL, httpClient).PutObject(ctx, &s3.PutObjectInput{
+	fmt.Fprintln(w, "   S3 stores it and the proxy resets the connection; then the proxy answers 503 SlowDown.")
+	_, err = newS3Client(srv.URL, httpClient).PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String("photos"), Key: aws.String("cat.jpg"), Body: bytes.NewReader(photo),
 	})
 	if err != nil {
@@ -62,18 +67,17 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	}
 	fmt.Fprintln(w, "   client: done")
 	rec := srv.Requests()[0]
-	puts, _ := store.Puts()
-	fmt.Fprintf(w, "   server: %s, handler runs: %d, the same body each time: %t\n", attempted(rec), rec.Executions, rec.SameBody)
-	fmt.Fprintf(w, "   server: signatures rejected: %d, objects stored: %d times, the object is the upload: %t\n",
-		store.Rejected(), puts, bytes.Equal(store.Object("photos", "cat.jpg"), photo))
+	fmt.Fprintf(w, "   proxy: %s, executed by S3: %d, the same body each time: %t\n", attempted(rec), rec.Executions, rec.SameBody)
+	fmt.Fprintf(w, "   S3: signatures rejected: %d, the object is the upload: %t\n",
+		store.Rejected(), bytes.Equal(store.Object("photos", "cat.jpg"), photo))
 	attempts += srv.Attempts()
 
 	// 2. A download through a 503.
-	srv = httptest.NewServer(store, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv = httptest.NewProxy(store.URL, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "2. GetObject photos/cat.jpg.")
-	fmt.Fprintln(w, "   The server answers 503 without a body, as a load balancer may.")
+	fmt.Fprintln(w, "   The proxy answers 503 without a body, as a load balancer may.")
 	out, err := newS3Client(srv.URL, httpClient).GetObject(ctx, &s3.GetObjectInput{
 		Bucket: aws.String("photos"), Key: aws.String("cat.jpg"),
 	})
@@ -87,16 +91,16 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	}
 	fmt.Fprintf(w, "   client: got %d KiB, the same bytes: %t\n", len(body)>>10, bytes.Equal(body, photo))
 	rec = srv.Requests()[0]
-	fmt.Fprintf(w, "   server: %s, handler runs: %d\n", attempted(rec), rec.Executions)
+	fmt.Fprintf(w, "   proxy: %s, executed by S3: %d\n", attempted(rec), rec.Executions)
 	attempts += srv.Attempts()
 
 	// 3. An upload longer than the buffer limit.
 	video := pattern(1536 << 10)
-	srv = httptest.NewServer(store, httptest.First(1, s3SlowDown()))
+	srv = httptest.NewProxy(store.URL, httptest.First(1, s3SlowDown()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "3. PutObject videos/cat.mp4, %d KiB: more than the 1 MiB retryhttp buffers by default.\n", len(video)>>10)
-	fmt.Fprintln(w, "   The server answers 503 SlowDown.")
+	fmt.Fprintln(w, "   The proxy answers 503 SlowDown, its code only in the XML body.")
 	_, err = newS3Client(srv.URL, httpClient).PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String("videos"), Key: aws.String("cat.mp4"), Body: bytes.NewReader(video),
 	})
@@ -106,17 +110,17 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	}
 	fmt.Fprintf(w, "   client: error %s: %s\n", apiErr.ErrorCode(), apiErr.ErrorMessage())
 	rec = srv.Requests()[0]
-	fmt.Fprintf(w, "   server: %s, handler runs: %d\n", attempted(rec), rec.Executions)
+	fmt.Fprintf(w, "   proxy: %s, executed by S3: %d\n", attempted(rec), rec.Executions)
 	attempts += srv.Attempts()
 
 	// 4. The same upload through a Transport that buffers more.
 	big := retryhttp.New(append([]retryhttp.Option{classifier, retryhttp.WithBodyBufferLimit(8 << 20), printRetries(w)}, opts...)...)
 	defer big.CloseIdleConnections()
-	srv = httptest.NewServer(store, httptest.First(1, s3SlowDown()))
+	srv = httptest.NewProxy(store.URL, httptest.First(1, s3SlowDown()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "4. The same PutObject, through a Transport with WithBodyBufferLimit(8 << 20).")
-	fmt.Fprintln(w, "   The server answers 503 SlowDown.")
+	fmt.Fprintln(w, "   The proxy answers 503 SlowDown, its code only in the XML body.")
 	_, err = newS3Client(srv.URL, &http.Client{Transport: big, Timeout: 10 * time.Second}).PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String("videos"), Key: aws.String("cat.mp4"), Body: bytes.NewReader(video),
 	})
@@ -125,11 +129,10 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	}
 	fmt.Fprintln(w, "   client: done")
 	rec = srv.Requests()[0]
-	fmt.Fprintf(w, "   server: %s, handler runs: %d, the same body each time: %t\n", attempted(rec), rec.Executions, rec.SameBody)
+	fmt.Fprintf(w, "   proxy: %s, executed by S3: %d, the same body each time: %t\n", attempted(rec), rec.Executions, rec.SameBody)
 	attempts += srv.Attempts()
 
-	_, objects := store.Puts()
-	summary(w, 4, attempts, fmt.Sprintf("objects stored: %d, each the bytes uploaded: %t", objects,
+	summary(w, 4, attempts, fmt.Sprintf("signatures rejected: %d, each object the bytes uploaded: %t", store.Rejected(),
 		bytes.Equal(store.Object("photos", "cat.jpg"), photo) && bytes.Equal(store.Object("videos", "cat.mp4"), video)))
 	return nil
 }
