@@ -72,6 +72,9 @@ func githubSecondaryRateLimit(seconds int) httptest.Fault {
 		"Retry-After":           {strconv.Itoa(seconds)},
 		"X-Ratelimit-Limit":     {"5000"},
 		"X-Ratelimit-Remaining": {"4998"},
+		"X-Ratelimit-Used":      {"2"},
+		"X-Ratelimit-Resource":  {"core"},
+		"X-Github-Request-Id":   {"C0DE:1F2E:3D4C:5B6A:7989"},
 	}, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",`+
 		`"documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`)
 }
@@ -84,5 +87,26 @@ func githubPrimaryRateLimit(reset time.Time) httptest.Fault {
 		"X-Ratelimit-Limit":     {"5000"},
 		"X-Ratelimit-Remaining": {"0"},
 		"X-Ratelimit-Reset":     {strconv.FormatInt(reset.Unix(), 10)},
-	}, `{"message":"API rate limit exceeded.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`)
+		"X-Ratelimit-Used":      {"5000"},
+		"X-Ratelimit-Resource":  {"core"},
+		"X-Github-Request-Id":   {"C0DE:1F2E:3D4C:5B6A:798A"},
+	}, `{"message":"API rate limit exceeded for installation ID 1.",`+
+		`"documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api","status":"403"}`)
+}
+
+// githubForbidden answers as GitHub does a token without the permission a
+// call needs: a 403 with the rate-limit headers of every response, requests
+// remaining, and the message and documentation link in the body.
+func githubForbidden() httptest.Fault {
+	return httptest.Respond(http.StatusForbidden, http.Header{
+		"Content-Type":                  {"application/json; charset=utf-8"},
+		"X-Github-Request-Id":           {"C0DE:1F2E:3D4C:5B6A:7988"},
+		"X-Ratelimit-Limit":             {"5000"},
+		"X-Ratelimit-Remaining":         {"4999"},
+		"X-Ratelimit-Used":              {"1"},
+		"X-Ratelimit-Resource":          {"core"},
+		"X-Ratelimit-Reset":             {strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
+		"X-Accepted-Github-Permissions": {"metadata=read"},
+	}, `{"message":"Resource not accessible by integration",`+
+		`"documentation_url":"https://docs.github.com/rest/repos/repos#get-a-repository","status":"403"}`)
 }

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/stripe/stripe-go/v85"
 )
 
 // fakeStripe is a small fake of the Stripe API: it creates and retrieves
@@ -130,10 +133,28 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// stripeError is the body of a Stripe API error response.
+// stripeError is the body of a Stripe API error response, as Stripe's API
+// reference shows it: an error object with its type, message and the link
+// to the request's log.
 func stripeError(typ, message string) string {
-	b, _ := json.Marshal(map[string]map[string]string{"error": {"type": typ, "message": message}})
+	b, _ := json.Marshal(map[string]map[string]string{"error": {
+		"type":            typ,
+		"message":         message,
+		"request_log_url": "https://dashboard.stripe.com/test/logs/req_fault?t=1795435230",
+	}})
 	return string(b)
+}
+
+// stripeFault answers as the Stripe API answers an error, in place of the
+// server: the status, Stripe-Should-Retry as Stripe sets it, a Request-Id,
+// the API version, and the error object.
+func stripeFault(status int, shouldRetry bool, typ, message string) httptest.Fault {
+	return httptest.Respond(status, http.Header{
+		"Content-Type":        {"application/json"},
+		"Request-Id":          {"req_fault"},
+		"Stripe-Version":      {stripe.APIVersion},
+		"Stripe-Should-Retry": {strconv.FormatBool(shouldRetry)},
+	}, stripeError(typ, message))
 }
 
 func writeError(w http.ResponseWriter, status int, typ, message string) {

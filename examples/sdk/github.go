@@ -70,9 +70,7 @@ func runGitHub(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 3. A refusal.
-	srv = httptest.NewServer(api, httptest.Respond(http.StatusForbidden,
-		http.Header{"Content-Type": {"application/json"}, "X-Ratelimit-Remaining": {"4999"}},
-		`{"message":"Resource not accessible by integration"}`))
+	srv = httptest.NewServer(api, githubForbidden())
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "3. Get it with a token that may not.")

@@ -78,9 +78,8 @@ func runStripe(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 2. Stripe asks for a retry.
-	srv = httptest.NewServer(api, httptest.First(1, httptest.Respond(http.StatusServiceUnavailable,
-		http.Header{"Stripe-Should-Retry": {"true"}, "Content-Type": {"application/json"}},
-		stripeError("api_error", "The service is temporarily unavailable."))))
+	srv = httptest.NewServer(api, httptest.First(1, stripeFault(http.StatusServiceUnavailable, true,
+		"api_error", "The service is temporarily unavailable.")))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "2. Retrieve it: GET /v1/payment_intents/%s.\n", pi.ID)
@@ -96,9 +95,8 @@ func runStripe(w io.Writer, opts ...retryhttp.Option) error {
 
 	// 3. Stripe says not to retry: a 500 that retryhttp's default rules
 	// would retry, since the POST carries a key.
-	srv = httptest.NewServer(api, httptest.Respond(http.StatusInternalServerError,
-		http.Header{"Stripe-Should-Retry": {"false"}, "Content-Type": {"application/json"}},
-		stripeError("api_error", "An unknown error occurred.")))
+	srv = httptest.NewServer(api, stripeFault(http.StatusInternalServerError, false,
+		"api_error", "An unknown error occurred."))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "3. Create another: POST /v1/payment_intents, Idempotency-Key order-1043.")
