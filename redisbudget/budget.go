@@ -63,6 +63,7 @@ type Budget struct {
 	abandoned   atomic.Int64                      // commands call stopped waiting for, not yet answered
 	epoch       atomic.Int64                      // returns to Redis so far
 	silentSince atomic.Int64                      // Unix nanoseconds since which abandoned has been positive, or 0
+	heardAt     atomic.Int64                      // Unix nanoseconds of Redis's last answer without error, or 0
 	mu          sync.Mutex                        // serialises changes to table and status
 	status      Status                            // guarded by mu, except Shared
 	stop        chan struct{}
@@ -91,6 +92,7 @@ var (
 	errFallback   = fmt.Errorf("redisbudget: fallback bucket empty: %w", retryhttp.ErrBudgetExhausted)
 	errFailClosed = fmt.Errorf("redisbudget: Redis unavailable and the budget fails closed: %w", retryhttp.ErrBudgetExhausted)
 	errSlow       = fmt.Errorf("redisbudget: Redis did not answer in time, and its last answer for the host granted no retry: %w", retryhttp.ErrBudgetExhausted)
+	errUnheard    = fmt.Errorf("redisbudget: Redis unavailable, and this process has not heard from it within the key TTL, so it has no fallback budget: %w", retryhttp.ErrBudgetExhausted)
 	errTimeout    = errors.New("redisbudget: Redis did not answer within the timeout")
 	errBusy       = errors.New("redisbudget: too many Redis commands outstanding")
 )
@@ -172,43 +174,40 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 	}
 	k := requestKey(req)
 	h := b.host(k)
+	deadline := time.Now().Add(b.cfg.timeout)
 	var key string
 	if h != nil {
-		if r := h.refused.Load(); r != nil && cost > r.balance && time.Now().UnixNano() < r.until {
+		if h.holds(cost, time.Now()) {
+			return 0, errEmpty
+		}
+		// One take per host at a time: concurrent retries for the host
+		// wait for the one in flight, and a refusal it brings refuses
+		// them all without a command of their own.
+		if err := h.lock(req.Context(), deadline); err != nil {
+			return b.unanswered(req, v, h, err)
+		}
+		defer h.unlock()
+		if h.holds(cost, time.Now()) {
 			return 0, errEmpty
 		}
 		key = h.key
 	} else {
 		key = redisKey(b.prefix, k)
 	}
-	ok, balance, err := b.take(req.Context(), h, key, cost)
+	ok, balance, err := b.take(req.Context(), time.Until(deadline), h, key, cost)
 	switch {
 	case err != nil && req.Context().Err() != nil:
 		// The caller gave up, which says nothing about Redis, and the
 		// Transport will not retry.
 		return 0, fmt.Errorf("redisbudget: %w: %w", retryhttp.ErrBudgetExhausted, req.Context().Err())
 	case errors.Is(err, errTimeout) || errors.Is(err, errBusy):
-		// Redis is slow, perhaps only for this command; the budget moves
-		// to the fallback only if Redis stays silent (see stuck) or the
-		// late answer is an error. Meanwhile the fallback pays only if
-		// Redis's last answer for the host granted a retry: a process
-		// that has heard nothing, as a new one in an outage, must not
-		// bring a budget of its own.
 		b.noteError(err)
-		if h == nil || !h.granted.Load() {
-			return 0, errSlow
-		}
-		return b.withdrawFallback(req, v)
+		return b.unanswered(req, v, h, err)
 	case err != nil:
 		b.fail(err)
 		return b.withdrawFallback(req, v)
 	case !ok:
-		if h != nil {
-			h.granted.Store(false)
-			if b.cfg.emptyHold > 0 {
-				h.refused.Store(&refusal{balance: balance, until: time.Now().Add(b.cfg.emptyHold).UnixNano()})
-			}
-		}
+		b.refused(h, balance)
 		return 0, errEmpty
 	}
 	if h != nil && !h.granted.Load() {
@@ -217,10 +216,54 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 	return cost, nil
 }
 
+// unanswered decides a retry for h that Redis did not answer in time
+// (err), perhaps because it is slow only for this command; the budget moves
+// to the fallback only if Redis stays silent (see stuck) or the late answer
+// is an error. Meanwhile the fallback pays only if Redis's last answer for
+// the host granted a retry: a process that has heard nothing, as a new one
+// in an outage, must not bring a budget of its own.
+func (b *Budget) unanswered(req *http.Request, v retryhttp.Verdict, h *host, err error) (retryhttp.Tokens, error) {
+	if req.Context().Err() != nil {
+		return 0, fmt.Errorf("redisbudget: %w: %w", retryhttp.ErrBudgetExhausted, req.Context().Err())
+	}
+	if h == nil || !h.granted.Load() {
+		return 0, errSlow
+	}
+	return b.withdrawFallback(req, v)
+}
+
+// refused records that Redis found h's bucket holding only balance: the
+// host's last answer granted nothing, and retries that cost more are
+// refused without a command for the hold (WithEmptyHold).
+func (b *Budget) refused(h *host, balance retryhttp.Tokens) {
+	if h == nil {
+		return
+	}
+	h.granted.Store(false)
+	if b.cfg.emptyHold > 0 {
+		h.refused.Store(&refusal{balance: balance, until: time.Now().Add(b.cfg.emptyHold).UnixNano()})
+	}
+}
+
+// heard records an answer from Redis.
+func (b *Budget) heard() { b.heardAt.Store(time.Now().UnixNano()) }
+
+// knowsRedis reports whether Redis answered this process within the key
+// TTL: only then do its fallback buckets hold a share of a budget that Redis
+// still keeps. A process that never heard from Redis, or not since the
+// buckets it knew expired, has no share to fall back on.
+func (b *Budget) knowsRedis(now time.Time) bool {
+	at := b.heardAt.Load()
+	return at != 0 && now.UnixNano()-at <= int64(b.cfg.keyTTL)
+}
+
 // withdrawFallback decides a retry that Redis does not.
 func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
 	if b.cfg.failClosed {
 		return 0, errFailClosed
+	}
+	if !b.knowsRedis(time.Now()) {
+		return 0, errUnheard
 	}
 	took, err := b.fallback.Load().Withdraw(req, v)
 	if err != nil {
@@ -230,19 +273,24 @@ func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retry
 }
 
 // take asks the store to take cost from the bucket at key, waiting no longer
-// than the timeout or until ctx is done. If it stops waiting and the store
-// takes the cost later, the cost is refunded (to h, when there is one),
-// since the fallback decided the retry.
-func (b *Budget) take(ctx context.Context, h *host, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
+// than wait or until ctx is done. If it stops waiting and the store takes
+// the cost later, the cost is refunded (to h, when there is one), since the
+// fallback decided the retry; if the store refuses it later, the refusal is
+// remembered all the same.
+func (b *Budget) take(ctx context.Context, wait time.Duration, h *host, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
 	var ok bool
 	var balance retryhttp.Tokens
-	err := b.call(ctx, func(ctx context.Context) error {
+	err := b.call(ctx, wait, func(ctx context.Context) error {
 		var err error
 		ok, balance, err = b.store.take(ctx, key, cost)
 		return err
 	}, func(err error) {
-		if err == nil && ok && h != nil {
+		switch {
+		case err != nil || h == nil:
+		case ok:
 			h.addPending(cost, b.capacity)
+		default:
+			b.refused(h, balance)
 		}
 	})
 	if err != nil {
@@ -252,15 +300,15 @@ func (b *Budget) take(ctx context.Context, h *host, key string, cost retryhttp.T
 	return ok, balance, nil
 }
 
-// call runs fn in a goroutine of its own and waits for it no longer than the
-// timeout, or until ctx is done, so that a Redis client that ignores
+// call runs fn in a goroutine of its own and waits for it no longer than
+// wait, or until ctx is done, so that a Redis client that ignores
 // deadlines or retries for seconds cannot hold the caller. If call stops
 // waiting first, it returns an error, and when fn returns its goroutine
 // moves the budget to the fallback if fn failed, and runs late, if given,
 // with fn's error. fn's context keeps ctx's values but not its
 // cancellation, and ends after the silence limit, so that a slow answer can
 // still arrive (and show that Redis is slow rather than down).
-func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late func(error)) error {
+func (b *Budget) call(ctx context.Context, wait time.Duration, fn func(context.Context) error, late func(error)) error {
 	if b.inflight.Add(1) > maxInflight {
 		b.inflight.Add(-1)
 		return errBusy
@@ -276,6 +324,9 @@ func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late 
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.silence())
 		err := fn(cctx)
 		cancel()
+		if err == nil {
+			b.heard()
+		}
 		result = err
 		if state.CompareAndSwap(0, 1) {
 			close(done)
@@ -291,7 +342,7 @@ func (b *Budget) call(ctx context.Context, fn func(context.Context) error, late 
 			late(err)
 		}
 	}()
-	timer := time.NewTimer(b.cfg.timeout)
+	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	var stopped error
 	select {
@@ -389,7 +440,7 @@ func (b *Budget) host(k hostKey) *host {
 			return nil
 		}
 	}
-	h := &host{key: redisKey(b.prefix, k)}
+	h := newHost(redisKey(b.prefix, k))
 	next[k] = h
 	b.table.Store(&next)
 	return h
@@ -458,6 +509,8 @@ func (b *Budget) warm() {
 	case err := <-done:
 		if err != nil {
 			b.fail(err)
+		} else {
+			b.heard()
 		}
 	case <-timer.C:
 		b.fail(errTimeout)
@@ -481,7 +534,7 @@ func (b *Budget) flush() error {
 			continue
 		}
 		var balance retryhttp.Tokens
-		err := b.call(context.Background(), func(ctx context.Context) error {
+		err := b.call(context.Background(), b.cfg.timeout, func(ctx context.Context) error {
 			var err error
 			balance, err = b.store.refund(ctx, h.key, amount)
 			return err
@@ -502,8 +555,13 @@ func (b *Budget) flush() error {
 			b.fail(err)
 			return err
 		}
-		if balance >= b.capacity {
+		switch {
+		case balance >= b.capacity:
 			full = append(full, k)
+		case balance < b.retryCost:
+			// The refund left too little for a retry: no take need
+			// ask Redis for the hold.
+			b.refused(h, balance)
 		}
 	}
 	return nil
@@ -520,7 +578,7 @@ func (b *Budget) probe() {
 		}
 	}
 	for range probeAttempts {
-		err := b.call(context.Background(), b.store.ping, late)
+		err := b.call(context.Background(), b.cfg.timeout, b.store.ping, late)
 		if err == nil {
 			b.resume()
 			return
@@ -613,7 +671,7 @@ func (b *Budget) Balance(ctx context.Context, u *url.URL) (retryhttp.Tokens, err
 	}
 	key := redisKey(b.prefix, requestKey(&http.Request{URL: u}))
 	var balance retryhttp.Tokens
-	err := b.call(ctx, func(ctx context.Context) error {
+	err := b.call(ctx, b.cfg.timeout, func(ctx context.Context) error {
 		var err error
 		balance, err = b.store.balance(ctx, key)
 		return err

@@ -127,6 +127,13 @@ func (s *fakeStore) bucket(key string) retryhttp.Tokens {
 // ends.
 func newFakeBudget(t *testing.T, opts ...Option) (*Budget, *fakeStore) {
 	t.Helper()
+	return newFakeBudgetWith(t, nil, opts...)
+}
+
+// newFakeBudgetWith is newFakeBudget whose store prep has set up, as for a
+// process that starts while Redis fails, before the budget sends anything.
+func newFakeBudgetWith(t *testing.T, prep func(*fakeStore), opts ...Option) (*Budget, *fakeStore) {
+	t.Helper()
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -134,6 +141,9 @@ func newFakeBudget(t *testing.T, opts ...Option) (*Budget, *fakeStore) {
 	cfg.check()
 	l := bucketLimits(cfg.bucket)
 	s := newFakeStore(l.capacity)
+	if prep != nil {
+		prep(s)
+	}
 	b := newBudget(s, "test", l, cfg)
 	t.Cleanup(func() { b.Close() })
 	<-b.warmed

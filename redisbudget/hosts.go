@@ -1,8 +1,10 @@
 package redisbudget
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/retryhttp/retryhttp"
 )
@@ -35,7 +37,40 @@ type host struct {
 	key     string                  // the bucket's Redis key
 	refused atomic.Pointer[refusal] // Redis's last refusal, if any
 	granted atomic.Bool             // Redis's last answer to a take granted it
+	taking  chan struct{}           // holds a token while a take is in flight
 }
+
+func newHost(key string) *host { return &host{key: key, taking: make(chan struct{}, 1)} }
+
+// holds reports whether a refusal Redis gave for the host still holds for a
+// retry that costs cost, as of now.
+func (h *host) holds(cost retryhttp.Tokens, now time.Time) bool {
+	r := h.refused.Load()
+	return r != nil && cost > r.balance && now.UnixNano() < r.until
+}
+
+// lock waits until no take is in flight for the host, and claims the right
+// to send one, until deadline or until ctx is done.
+func (h *host) lock(ctx context.Context, deadline time.Time) error {
+	select {
+	case h.taking <- struct{}{}:
+		return nil
+	default:
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case h.taking <- struct{}{}:
+		return nil
+	case <-timer.C:
+		return errTimeout
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// unlock lets the next take for the host go.
+func (h *host) unlock() { <-h.taking }
 
 // A refusal records that Redis found a bucket holding only balance, so that
 // until the given time (in Unix nanoseconds) a retry costing more is refused
