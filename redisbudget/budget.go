@@ -36,15 +36,20 @@ import (
 // No retry waits for Redis longer than the timeout (WithTimeout, 50 ms).
 // A retry that Redis does not answer in time is paid by a local per-host
 // fallback bucket if Redis's last answer for its host granted a retry, and
-// refused otherwise, so that a new process in an outage brings no budget of
-// its own. When Redis fails a command, or leaves one unanswered for four
-// timeouts, the budget moves to its fallback: every retry is decided by the
-// fallback buckets, without asking Redis, until Redis answers a probe sent
-// in the background every probe interval (WithProbeInterval, 500 ms); then
-// the budget returns to Redis by itself. The fallback buckets start full,
-// with a capacity of the shared capacity divided by the number of processes
-// the user expects (WithProcesses), and WithFailClosed makes the fallback
-// refuse every retry instead. No request fails because of Redis.
+// refused otherwise. Concurrent retries for one host wait for the take in
+// flight, within the same timeout, and a refusal answers them all. When
+// Redis fails a command, or leaves one unanswered for four timeouts, the
+// budget moves to its fallback: every retry is decided by the fallback
+// buckets, without asking Redis, until Redis answers a probe sent in the
+// background every probe interval (WithProbeInterval, 500 ms); then the
+// budget returns to Redis by itself. The fallback buckets start full, with a
+// capacity of the shared capacity divided by the number of processes the
+// user expects (WithProcesses), but only in a process that has heard from
+// Redis within the key TTL (WithKeyTTL): a process that starts during an
+// outage, or whose knowledge has expired, refuses every retry until Redis
+// answers, so that a new process in an outage brings no budget of its own,
+// however Redis fails. WithFailClosed makes the fallback refuse every retry.
+// No request fails because of Redis.
 //
 // A Budget must be created with New and is safe for concurrent use. Pass it
 // to retryhttp.WithBudget, and call Close when done to send the refunds

@@ -46,13 +46,20 @@
 // # When Redis fails
 //
 // No retry waits for Redis longer than the timeout (50 ms), whatever the
-// client's own timeouts and retries: the command runs in a goroutine of its
+// client's own timeouts and retries, give or take the Go scheduler's delay
+// in waking it on a busy machine: the command runs in a goroutine of its
 // own, which the retry stops waiting for. A late answer is not lost: a
 // cost Redis took for a retry the budget no longer waited for goes back.
-// A command that fails, or stays unanswered for four timeouts, moves the
+// Concurrent retries for one host wait for the take in flight, so their
+// wait shares the one timeout, and a refusal it brings answers them all. A
+// command that fails, or stays unanswered for four timeouts, moves the
 // budget to fallback buckets in the process, whose capacity is the shared
 // one divided by WithProcesses, until a background probe finds Redis
-// answering again. WithFailClosed refuses retries instead. Status reports
+// answering again. Only a process that has heard from Redis within the key
+// TTL has such a share: one that started during the outage, or whose
+// knowledge of the buckets has expired, refuses every retry until Redis
+// answers, so that a fleet that keeps starting processes (serverless, a
+// crash loop, autoscaling in an incident) brings no new budget with each. WithFailClosed refuses retries instead. Status reports
 // which the budget uses and the last Redis error; Balance a host's balance.
 //
 // # Defaults

@@ -68,7 +68,9 @@ func WithBucket(opts ...retryhttp.BucketOption) Option {
 // fleet as a whole keeps about one bucket's worth of retries. It must be at
 // least 1. The default is 1: each process falls back to a full bucket of its
 // own, as if it had no shared budget. A fallback bucket holds at least one
-// retry's cost, however large n is.
+// retry's cost, however large n is. Only a process that has heard from
+// Redis within the key TTL falls back to such a bucket; any other refuses
+// retries until Redis answers.
 func WithProcesses(n int) Option {
 	return func(c *config) { c.processes = n }
 }

@@ -56,14 +56,17 @@ func main() {
 	requests := flag.Int("requests", 2000, "requests per process slot")
 	concurrency := flag.Int("concurrency", 8, "requests in flight per process")
 	only := flag.String("only", "outage,dies,healthy", "comma-separated scenarios to run")
+	churn := flag.Int("churn", 0, "in the dies scenario, requests after which each process exits and a new one starts (0: none)")
+	down := flag.Duration("down", 500*time.Millisecond, "in the dies scenario, how long redis-server stays down")
 	flag.Parse()
-	if *processes < 1 || *requests < 1 || *concurrency < 1 {
-		log.Fatal("fleet: -processes, -requests and -concurrency must be positive")
+	if *processes < 1 || *requests < 1 || *concurrency < 1 || *churn < 0 || *down <= 0 {
+		log.Fatal("fleet: -processes, -requests, -concurrency and -down must be positive, -churn not negative")
 	}
 	f, err := newFleet(*processes, *requests, *concurrency)
 	if err != nil {
 		log.Fatal("fleet: ", err)
 	}
+	f.churn, f.down = *churn, *down
 	defer f.close()
 	for _, s := range strings.Split(*only, ",") {
 		var err error
@@ -93,7 +96,9 @@ type fleet struct {
 	requests    int
 	concurrency int
 	exe         string
-	runs        int // names each run's shared budget
+	runs        int           // names each run's shared budget
+	churn       int           // dies: requests per process, 0 for one process per slot
+	down        time.Duration // dies: how long Redis stays down
 }
 
 func newFleet(processes, requests, concurrency int) (*fleet, error) {
@@ -235,13 +240,15 @@ func (f *fleet) outage(w io.Writer) error {
 func (f *fleet) dies(w io.Writer) error {
 	f.srv.mode.Store(modeDown)
 	f.srv.reset()
-	const (
-		killAt    = time.Second
+	const killAt = time.Second
+	restartIn := f.down
+	if restartIn <= 0 {
 		restartIn = 500 * time.Millisecond
-	)
-	// Pace each worker so that a process's requests last about three
-	// seconds.
-	pace := 3 * time.Second * time.Duration(f.concurrency) / time.Duration(f.requests)
+	}
+	// Pace each worker so that a slot's requests last until 1.5 s after
+	// the restart.
+	span := killAt + restartIn + 1500*time.Millisecond
+	pace := span * time.Duration(f.concurrency) / time.Duration(f.requests)
 
 	var (
 		reports []*report
@@ -251,7 +258,7 @@ func (f *fleet) dies(w io.Writer) error {
 	start := time.Now()
 	go func() {
 		defer close(done)
-		reports, err = f.runSlots(true, 0, pace, f.processes)
+		reports, err = f.runSlots(true, f.churn, pace, f.processes)
 	}()
 	var killed, restarted time.Time
 	var before, during countsT
@@ -293,8 +300,12 @@ func (f *fleet) dies(w io.Writer) error {
 	for _, r := range reports {
 		stall = max(stall, r.MaxWithdraw)
 	}
-	fmt.Fprintf(w, "Redis dies: %d processes, %d requests each at concurrency %d over %.1f s, shared budget (WithProcesses(%d));\n",
-		f.processes, f.requests, f.concurrency, elapsed.Seconds(), f.processes)
+	churn := "each slot one process"
+	if f.churn > 0 && f.churn < f.requests {
+		churn = fmt.Sprintf("a new process every %d requests in each slot (%d processes in all)", f.churn, len(reports))
+	}
+	fmt.Fprintf(w, "Redis dies: %d process slots, %d requests each at concurrency %d over %.1f s, %s, shared budget (WithProcesses(%d));\n",
+		f.processes, f.requests, f.concurrency, elapsed.Seconds(), churn, f.processes)
 	fmt.Fprintf(w, "redis-server killed at %.1f s and started again %v later (empty: no persistence).\n\n", killAt.Seconds(), restartIn)
 	fmt.Fprintln(w, "| measure | value |")
 	fmt.Fprintln(w, "|---|---|")
@@ -306,6 +317,9 @@ func (f *fleet) dies(w io.Writer) error {
 	fmt.Fprintf(w, "| retries after the restart (a new, full bucket) | %d |\n", after.retries-during.retries)
 	fmt.Fprintf(w, "| processes back on Redis | %d of %d |\n", returned, len(reports))
 	fmt.Fprintf(w, "| latest return to Redis after the restart | %v |\n", back.Round(time.Millisecond))
+	takes := sum(reports, func(r *report) int64 { return r.Commands["take"] })
+	retries := sum(reports, func(r *report) int64 { return r.Retries })
+	fmt.Fprintf(w, "| scripts that took or refused a retry (all processes, whole run) | %d, for %d retries made |\n", takes, retries)
 	fmt.Fprintln(w)
 	return nil
 }
