@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retryhttp/retryhttp/redisbudget/internal/redisserver"
 )
@@ -49,5 +52,39 @@ func TestOutage(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// TestDiesWithChurn kills redis-server under a fleet that keeps starting
+// processes, and checks that no request fails and that the retries made
+// while Redis was down stay within one shared bucket: only the processes
+// alive when Redis died, which had heard from it, have fallback shares.
+func TestDiesWithChurn(t *testing.T) {
+	f, err := newFleet(2, 400, 4)
+	if errors.Is(err, redisserver.ErrNotInstalled) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	f.churn, f.down = 50, time.Second
+	var out strings.Builder
+	if err := f.dies(&out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	if !strings.Contains(out.String(), "| requests that ended in an error | 0 |") {
+		t.Error("some requests failed")
+	}
+	m := regexp.MustCompile(`\| retries while Redis was down \(fallback buckets\) \| (\d+) \|`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatal("no outage retries in the output")
+	}
+	if n, _ := strconv.Atoi(m[1]); n > 100 {
+		t.Errorf("%d retries while Redis was down, more than one bucket's 100", n)
 	}
 }
