@@ -6,9 +6,10 @@ import (
 )
 
 // callOptions are the overrides a caller gives one request through its
-// context: Resendable, NoRetry and MaxAttempts.
+// context: Resendable, NoRetry, MaxAttempts and NoHedge.
 type callOptions struct {
 	resendable  bool
+	noHedge     bool
 	maxAttempts int // 0: the Transport's
 }
 

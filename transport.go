@@ -58,7 +58,9 @@ type Transport struct {
 	rateLimitHints  bool
 	onRetry         func(RetryEvent)
 	onGiveUp        func(GiveUpEvent)
+	onHedge         func(HedgeEvent)
 	resendable      func(*http.Request) bool
+	hedge           *hedging // nil: no hedging
 	logger          *slog.Logger
 
 	// now and rand are the clock and the random source of jitter, uniform in
@@ -153,13 +155,18 @@ func (e *Error) Timeout() bool {
 	return errors.As(e.Err, &t) && t.Timeout()
 }
 
-// Attempts reports how many attempts produced resp: 1 unless resp came from
-// a retry made by a Transport.
+// Attempts reports how many attempts were sent for the request that
+// produced resp, hedges included: 1 unless resp came from a Transport that
+// retried or hedged.
 func Attempts(resp *http.Response) int {
 	if resp == nil || resp.Request == nil {
 		return 1
 	}
-	if n, ok := resp.Request.Context().Value(attemptKey{}).(int); ok {
+	ctx := resp.Request.Context()
+	if n, ok := ctx.Value(sentKey{}).(int); ok {
+		return n
+	}
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
 		return n
 	}
 	return 1
@@ -187,7 +194,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// nothing.
 	idempotent := idempotentMethod(req.Method)
 	var p policy
-	if hasBody || !idempotent || t.attemptHeader != "" {
+	if hasBody || !idempotent || t.attemptHeader != "" || t.hedge != nil {
 		p = t.policy(req)
 	}
 	var body replay // the zero replay sends no body
@@ -234,7 +241,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			body.setBody(a, next, !guarded)
 		}
-		resp, err := t.send(a)
+		var resp *http.Response
+		var err error
+		if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
+			var sent int
+			var took Tokens
+			resp, err, a, sent, took = t.sendFirstHedged(req, a, p)
+			attempt, spent = sent, took
+		} else {
+			resp, err = t.send(a)
+		}
 		if err != nil && g.stoppedResend() {
 			err = errors.Join(ErrBaseResend, err)
 		}
@@ -311,12 +327,13 @@ func closeBody(b io.ReadCloser) {
 type policy struct {
 	maxAttempts int  // at least 1 once set
 	resendable  bool // declared safe to send more than once
+	noHedge     bool // NoHedge
 }
 
 // policy returns the policy of req.
 func (t *Transport) policy(req *http.Request) policy {
 	co := callOptionsFrom(req.Context())
-	p := policy{maxAttempts: t.maxAttempts, resendable: co.resendable}
+	p := policy{maxAttempts: t.maxAttempts, resendable: co.resendable, noHedge: co.noHedge}
 	if co.maxAttempts > 0 {
 		p.maxAttempts = co.maxAttempts
 	}

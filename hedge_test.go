@@ -1,0 +1,362 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowBase answers each attempt after the delay its function gives for the
+// attempt's number (1, 2, ...), with the status it gives, unless the
+// attempt's context ends first. It records each attempt's body and closes
+// it, and counts response body closes.
+type slowBase struct {
+	answer func(n int) (time.Duration, int)
+
+	mu        sync.Mutex
+	n         int
+	bodies    []string
+	cancelled int
+	responses []*countingBody
+}
+
+func (b *slowBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.n++
+	n := b.n
+	b.mu.Unlock()
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	d, status := b.answer(n)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-r.Context().Done():
+		b.mu.Lock()
+		b.cancelled++
+		b.mu.Unlock()
+		return nil, r.Context().Err()
+	}
+	rb := newCountingBody("attempt " + string(rune('0'+n)))
+	b.mu.Lock()
+	b.bodies = append(b.bodies, string(body))
+	b.responses = append(b.responses, rb)
+	b.mu.Unlock()
+	return &http.Response{StatusCode: status, Header: http.Header{}, Body: rb, Request: r}, nil
+}
+
+func (b *slowBase) calls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+// hedgeEvents records the hedges a Transport sends.
+type hedgeEvents struct {
+	mu     sync.Mutex
+	events []HedgeEvent
+}
+
+func (h *hedgeEvents) option() Option {
+	return WithOnHedge(func(e HedgeEvent) {
+		h.mu.Lock()
+		h.events = append(h.events, e)
+		h.mu.Unlock()
+	})
+}
+
+func (h *hedgeEvents) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.events)
+}
+
+func TestHedge(t *testing.T) {
+	const delay = 10 * time.Millisecond
+	tests := []struct {
+		name     string
+		answer   func(n int) (time.Duration, int)
+		attempts int // base calls
+		status   int
+		elapsed  time.Duration
+		winner   int // the attempt that won
+		sent     int // Attempts(resp)
+		hedges   int
+	}{
+		{"fast: no hedge", func(int) (time.Duration, int) { return 5 * time.Millisecond, 200 },
+			1, 200, 5 * time.Millisecond, 1, 1, 0},
+		{"slow first, hedge wins", func(n int) (time.Duration, int) {
+			if n == 1 {
+				return time.Second, 200
+			}
+			return 2 * time.Millisecond, 200
+		}, 2, 200, delay + 2*time.Millisecond, 2, 2, 1},
+		{"hedge slower, first wins", func(n int) (time.Duration, int) {
+			if n == 1 {
+				return 15 * time.Millisecond, 200
+			}
+			return time.Second, 200
+		}, 2, 200, 15 * time.Millisecond, 1, 2, 1},
+		{"a 503 does not win while the other is in flight", func(n int) (time.Duration, int) {
+			if n == 1 {
+				return 12 * time.Millisecond, 503
+			}
+			return 20 * time.Millisecond, 200
+		}, 2, 200, delay + 20*time.Millisecond, 2, 2, 1},
+		{"a 404 is final and wins", func(n int) (time.Duration, int) {
+			if n == 1 {
+				return 12 * time.Millisecond, 404
+			}
+			return time.Second, 200
+		}, 2, 404, 12 * time.Millisecond, 1, 2, 1},
+		{"both fail: the retries go on", func(n int) (time.Duration, int) {
+			if n <= 2 {
+				return 15 * time.Millisecond, 503
+			}
+			return time.Millisecond, 200
+		}, 3, 200, 0, 3, 3, 1},
+		{"an outage: a fast 503 is retried, never hedged", func(int) (time.Duration, int) { return time.Millisecond, 503 },
+			3, 503, 0, 3, 3, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &slowBase{answer: tt.answer}
+				var hedges hedgeEvents
+				tr := newTestTransport(base, 0, WithHedging(HedgeDelay(delay)), hedges.option())
+				start := time.Now()
+				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				if tt.elapsed > 0 {
+					assert.Equal(t, tt.elapsed, time.Since(start))
+				}
+				assert.Equal(t, tt.status, resp.StatusCode)
+				assert.Equal(t, tt.attempts, base.calls())
+				assert.Equal(t, tt.winner, AttemptFromContext(resp.Request.Context()), "the winner")
+				assert.Equal(t, tt.sent, Attempts(resp))
+				assert.Equal(t, tt.hedges, hedges.count())
+				b, _ := io.ReadAll(resp.Body)
+				assert.Equal(t, "attempt "+string(rune('0'+tt.winner)), string(b))
+				resp.Body.Close()
+				base.mu.Lock()
+				for _, rb := range base.responses {
+					assert.EqualValues(t, 1, rb.closes.Load(), "every response body closed once")
+				}
+				base.mu.Unlock()
+			})
+		})
+	}
+}
+
+// TestHedgeOnlyWhatMaySendTwice checks which requests are hedged: never a
+// key-less POST, nor a body without GetBody, nor a call under NoHedge or
+// allowed one attempt.
+func TestHedgeOnlyWhatMaySendTwice(t *testing.T) {
+	slowFirst := func(n int) (time.Duration, int) {
+		if n == 1 {
+			return 50 * time.Millisecond, 200
+		}
+		return time.Millisecond, 200
+	}
+	tests := []struct {
+		name   string
+		req    func(t *testing.T) *http.Request
+		opts   []Option
+		hedged bool
+	}{
+		{"GET", func(t *testing.T) *http.Request { return get(t, "http://svc.test/") }, nil, true},
+		{"GET under NoHedge", func(t *testing.T) *http.Request {
+			return get(t, "http://svc.test/").WithContext(NoHedge(t.Context()))
+		}, nil, false},
+		{"GET under NoRetry", func(t *testing.T) *http.Request {
+			return get(t, "http://svc.test/").WithContext(NoRetry(t.Context()))
+		}, nil, false},
+		{"one attempt", func(t *testing.T) *http.Request { return get(t, "http://svc.test/") }, []Option{WithMaxAttempts(1)}, false},
+		{"key-less POST", func(t *testing.T) *http.Request {
+			r, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "pay", true)
+			return r
+		}, nil, false},
+		{"POST with a key and GetBody", func(t *testing.T) *http.Request {
+			r, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "pay", true)
+			r.Header.Set("Idempotency-Key", "k")
+			return r
+		}, nil, true},
+		{"POST declared resendable", func(t *testing.T) *http.Request {
+			r, _ := withBody(t, Resendable(t.Context()), http.MethodPost, "http://svc.test/", "query", true)
+			return r
+		}, nil, true},
+		{"PUT without GetBody", func(t *testing.T) *http.Request {
+			r, _ := withBody(t, t.Context(), http.MethodPut, "http://svc.test/", "v", false)
+			return r
+		}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &slowBase{answer: slowFirst}
+				tr := newTestTransport(base, 0, append([]Option{WithHedging(HedgeDelay(10 * time.Millisecond))}, tt.opts...)...)
+				resp, err := tr.RoundTrip(tt.req(t))
+				require.NoError(t, err)
+				resp.Body.Close()
+				if !tt.hedged {
+					assert.Equal(t, 1, base.calls())
+					return
+				}
+				assert.Equal(t, 2, base.calls())
+				base.mu.Lock()
+				defer base.mu.Unlock()
+				for _, b := range base.bodies {
+					assert.Equal(t, base.bodies[0], b, "the hedge carries its own copy of the body")
+				}
+			})
+		})
+	}
+}
+
+// TestHedgePaidFromBudget checks that a hedge is paid as a retry is, and
+// that an empty budget sends none without failing the request.
+func TestHedgePaidFromBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := NewBucket(BucketCapacity(5), BucketTimeoutCost(5))
+		base := &slowBase{answer: func(n int) (time.Duration, int) {
+			if n%2 == 1 {
+				return 50 * time.Millisecond, 200
+			}
+			return time.Millisecond, 200
+		}}
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithBudget(budget))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 2, base.calls(), "hedged")
+		assert.Equal(t, 5*Token, budget.Balance(), "the winning hedge's cost went back")
+
+		budget.Withdraw(nil, Verdict{Decision: Retry}) // empty it
+		start := time.Now()
+		resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 3, base.calls(), "no hedge from an empty budget")
+		assert.Equal(t, 50*time.Millisecond, time.Since(start))
+	})
+}
+
+// TestHedgeCap checks that when a server is slow for every request, a
+// fixed delay still hedges at most the cap's fraction of requests.
+func TestHedgeCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &slowBase{answer: func(int) (time.Duration, int) { return 30 * time.Millisecond, 200 }}
+		var hedges hedgeEvents
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		const n = 2000
+		for range n {
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		assert.LessOrEqual(t, hedges.count(), n*5/100, "hedges")
+		assert.Greater(t, hedges.count(), n*4/100, "hedges up to the cap")
+	})
+}
+
+// TestHedgeQuantile checks the adaptive delay: no hedge before enough
+// latencies are known, then a hedge after the 95th percentile of the
+// host's latency, and none for a host slow for every request.
+func TestHedgeQuantile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow atomic.Bool
+		var hedges hedgeEvents
+		base := &slowBase{answer: func(n int) (time.Duration, int) {
+			if slow.Load() {
+				slow.Store(false)
+				return time.Second, 200
+			}
+			return 2 * time.Millisecond, 200
+		}}
+		tr := newTestTransport(base, 0, WithHedging(), WithoutBudget(), hedges.option())
+		do := func() time.Duration {
+			start := time.Now()
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+			return time.Since(start)
+		}
+		slow.Store(true)
+		assert.Equal(t, time.Second, do(), "no hedge before 100 latencies are known")
+		for range 200 {
+			do()
+		}
+		slow.Store(true)
+		took := do()
+		require.Equal(t, 1, hedges.count())
+		// 2 ms falls in the bucket [2 ms, 2.5 ms): the hedge goes at
+		// 2.048 ms, and answers 2 ms later.
+		assert.Equal(t, hedges.events[0].Delay+2*time.Millisecond, took)
+		assert.Less(t, took, 5*time.Millisecond)
+	})
+}
+
+// TestHedgeCancelledCaller checks that a caller who gives up ends both
+// attempts.
+func TestHedgeCancelledCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Hour, 200 }}
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)))
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		_, err := tr.RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 2, base.calls())
+		assert.Equal(t, 2, base.cancelled)
+	})
+}
+
+func TestLatencyBuckets(t *testing.T) {
+	prev := time.Duration(0)
+	for i := range latencyBuckets {
+		up := latencyUpper(i)
+		assert.Greater(t, up, prev, "bucket %d", i)
+		prev = up
+	}
+	for _, d := range []time.Duration{0, time.Microsecond, 3 * time.Microsecond, time.Millisecond, 1500 * time.Microsecond,
+		37 * time.Millisecond, time.Second, time.Hour} {
+		i := latencyBucket(d)
+		if i == latencyBuckets-1 {
+			assert.GreaterOrEqual(t, d, latencyUpper(i-1), "%v in the last bucket", d)
+			continue
+		}
+		assert.Less(t, d, latencyUpper(i), "%v below its bucket's upper bound", d)
+		if i > 0 && i < latencyBuckets-1 {
+			assert.GreaterOrEqual(t, d, latencyUpper(i-1), "%v at or above the previous bound", d)
+		}
+	}
+}
+
+func TestWithHedgingRejectsBadOptions(t *testing.T) {
+	for _, f := range []func(){
+		func() { HedgeDelay(0) },
+		func() { HedgeQuantile(1) },
+		func() { HedgeQuantile(0) },
+		func() { HedgeMinDelay(-1) },
+		func() { HedgeMinSamples(0) },
+		func() { HedgeMaxFraction(0) },
+		func() { HedgeMaxFraction(1.5) },
+		func() { HedgeWindow(1) },
+		func() { WithHedging(nil) },
+		func() { WithOnHedge(nil) },
+	} {
+		assert.Panics(t, f)
+	}
+}
