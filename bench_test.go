@@ -52,6 +52,7 @@ func BenchmarkOverhead(b *testing.B) {
 		}{
 			{"bare", newStub()},
 			{"retryhttp", New(WithBase(newStub()))},
+			{"retryhttp-hedging", New(WithBase(newStub()), WithHedging())},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()
