@@ -10,7 +10,7 @@ import (
 
 // Hedging defaults; see WithHedging.
 const (
-	DefaultHedgeQuantile    = 0.95
+	DefaultHedgeQuantile    = 0.97
 	DefaultHedgeMinDelay    = time.Millisecond
 	DefaultHedgeMinSamples  = 100
 	DefaultHedgeMaxFraction = 0.05
@@ -45,8 +45,11 @@ func HedgeDelay(d time.Duration) HedgeOption {
 
 // HedgeQuantile sets the quantile of the host's recent latency (time to
 // response headers) after which a request is hedged. It must be in (0, 1).
-// The default is 0.95: about one request in twenty is slow enough to hedge,
-// and the slowest of those are the tail the hedge cuts.
+// The default is 0.97: about three requests in a hundred are slow enough to
+// hedge, which leaves room under the 5% cap (HedgeMaxFraction) for the
+// tail's slow requests to all be hedged. At 0.95, about as many requests
+// pass the delay as the cap allows, and the cap, not the tail, picks which
+// are hedged.
 func HedgeQuantile(q float64) HedgeOption {
 	if !(q > 0 && q < 1) {
 		panic(fmt.Sprintf("retryhttp: HedgeQuantile: quantile must be in (0, 1), got %v", q))
@@ -99,7 +102,7 @@ func HedgeWindow(n int) HedgeOption {
 // first, so that a request that is merely slow, not failed, does not hold
 // its caller up. It is off by default.
 //
-// The delay is, by default, the 95th percentile of the host's recent time to
+// The delay is, by default, the 97th percentile of the host's recent time to
 // response headers (at least 1 ms, and only once 100 latencies are known):
 // a quantile follows the host, so that only the slowest few requests are
 // hedged whether the host answers in 1 ms or 1 s, where a fixed delay

@@ -101,7 +101,9 @@ func (h *hostLatency) turn(c uint32) {
 }
 
 // quantile returns the q-quantile of the samples in both windows, as the
-// upper bound of its bucket, or 0 when there are fewer than minSamples.
+// upper bound of its bucket, or 0 when there are fewer than minSamples. The
+// upper bound, not a point inside the bucket, so that a host whose latency
+// hardly varies is not hedged on every request.
 func (h *hostLatency) quantile(q float64, minSamples int) time.Duration {
 	var counts [latencyBuckets]uint32
 	var total uint64
@@ -132,15 +134,19 @@ func (h *hostLatency) quantile(q float64, minSamples int) time.Duration {
 // count counts a request that may be hedged.
 func (h *hostLatency) count() { h.requests[h.cur.Load()].Add(1) }
 
+// hedgeBurst is how many hedges beyond the fraction a host may send, so
+// that slow requests that come together are not refused while the window's
+// count catches up, and a new host can hedge its first slow requests.
+const hedgeBurst = 10
+
 // mayHedge reports whether one more hedge stays within fraction of the
-// host's requests over the two windows (one hedge is always allowed, so
-// that a new host can hedge its first slow request); if so it counts the
-// hedge.
+// host's requests over the two windows, plus hedgeBurst; if so it counts
+// the hedge.
 func (h *hostLatency) mayHedge(fraction float64) bool {
 	c := h.cur.Load()
 	reqs := h.requests[0].Load() + h.requests[1].Load()
 	hedges := h.hedges[0].Load() + h.hedges[1].Load()
-	if float64(hedges) >= max(1, fraction*float64(reqs)) {
+	if float64(hedges) >= fraction*float64(reqs)+hedgeBurst {
 		return false
 	}
 	h.hedges[c].Add(1)
