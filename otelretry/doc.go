@@ -52,6 +52,10 @@
 //	                   retryhttp.attempt (the last attempt's number),
 //	                   retryhttp.give_up.reason, http.response.status_code
 //	                   or error.type, and the verdict's facets
+//	retryhttp.hedge    a hedge is about to be sent (retryhttp.WithHedging):
+//	                   retryhttp.attempt (2), retryhttp.retry.delay (how
+//	                   long the first attempt had waited, seconds); the
+//	                   hedge's own span has http.request.resend_count 1
 //
 // A failure that the classifier does not retry (a 404, a TLS error) is
 // final, not given up on, and has no event: its span says what happened.
@@ -70,6 +74,7 @@
 //	                                                    their wait
 //	retryhttp.client.give_ups     Counter    {give_up}  failures worth retrying
 //	                                                    that were not retried
+//	retryhttp.client.hedges       Counter    {hedge}    hedges sent
 //	retryhttp.client.retry.delay  Histogram  s          the wait before each
 //	                                                    retry
 //	retryhttp.budget.balance      Gauge      {token}    tokens left in the
@@ -84,6 +89,7 @@
 //	             retryhttp.verdict.timeout
 //	give_ups     http.request.method, server.address, server.port,
 //	             error.type, retryhttp.give_up.reason
+//	hedges       http.request.method, server.address, server.port
 //	retry.delay  http.request.method, server.address, server.port,
 //	             retryhttp.verdict.throttle
 //	balance      url.scheme, server.address, server.port, for each host

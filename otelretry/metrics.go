@@ -26,12 +26,14 @@ const (
 	GiveUpsName    = "retryhttp.client.give_ups"
 	RetryDelayName = "retryhttp.client.retry.delay"
 	BalanceName    = "retryhttp.budget.balance"
+	HedgesName     = "retryhttp.client.hedges"
 )
 
 // Span event names.
 const (
 	RetryEventName  = "retryhttp.retry"
 	GiveUpEventName = "retryhttp.give_up"
+	HedgeEventName  = "retryhttp.hedge"
 )
 
 // Attribute keys of this package, beside the semantic conventions' ones.
@@ -98,6 +100,8 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 		metric.WithDescription("Retries decided after a failed attempt, counted before the wait.")))
 	o.giveUps = counter(m.Int64Counter(GiveUpsName, metric.WithUnit("{give_up}"),
 		metric.WithDescription("Requests whose last attempt failed in a way worth retrying but that were not retried, by reason.")))
+	o.hedges = counter(m.Int64Counter(HedgesName, metric.WithUnit("{hedge}"),
+		metric.WithDescription("Hedges sent: second attempts of requests that had no response within the hedge delay.")))
 	o.delay, _ = m.Float64Histogram(RetryDelayName, metric.WithUnit("s"),
 		metric.WithDescription("The wait before each retry."),
 		metric.WithExplicitBucketBoundaries(delayBuckets...))
@@ -198,6 +202,20 @@ func (o *observer) retry(e retryhttp.RetryEvent) {
 			ev = append(ev, RetryAfterKey.Float64(e.Verdict.RetryAfter.Seconds()))
 		}
 		span.AddEvent(RetryEventName, trace.WithAttributes(ev...))
+	}
+}
+
+// hedge is the WithOnHedge hook. The hedge's own client span carries
+// http.request.resend_count, as every attempt after the first does.
+func (o *observer) hedge(e retryhttp.HedgeEvent) {
+	ctx := e.Request.Context()
+	var buf [4]attribute.KeyValue
+	o.hedges.Add(ctx, 1, metric.WithAttributes(requestAttrs(buf[:0], e.Request)...))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(HedgeEventName, trace.WithAttributes(
+			AttemptKey.Int(e.Attempt),
+			DelayKey.Float64(e.Delay.Seconds()),
+		))
 	}
 }
 

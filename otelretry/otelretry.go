@@ -71,7 +71,8 @@ func WithHTTPOptions(opts ...otelhttp.Option) Option {
 // over base, so that every attempt is a client span of its own, and under
 // otelhttp a layer that marks each resend with http.request.resend_count
 // and counts attempts. It adds hooks (retryhttp.WithOnRetry and
-// retryhttp.WithOnGiveUp, which keep the caller's own hooks) that record
+// retryhttp.WithOnGiveUp and retryhttp.WithOnHedge, which keep the
+// caller's own hooks) that record
 // each decision after a retryable failure as an event on the span of the
 // request's context and in the metrics, and it reports the Transport's
 // budget as a gauge. The package documentation lists every instrument.
@@ -119,6 +120,7 @@ func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
 		retryhttp.WithBase(&spans{otelhttp.NewTransport(layer, hopts...), layer})(t)
 		retryhttp.WithOnRetry(o.retry)(t)
 		retryhttp.WithOnGiveUp(o.giveUp)(t)
+		retryhttp.WithOnHedge(o.hedge)(t)
 	}
 }
 
@@ -134,6 +136,7 @@ type observer struct {
 	attempts metric.Int64Counter
 	retries  metric.Int64Counter
 	giveUps  metric.Int64Counter
+	hedges   metric.Int64Counter
 	delay    metric.Float64Histogram
 
 	destinations destinations

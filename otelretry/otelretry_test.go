@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -321,5 +322,55 @@ func TestRetryEventFacets(t *testing.T) {
 		retries := tel.metrics(t)[otelretry.RetriesName]
 		assert.EqualValues(t, 1, sum(t, retries, semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80),
 			otelretry.ThrottleKey.Bool(true), otelretry.TimeoutKey.Bool(true), semconv.ErrorTypeKey.String("503")))
+	})
+}
+
+// slowFirst answers its first attempt after a second, unless cancelled,
+// and every other at once.
+type slowFirst struct{ n atomic.Int32 }
+
+func (s *slowFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if s.n.Add(1) == 1 {
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+}
+
+func TestHedgeSpansAndCounter(t *testing.T) {
+	// A hedged request makes two client spans, the hedge's with
+	// http.request.resend_count 1, an event on the caller's span, and one
+	// count in the hedges counter.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		tr := newTransport(tel, &slowFirst{}, retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)))
+		ctx, op := tel.operation(t.Context())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
+		require.NoError(t, err)
+		resp, err := do(t, tr, req)
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		op.End()
+
+		spans := tel.clientSpans()
+		require.Len(t, spans, 2)
+		var resends []int64
+		for _, s := range spans {
+			if v, ok := attr(s.Attributes(), semconv.HTTPRequestResendCountKey); ok {
+				resends = append(resends, v.AsInt64())
+			}
+		}
+		assert.Equal(t, []int64{1}, resends, "the hedge is a resend")
+		events := tel.span(t, "operation").Events()
+		require.Len(t, events, 1)
+		assert.Equal(t, otelretry.HedgeEventName, events[0].Name)
+		m := tel.metrics(t)
+		assert.EqualValues(t, 1, sum(t, m[otelretry.HedgesName]))
+		assert.EqualValues(t, 2, sum(t, m[otelretry.AttemptsName]))
 	})
 }
