@@ -35,7 +35,9 @@
 //
 // Requests returns, for each logical request, its attempts, executions
 // (attempts that ran the handler), arrival times, what each attempt got,
-// and whether its body was the same on every attempt. Attempts, Executions,
+// whether its body was the same on every attempt, and how many attempts
+// overlapped another of the same request (hedges, where retries follow one
+// another). Attempts, Executions,
 // Connections and Arrivals give totals. All may be read while requests are
 // in flight. Records are kept for the life of the server.
 //

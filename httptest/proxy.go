@@ -108,6 +108,7 @@ func (p *Proxy) Connections() int { return p.connectionCount() }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	e, a := p.arrive(p.cfg.key(r), p.fault)
+	defer p.leave(e)
 	if a.kind == closeEarly {
 		abort(w, r, false)
 		return

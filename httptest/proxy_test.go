@@ -247,3 +247,32 @@ func (r *stringReader) Read(p []byte) (int, error) {
 	r.s = r.s[n:]
 	return n, nil
 }
+
+// TestRecordsTellHedgesFromRetries checks that an attempt arriving while
+// another of its request is still being served, as a hedge does, is
+// counted as overlapping, and a retry, which comes after, is not.
+func TestRecordsTellHedgesFromRetries(t *testing.T) {
+	srv := httptest.NewServer(nil, httptest.Func(func(key string, attempt int) httptest.Fault {
+		switch {
+		case key == "hedged" && attempt == 1:
+			return httptest.Delay(time.Second, httptest.Pass())
+		case key == "retried" && attempt == 1:
+			return httptest.Status(503)
+		}
+		return httptest.Pass()
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithHedging(retryhttp.HedgeDelay(20*time.Millisecond)),
+		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	for _, key := range []string{"hedged", "retried"} {
+		resp, err := send(t, client, http.MethodGet, srv.URL, "", "Idempotency-Key", key)
+		require.NoError(t, err)
+		readBody(t, resp)
+	}
+	h, r := srv.Request("hedged"), srv.Request("retried")
+	assert.Equal(t, 2, h.Attempts)
+	assert.Equal(t, 1, h.Overlapping, "the hedge arrived while the first attempt was served")
+	assert.Equal(t, 2, r.Attempts)
+	assert.Equal(t, 0, r.Overlapping, "the retry came after the first attempt ended")
+}

@@ -28,6 +28,10 @@ type Request struct {
 	// SameBody reports whether every attempt whose body was read whole
 	// carried the same bytes. It is true while fewer than two were.
 	SameBody bool
+	// Overlapping is how many attempts arrived while another attempt of
+	// the same request was still being served: hedges, where a retry
+	// comes only after the attempt before it ended.
+	Overlapping int
 }
 
 // An Option configures a Server or a Transport.
@@ -86,6 +90,7 @@ type ledger struct {
 
 type entry struct {
 	Request
+	serving  int // attempts being served
 	numbered int // attempts given a number, some perhaps not yet recorded
 	sum      [sha256.Size]byte
 	summed   bool
@@ -120,10 +125,21 @@ func (l *ledger) arrive(key string, f Fault) (*entry, action) {
 	}
 	l.attempts++
 	l.arrivals = append(l.arrivals, now)
+	if e.serving > 0 {
+		e.Overlapping++
+	}
+	e.serving++
 	e.Attempts++
 	e.Arrivals = append(e.Arrivals, now)
 	e.Outcomes = append(e.Outcomes, a.String())
 	return e, a
+}
+
+// leave records that an attempt of e is no longer being served.
+func (l *ledger) leave(e *entry) {
+	l.mu.Lock()
+	e.serving--
+	l.mu.Unlock()
 }
 
 func (l *ledger) executed(e *entry) {

@@ -88,6 +88,7 @@ const delayedBodyLimit = 1 << 20
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	e, a := s.arrive(s.cfg.key(r), s.fault)
+	defer s.leave(e)
 	if a.kind == closeEarly {
 		abort(w, r, false)
 		return

@@ -64,6 +64,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		trace.GotConn(httptrace.GotConnInfo{})
 	}
 	e, a := t.arrive(t.cfg.key(req), t.fault)
+	defer t.leave(e)
 	if trace != nil && trace.WroteHeaders != nil {
 		trace.WroteHeaders()
 	}
