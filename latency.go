@@ -143,13 +143,16 @@ const hedgeBurst = 10
 // host's requests over the two windows, plus hedgeBurst; if so it counts
 // the hedge.
 func (h *hostLatency) mayHedge(fraction float64) bool {
+	// Count the hedge first, then check, so that concurrent requests see
+	// each other's hedges and cannot all pass the cap at once.
 	c := h.cur.Load()
+	h.hedges[c].Add(1)
 	reqs := h.requests[0].Load() + h.requests[1].Load()
 	hedges := h.hedges[0].Load() + h.hedges[1].Load()
-	if float64(hedges) >= fraction*float64(reqs)+hedgeBurst {
+	if float64(hedges) > fraction*float64(reqs)+hedgeBurst {
+		h.hedges[c].Add(^uint32(0)) // take it back
 		return false
 	}
-	h.hedges[c].Add(1)
 	return true
 }
 
