@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -159,8 +160,9 @@ type HedgeEvent struct {
 	Delay time.Duration
 }
 
-// WithOnHedge calls fn before each hedge is sent, on the goroutine making
-// the request. fn must be fast and must not block. Each WithOnHedge adds a
+// WithOnHedge calls fn before each hedge is sent, on a goroutine of the
+// Transport's, while the first attempt is in flight. fn must be fast, must
+// not block, and must be safe for concurrent use. Each WithOnHedge adds a
 // hook. Which attempt won is AttemptFromContext of the returned response's
 // Request's context; Attempts counts both.
 func WithOnHedge(fn func(HedgeEvent)) Option {
@@ -222,101 +224,122 @@ type hedgeResult struct {
 	resp *http.Response
 	err  error
 	a    *http.Request
-	n    int // 1 for the first attempt, 2 for the hedge
+}
+
+// A hedgeRun is one request's first attempt and, if it fires, its hedge.
+// The first attempt runs on the caller's goroutine; a timer starts the
+// hedge on a goroutine of its own, so that a request answered before the
+// delay needs neither.
+type hedgeRun struct {
+	t      *Transport
+	req    *http.Request      // the caller's
+	orig   *http.Request      // the first attempt as the loop made it
+	a      *http.Request      // the first attempt, with a context of its own
+	cancel context.CancelFunc // ends the first attempt
+	hl     *hostLatency
+	p      policy
+	start  time.Time
+
+	mu          sync.Mutex
+	primaryDone bool // the first attempt has returned: no hedge may start
+	launched    bool // a hedge was sent; final once primaryDone is set
+	spent       Tokens
+	hedge       chan hedgeResult // the hedge's outcome, once launched
+	cancelHedge context.CancelFunc
 }
 
 // sendHedged makes the first attempt a of req and, if it has no outcome
 // within delay and the budget and the host's cap allow, a hedge. It returns
 // the winning outcome, its attempt request, how many attempts were sent,
-// and what the budget took for the hedge.
+// and what the budget took for a hedge that won.
 func (t *Transport) sendHedged(req, a *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, error, *http.Request, int, Tokens) {
-	start := time.Now()
-	results := make(chan hedgeResult, 2)
-	var cancels [3]context.CancelFunc
-	run := func(ai *http.Request, n int) {
-		resp, err := t.send(ai)
-		results <- hedgeResult{resp: resp, err: err, a: ai, n: n}
-	}
+	r := &hedgeRun{t: t, req: req, orig: a, hl: hl, p: p, start: time.Now()}
 	ctx, cancel := context.WithCancel(a.Context())
-	cancels[1] = cancel
-	go run(a.WithContext(ctx), 1)
+	r.a, r.cancel = a.WithContext(ctx), cancel
+	timer := time.AfterFunc(delay, r.fire)
+	resp, err := t.send(r.a)
+	timer.Stop()
+	if resp != nil {
+		hl.record(time.Since(r.start), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+	}
+	r.mu.Lock()
+	r.primaryDone = true
+	launched := r.launched
+	r.mu.Unlock()
+	if !launched {
+		return keep(resp, err, r.a, cancel), err, r.a, 1, 0
+	}
 
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	var (
-		inflight         = 1
-		sent             = 1
-		spent            Tokens
-		winner, held     *hedgeResult
-		firstAttemptDone bool
-	)
-	for winner == nil {
-		select {
-		case r := <-results:
-			inflight--
-			if r.n == 1 {
-				firstAttemptDone = true
-				if r.resp != nil {
-					hl.record(time.Since(start), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
-				}
-			}
-			v := t.classifier.Classify(r.a, r.resp, r.err)
-			if v.Decision != Retry || inflight == 0 {
-				winner = &r
-				break
-			}
-			// A failure to retry does not win while the other may still
-			// succeed.
-			held = &r
-		case <-timer.C:
-			if firstAttemptDone {
-				break
-			}
-			h, took, ok := t.startHedge(req, a, hl, time.Since(start), p)
-			if !ok {
-				break
-			}
-			spent = took
-			ctx, cancel := context.WithCancel(h.Context())
-			cancels[2] = cancel
-			inflight++
-			sent = 2
-			go run(h.WithContext(ctx), 2)
+	// A hedge is out. The first attempt wins if it is final or a success,
+	// unless the hedge won first and cancelled it; a failure to retry
+	// waits for the hedge.
+	cancelledByHedge := err != nil && ctx.Err() != nil && a.Context().Err() == nil
+	if !cancelledByHedge && t.classifier.Classify(r.a, resp, err).Decision != Retry {
+		r.cancelHedge()
+		if h := <-r.hedge; h.resp != nil {
+			discard(h.resp)
 		}
-	}
-	// The losers: cancelled, waited for, their responses closed.
-	for n := 1; n <= 2; n++ {
-		if n != winner.n && cancels[n] != nil {
-			cancels[n]()
+		resp = keep(resp, err, r.a, cancel)
+		if resp != nil {
+			// Attempts reports both attempts, not the winner's number.
+			resp.Request = r.a.WithContext(context.WithValue(ctx, sentKey{}, 2))
 		}
+		return resp, err, r.a, 2, 0
 	}
-	for ; inflight > 0; inflight-- {
-		r := <-results
-		if r.n == 1 && r.resp != nil {
-			hl.record(time.Since(start), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+	h := <-r.hedge
+	if resp != nil {
+		discard(resp)
+	}
+	cancel()
+	return keep(h.resp, h.err, h.a, r.cancelHedge), h.err, h.a, 2, r.spent
+}
+
+// keep returns resp with its body set to release the attempt's context
+// when closed, or, when there is no response, releases it at once.
+func keep(resp *http.Response, _ error, _ *http.Request, cancel context.CancelFunc) *http.Response {
+	if resp == nil {
+		cancel()
+		return nil
+	}
+	resp.Body = newCancelBody(resp.Body, cancel)
+	return resp
+}
+
+// fire starts the hedge, unless the first attempt has returned or the
+// host's cap or the budget refuse it. When the hedge wins, it cancels the
+// first attempt, so that the caller's goroutine returns.
+func (r *hedgeRun) fire() {
+	r.mu.Lock()
+	done := r.primaryDone
+	r.mu.Unlock()
+	if done {
+		return
+	}
+	h, took, ok := r.t.startHedge(r.req, r.orig, r.hl, time.Since(r.start), r.p)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.Context())
+	h = h.WithContext(ctx)
+	r.mu.Lock()
+	if r.primaryDone {
+		r.mu.Unlock()
+		cancel()
+		if r.t.budget != nil && took > 0 {
+			r.t.budget.Deposit(r.req, took) // never sent
 		}
-		if r.resp != nil {
-			discard(r.resp)
+		return
+	}
+	r.launched, r.spent, r.cancelHedge = true, took, cancel
+	r.hedge = make(chan hedgeResult, 1)
+	r.mu.Unlock()
+	go func() {
+		resp, err := r.t.send(h)
+		if r.t.classifier.Classify(h, resp, err).Decision != Retry {
+			r.cancel() // the hedge won: the first attempt ends
 		}
-	}
-	if held != nil && held != winner && held.resp != nil {
-		discard(held.resp)
-	}
-	cancelWinner := cancels[winner.n]
-	if winner.resp == nil {
-		cancelWinner()
-	} else {
-		winner.resp.Body = newCancelBody(winner.resp.Body, cancelWinner)
-		if winner.n < sent {
-			// Attempts reports every attempt sent, not the winner's number.
-			winner.a = winner.a.WithContext(context.WithValue(winner.a.Context(), sentKey{}, sent))
-			winner.resp.Request = winner.a
-		}
-	}
-	if winner.n != 2 {
-		spent = 0 // a hedge that lost is paid for and not refunded
-	}
-	return winner.resp, winner.err, winner.a, sent, spent
+		r.hedge <- hedgeResult{resp: resp, err: err, a: h}
+	}()
 }
 
 // startHedge returns the hedge of req, whose first attempt is a, if the
