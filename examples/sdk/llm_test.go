@@ -202,4 +202,3 @@ func TestLLMStreams(t *testing.T) {
 		})
 	}
 }
-
