@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // A replay produces the request body for each attempt of one request.
@@ -20,6 +21,9 @@ type replay struct {
 	kind replayKind
 	// getBody makes a fresh body for each retry (kindGetBody).
 	getBody func() (io.ReadCloser, error)
+	// sent is the body the last attempt was given (kindGetBody), which
+	// the base closes once it no longer reads it.
+	sent *watchedBody
 	// tee copies the caller's body as it is sent (kindTee).
 	tee *tee
 	// buf is the complete copy, once a retry has needed it (kindTee).
@@ -54,15 +58,19 @@ func prepareReplay(req *http.Request, limit int64, retries bool) replay {
 // first returns the body of the first attempt: the caller's, or a view of
 // it that copies what the base reads.
 func (r *replay) first(req *http.Request) io.ReadCloser {
-	if r.kind == kindTee {
+	switch r.kind {
+	case kindTee:
 		return r.tee.view()
+	case kindGetBody:
+		r.sent = watchBody(req.Body)
+		return r.sent
 	}
 	return req.Body
 }
 
 // modifies reports whether the first attempt must carry another body than
-// the caller's request.
-func (r *replay) modifies() bool { return r.kind == kindTee }
+// the caller's request: a copy, or a body watched for its close.
+func (r *replay) modifies() bool { return r.kind == kindTee || r.kind == kindGetBody }
 
 // next returns the body for a retry, or an error when the body cannot be
 // sent again. The caller must close it if the retry is abandoned before it
@@ -74,11 +82,23 @@ func (r *replay) next() (io.ReadCloser, error) {
 	case kindNone:
 		return nil, nil
 	case kindGetBody:
+		// Many GetBody functions rewind and return the same stream (the
+		// Azure SDK's among them): calling one while the base still reads
+		// the last attempt's body would send a retry whose body is cut.
+		// net/http closes a request body once it is done with it, perhaps
+		// after RoundTrip returned; wait for that, a little.
+		if r.sent != nil && !r.sent.waitClosed(drainTimeout) {
+			return nil, errBodyNotReplayable
+		}
 		b, err := r.getBody()
 		if err == nil && b == nil {
 			err = errors.New("retryhttp: Request.GetBody returned a nil body")
 		}
-		return b, err
+		if err != nil {
+			return nil, err
+		}
+		r.sent = watchBody(b)
+		return r.sent, nil
 	case kindTee:
 		if r.buf != nil {
 			return bufferedBody(r.buf), nil
@@ -127,6 +147,41 @@ func (r *replay) setBody(a *http.Request, body io.ReadCloser, resend bool) {
 		}
 	default:
 		a.Body = body
+	}
+}
+
+// A watchedBody is a request body that reports when it is closed.
+type watchedBody struct {
+	io.ReadCloser
+	once   sync.Once
+	closed chan struct{}
+}
+
+func watchBody(b io.ReadCloser) *watchedBody {
+	return &watchedBody{ReadCloser: b, closed: make(chan struct{})}
+}
+
+func (w *watchedBody) Close() error {
+	err := w.ReadCloser.Close()
+	w.once.Do(func() { close(w.closed) })
+	return err
+}
+
+// waitClosed waits at most d for the body to be closed, and reports
+// whether it was.
+func (w *watchedBody) waitClosed(d time.Duration) bool {
+	select {
+	case <-w.closed:
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.closed:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

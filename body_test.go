@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -211,5 +212,58 @@ func FuzzTee(f *testing.F) {
 		}
 		tee.release()
 		require.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
+	})
+}
+
+// seekBody is a request body whose GetBody rewinds and returns the same
+// stream, as the Azure SDK's does.
+type seekBody struct{ *bytes.Reader }
+
+func (seekBody) Close() error { return nil }
+
+// TestGetBodySameStreamWaitsForClose checks that a retry does not ask
+// GetBody for its body while the base still reads the last attempt's, as
+// net/http may after RoundTrip returned: with a GetBody that rewinds one
+// shared stream, the retry would send what the last attempt left of it.
+func TestGetBodySameStreamWaitsForClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		payload := strings.Repeat("x", 1000)
+		stream := seekBody{bytes.NewReader([]byte(payload))}
+		var mu sync.Mutex
+		var got []string
+		var attempts int
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			attempts++
+			n := attempts
+			mu.Unlock()
+			if n == 1 {
+				// Answer at once, and finish reading the body later.
+				go func() {
+					time.Sleep(10 * time.Millisecond)
+					io.Copy(io.Discard, r.Body)
+					r.Body.Close()
+				}()
+				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody}, nil
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			mu.Lock()
+			got = append(got, string(b))
+			mu.Unlock()
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
+		})
+		req, err := http.NewRequest(http.MethodPut, "http://blob.test/c/b", stream)
+		require.NoError(t, err)
+		req.ContentLength = int64(len(payload))
+		req.GetBody = func() (io.ReadCloser, error) {
+			_, err := stream.Seek(0, io.SeekStart)
+			return stream, err
+		}
+		resp, err := newTestTransport(base, 0).RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, 200, resp.StatusCode)
+		require.Len(t, got, 1)
+		assert.Equal(t, payload, got[0], "the retry sent the whole body")
 	})
 }
