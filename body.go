@@ -150,35 +150,48 @@ func (r *replay) setBody(a *http.Request, body io.ReadCloser, resend bool) {
 	}
 }
 
-// A watchedBody is a request body that reports when it is closed.
+// A watchedBody is a request body that reports when it is closed. Its
+// channel is made only when someone waits, so that a request that is never
+// retried pays for the wrapper alone.
 type watchedBody struct {
 	io.ReadCloser
-	once   sync.Once
-	closed chan struct{}
+	mu     sync.Mutex
+	closed bool
+	waitCh chan struct{} // made by a waiter, closed by Close
 }
 
-func watchBody(b io.ReadCloser) *watchedBody {
-	return &watchedBody{ReadCloser: b, closed: make(chan struct{})}
-}
+func watchBody(b io.ReadCloser) *watchedBody { return &watchedBody{ReadCloser: b} }
 
 func (w *watchedBody) Close() error {
 	err := w.ReadCloser.Close()
-	w.once.Do(func() { close(w.closed) })
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		if w.waitCh != nil {
+			close(w.waitCh)
+		}
+	}
+	w.mu.Unlock()
 	return err
 }
 
 // waitClosed waits at most d for the body to be closed, and reports
 // whether it was.
 func (w *watchedBody) waitClosed(d time.Duration) bool {
-	select {
-	case <-w.closed:
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return true
-	default:
 	}
+	if w.waitCh == nil {
+		w.waitCh = make(chan struct{})
+	}
+	ch := w.waitCh
+	w.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-w.closed:
+	case <-ch:
 		return true
 	case <-t.C:
 		return false

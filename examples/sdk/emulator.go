@@ -46,6 +46,9 @@ func startEmulator(name string) (*emulator, error) {
 	e := &emulator{cmd: exec.Command(node, "start.js"), stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	e.cmd.Dir = dir
 	e.cmd.Stderr = e.stderr
+	// A process the emulator started may hold its output open after it
+	// exits: stop waiting for that output soon after.
+	e.cmd.WaitDelay = 2 * time.Second
 	if e.stdin, err = e.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
