@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +24,15 @@ import (
 // table orders.
 func dynalite(t *testing.T) string {
 	return sharedEmulator(t, "dynalite", createOrdersTable).URL
+}
+
+// itemIDs numbers the items the tests write, so that a test run again in
+// the same process (-count) meets none of its earlier items.
+var itemIDs atomic.Int64
+
+// itemID returns an id no other test in this process has used.
+func itemID(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, itemIDs.Add(1))
 }
 
 // DynamoDB's errors as DynamoDB sends them; see dynamoDBFault.
@@ -90,9 +101,9 @@ func TestDynamoDB(t *testing.T) {
 		{name: "conditional PutItem, reset after the write, not declared", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, put: true, ifAbsent: true,
 			fault: httptest.First(1, httptest.ResetAfterRead()), attempts: 1, executions: 1, wantErr: "reset"},
 	}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := "TestDynamoDB-" + string(rune('a'+i))
+			id := itemID("TestDynamoDB")
 			proxy := newDynamoDBProxy(url, tt.fault)
 			defer proxy.Close()
 			tr := retryhttp.New(append(tt.opts, fast...)...)
@@ -169,9 +180,9 @@ func sdkRetryer() aws.Retryer {
 // SDK's retryer rescues.
 func TestDynamoDBSideBySide(t *testing.T) {
 	url := dynalite(t)
-	for i, f := range dynamoDBReadFailures {
+	for _, f := range dynamoDBReadFailures {
 		t.Run(f.name, func(t *testing.T) {
-			id := "side-by-side-" + string(rune('a'+i))
+			id := itemID("side-by-side")
 			_, err := newDynamoDBClient(url, http.DefaultClient).PutItem(t.Context(), orderPut(id, 100, false))
 			require.NoError(t, err)
 
@@ -208,7 +219,7 @@ func TestDynamoDBFinalErrorsIntact(t *testing.T) {
 
 	proxy := newDynamoDBProxy(url, httptest.First(1, dynamoDBValidation))
 	defer proxy.Close()
-	_, err := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr}).GetItem(t.Context(), orderKey("final-1"))
+	_, err := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr}).GetItem(t.Context(), orderKey(itemID("final")))
 	var apiErr smithy.APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, "ValidationException", apiErr.ErrorCode())
@@ -218,9 +229,10 @@ func TestDynamoDBFinalErrorsIntact(t *testing.T) {
 	proxy = newDynamoDBProxy(url, httptest.Pass())
 	defer proxy.Close()
 	client := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr})
-	_, err = client.PutItem(t.Context(), orderPut("final-2", 1, true))
+	id := itemID("final")
+	_, err = client.PutItem(t.Context(), orderPut(id, 1, true))
 	require.NoError(t, err)
-	_, err = client.PutItem(retryhttp.Resendable(t.Context()), orderPut("final-2", 1, true))
+	_, err = client.PutItem(retryhttp.Resendable(t.Context()), orderPut(id, 1, true))
 	var condErr *types.ConditionalCheckFailedException
 	require.True(t, errors.As(err, &condErr), "got %v", err)
 	assert.Equal(t, "The conditional request failed", condErr.ErrorMessage())
@@ -237,7 +249,7 @@ func TestDynamoDBConditionalResend(t *testing.T) {
 	tr := retryhttp.New(append([]retryhttp.Option{retryhttp.WithResendable(func(*http.Request) bool { return true })}, fast...)...)
 	defer tr.CloseIdleConnections()
 
-	_, err := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr}).PutItem(t.Context(), orderPut("conditional-resend", 2000, true))
+	_, err := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr}).PutItem(t.Context(), orderPut(itemID("conditional-resend"), 2000, true))
 	var condErr *types.ConditionalCheckFailedException
 	require.True(t, errors.As(err, &condErr), "got %v", err)
 	assert.Equal(t, 2, proxy.Attempts())
