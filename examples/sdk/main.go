@@ -21,6 +21,12 @@
 //
 //	npm ci --prefix emulators/dynalite
 //	go run .
+//
+// and the demonstration of one Transport under the OpenAI, Anthropic, S3
+// and GitHub clients at once, while one provider throttles everything
+// (onelayer.go), with:
+//
+//	go run . onelayer
 package main
 
 import (
@@ -37,6 +43,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "onelayer" {
+		if err := runOneLayer(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sdk onelayer:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sdk:", err)
 		os.Exit(1)
