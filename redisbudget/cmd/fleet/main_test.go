@@ -29,17 +29,7 @@ func TestMain(m *testing.M) {
 // holds the fleet to about one bucket while local budgets give each
 // process its own.
 func TestOutage(t *testing.T) {
-	f, err := newFleet(2, 200, 4)
-	if errors.Is(err, redisserver.ErrNotInstalled) {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f := startFleet(t, 2, 200, 4)
 	var out strings.Builder
 	if err := f.outage(&out); err != nil {
 		t.Fatal(err)
@@ -60,17 +50,7 @@ func TestOutage(t *testing.T) {
 // while Redis was down stay within one shared bucket: only the processes
 // alive when Redis died, which had heard from it, have fallback shares.
 func TestDiesWithChurn(t *testing.T) {
-	f, err := newFleet(2, 400, 4)
-	if errors.Is(err, redisserver.ErrNotInstalled) {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f := startFleet(t, 2, 400, 4)
 	f.churn, f.down = 50, time.Second
 	var out strings.Builder
 	if err := f.dies(&out); err != nil {
@@ -87,4 +67,22 @@ func TestDiesWithChurn(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n > 100 {
 		t.Errorf("%d retries while Redis was down, more than one bucket's 100", n)
 	}
+}
+
+// startFleet returns a fleet closed when the test ends. Without
+// redis-server it fails the test under CI and skips it elsewhere.
+func startFleet(t *testing.T, processes, requests, concurrency int) *fleet {
+	t.Helper()
+	f, err := newFleet(processes, requests, concurrency)
+	if errors.Is(err, redisserver.ErrNotInstalled) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.close)
+	return f
 }
