@@ -200,11 +200,11 @@ func (h *hedging) delay(hl *hostLatency) (time.Duration, bool) {
 // delay is known; otherwise it sends a alone, recording its latency. It
 // returns the outcome, its attempt request, the attempts sent and what the
 // budget took for a hedge that won.
-func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Response, error, *http.Request, int, Tokens) {
+func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Response, *http.Request, int, Tokens, error) {
 	hl := t.hedge.table.host(requestKey(req))
 	if hl == nil {
 		resp, err := t.send(a)
-		return resp, err, a, 1, 0
+		return resp, a, 1, 0, err
 	}
 	hl.count()
 	delay, ok := t.hedge.delay(hl)
@@ -214,7 +214,7 @@ func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Respo
 		if resp != nil {
 			hl.record(time.Since(start), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
 		}
-		return resp, err, a, 1, 0
+		return resp, a, 1, 0, err
 	}
 	return t.sendHedged(req, a, hl, delay, p)
 }
@@ -252,7 +252,7 @@ type hedgeRun struct {
 // within delay and the budget and the host's cap allow, a hedge. It returns
 // the winning outcome, its attempt request, how many attempts were sent,
 // and what the budget took for a hedge that won.
-func (t *Transport) sendHedged(req, a *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, error, *http.Request, int, Tokens) {
+func (t *Transport) sendHedged(req, a *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, Tokens, error) {
 	r := &hedgeRun{t: t, req: req, orig: a, hl: hl, p: p, start: time.Now()}
 	ctx, cancel := context.WithCancel(a.Context())
 	r.a, r.cancel = a.WithContext(ctx), cancel
@@ -267,7 +267,7 @@ func (t *Transport) sendHedged(req, a *http.Request, hl *hostLatency, delay time
 	launched := r.launched
 	r.mu.Unlock()
 	if !launched {
-		return keep(resp, err, r.a, cancel), err, r.a, 1, 0
+		return keep(resp, err, r.a, cancel), r.a, 1, 0, err
 	}
 
 	// A hedge is out. The first attempt wins if it is final or a success,
@@ -284,14 +284,14 @@ func (t *Transport) sendHedged(req, a *http.Request, hl *hostLatency, delay time
 			// Attempts reports both attempts, not the winner's number.
 			resp.Request = r.a.WithContext(context.WithValue(ctx, sentKey{}, 2))
 		}
-		return resp, err, r.a, 2, 0
+		return resp, r.a, 2, 0, err
 	}
 	h := <-r.hedge
 	if resp != nil {
 		discard(resp)
 	}
 	cancel()
-	return keep(h.resp, h.err, h.a, r.cancelHedge), h.err, h.a, 2, r.spent
+	return keep(h.resp, h.err, h.a, r.cancelHedge), h.a, 2, r.spent, h.err
 }
 
 // keep returns resp with its body set to release the attempt's context

@@ -246,7 +246,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
 			var sent int
 			var took Tokens
-			resp, err, a, sent, took = t.sendFirstHedged(req, a, p)
+			resp, a, sent, took, err = t.sendFirstHedged(req, a, p)
 			attempt, spent = sent, took
 		} else {
 			resp, err = t.send(a)
