@@ -77,7 +77,7 @@ func anthropicVendor() llmVendor {
 					anthropicoption.WithHTTPClient(hc))
 			}
 			_, err := c.Messages.New(ctx, anthropic.MessageNewParams{
-				Model:     anthropic.ModelClaudeSonnet4_5,
+				Model:     anthropic.ModelClaudeSonnet5_5,
 				MaxTokens: 64,
 				Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
 			})

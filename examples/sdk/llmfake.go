@@ -69,7 +69,7 @@ var fakeAnthropic = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request
 	if strings.Contains(string(body), `"stream":true`) {
 		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		for _, ev := range [][2]string{
-			{"message_start", `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`},
+			{"message_start", `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`},
 			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
 			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello there"}}`},
 			{"content_block_stop", `{"type":"content_block_stop","index":0}`},
@@ -82,7 +82,7 @@ var fakeAnthropic = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5",`+
+	io.WriteString(w, `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-5-5",`+
 		`"content":[{"type":"text","text":"Hello there"}],"stop_reason":"end_turn","stop_sequence":null,`+
 		`"usage":{"input_tokens":9,"output_tokens":2}}`)
 })

@@ -88,7 +88,7 @@ func runOneLayer(w io.Writer, opts ...retryhttp.Option) error {
 			return err
 		}},
 		{"Anthropic", claude.Attempts, func() error {
-			_, err := an.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.ModelClaudeSonnet4_5, MaxTokens: 64,
+			_, err := an.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.ModelClaudeSonnet5_5, MaxTokens: 64,
 				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}})
 			return err
 		}},
