@@ -129,14 +129,14 @@
 //
 // # Hedging
 //
-// WithHedging sends a second copy of a slow request, a hedge, when the first
-// has had no response within a delay: by default the 97th percentile of the
+// WithHedging sends another copy of a slow request, a hedge, when no attempt
+// has had a response within a delay: by default the 95th percentile of the
 // host's recent latency, so that only the tail is hedged and hedges stop by
 // themselves when a host is slow for every request. Only requests that may
-// be sent twice are hedged; each hedge is paid from the budget and a host's
-// hedges are capped at 5% of its requests. The first success or final
-// response wins, and the other attempt is cancelled. NoHedge turns it off
-// for one call; WithOnHedge sees each hedge.
+// be sent twice are hedged; each hedge is an attempt, is paid from the
+// budget, and a host's hedges are capped at 5% of its requests. The first
+// success or final response wins, and the other attempts are cancelled.
+// NoHedge turns it off for one call; WithOnHedge sees each hedge.
 //
 // # What it returns
 //
@@ -170,7 +170,7 @@
 //	idempotency keys   off                                                WithIdempotencyKeys
 //	attempt header     none                                               WithAttemptHeader
 //	rate limit hints   ignored                                            WithRateLimitHints
-//	hedging            off; when on: after the host's p97 latency         WithHedging, NoHedge
+//	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget
 //	resendable         idempotent methods and keyed requests only         WithResendable, Resendable

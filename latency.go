@@ -7,34 +7,44 @@ import (
 	"time"
 )
 
-// Latency buckets: below 1 µs, then four per doubling from 1 µs to about
+// Latency buckets: below 1 µs, then eight per doubling from 1 µs to about
 // 2^25 µs (33 s); a latency past the last bucket counts in it. A bucket's
-// bounds are within 25% of each other, which is the quantile's precision.
+// upper bound is at most 12.5% above its lower one, which is the quantile's
+// precision.
 const (
-	latencyBucketsPerDoubling = 4
+	latencyShift              = 3 // log2 of the buckets per doubling
+	latencyBucketsPerDoubling = 1 << latencyShift
 	latencyBuckets            = 25*latencyBucketsPerDoubling + 1
-	latencyUnit               = 250 * time.Nanosecond // a quarter of the first doubling
+	latencyUnit               = time.Microsecond / latencyBucketsPerDoubling
 )
+
+// clockOrigin is the instant monotonic measures from: time.Since reads only
+// the monotonic clock, where time.Now reads the wall clock too, at about
+// twice the cost.
+var clockOrigin = time.Now()
+
+// monotonic returns the time since clockOrigin.
+func monotonic() time.Duration { return time.Since(clockOrigin) }
 
 // latencyBucket returns the bucket of d.
 func latencyBucket(d time.Duration) int {
 	u := uint64(max(d, 0) / latencyUnit)
-	if u < 4 {
+	if u < latencyBucketsPerDoubling {
 		return 0
 	}
-	e := bits.Len64(u) - 1 // u is in [2^e, 2^(e+1)), e >= 2
-	sub := int(u>>(e-2)) & 3
-	return min((e-2)*latencyBucketsPerDoubling+sub+1, latencyBuckets-1)
+	e := bits.Len64(u) - 1 // u is in [2^e, 2^(e+1)), e >= latencyShift
+	sub := int(u>>(e-latencyShift)) & (latencyBucketsPerDoubling - 1)
+	return min((e-latencyShift)*latencyBucketsPerDoubling+sub+1, latencyBuckets-1)
 }
 
 // latencyUpper returns the upper bound of bucket i: every latency in it,
 // but in the last, is below it.
 func latencyUpper(i int) time.Duration {
 	if i <= 0 {
-		return 4 * latencyUnit
+		return latencyBucketsPerDoubling * latencyUnit
 	}
 	e, sub := (i-1)/latencyBucketsPerDoubling, (i-1)%latencyBucketsPerDoubling
-	return time.Duration(uint64(4+sub+1)<<e) * latencyUnit
+	return time.Duration(uint64(latencyBucketsPerDoubling+sub+1)<<e) * latencyUnit
 }
 
 // A latencyWindow counts the latencies of one window.
@@ -54,16 +64,15 @@ func (w *latencyWindow) reset() {
 // host, in two windows of a fixed number of samples, the current one and
 // the one before, so that the quantile follows changes within two windows
 // and is never computed from fewer samples than a window holds once the
-// first one is full. It also counts the host's requests and hedges over the
-// same windows, for the cap on hedges. Recording is lock-free; the windows
-// turn under a lock, once per window.
+// first one is full. It also holds the host's hedge credit, for the cap on
+// hedges. Recording is lock-free; the windows turn under a lock, once per
+// window.
 type hostLatency struct {
 	win  [2]latencyWindow
 	cur  atomic.Uint32 // index of the current window
 	full atomic.Bool   // a window has been completed: the previous one counts
 
-	requests [2]atomic.Uint32
-	hedges   [2]atomic.Uint32
+	credit atomic.Int64 // hedges the host may send, in hedgeUnit
 
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
@@ -94,16 +103,14 @@ func (h *hostLatency) turn(c uint32) {
 	}
 	next := 1 - c
 	h.win[next].reset()
-	h.requests[next].Store(0)
-	h.hedges[next].Store(0)
 	h.cur.Store(next)
 	h.full.Store(true)
 }
 
-// quantile returns the q-quantile of the samples in both windows, as the
-// upper bound of its bucket, or 0 when there are fewer than minSamples. The
-// upper bound, not a point inside the bucket, so that a host whose latency
-// hardly varies is not hedged on every request.
+// quantile returns the q-quantile of the samples in both windows,
+// interpolated within its bucket, or 0 when there are fewer than
+// minSamples. Even for a host whose latency hardly varies, so that its
+// samples share a bucket, about 1-q of the samples lie above it.
 func (h *hostLatency) quantile(q float64, minSamples int) time.Duration {
 	var counts [latencyBuckets]uint32
 	var total uint64
@@ -123,38 +130,68 @@ func (h *hostLatency) quantile(q float64, minSamples int) time.Duration {
 	rank := uint64(q * float64(total))
 	var seen uint64
 	for i, c := range counts {
-		seen += uint64(c)
-		if seen > rank {
-			return latencyUpper(i)
+		if seen+uint64(c) > rank {
+			// Interpolate, taking the bucket's samples as spread evenly.
+			lower := time.Duration(0)
+			if i > 0 {
+				lower = latencyUpper(i - 1)
+			}
+			within := (float64(rank-seen) + 0.5) / float64(c)
+			return lower + time.Duration(within*float64(latencyUpper(i)-lower))
 		}
+		seen += uint64(c)
 	}
 	return latencyUpper(latencyBuckets - 1)
 }
 
-// count counts a request that may be hedged.
-func (h *hostLatency) count() { h.requests[h.cur.Load()].Add(1) }
+// The cap on hedges is a token bucket of hedge credit per host: each
+// request that may be hedged earns the host a fraction of a hedge, each
+// hedge spends one, and at most hedgeBurst are saved. Over any run of
+// requests, a host's hedges are then at most the fraction of them plus
+// hedgeBurst, whatever the host did before: a quiet spell saves no hedges
+// for the moment it turns slow.
+const (
+	hedgeUnit = 1 << 20 // one hedge, in credit
+	// hedgeBurst is how many hedges a host may save, so that slow requests
+	// that come together are not refused, and a new host can hedge its
+	// first slow requests.
+	hedgeBurst = 10
+)
 
-// hedgeBurst is how many hedges beyond the fraction a host may send, so
-// that slow requests that come together are not refused while the window's
-// count catches up, and a new host can hedge its first slow requests.
-const hedgeBurst = 10
+// hedgeEarning returns the credit a request earns under fraction.
+func hedgeEarning(fraction float64) int64 { return max(int64(fraction*hedgeUnit), 1) }
 
-// mayHedge reports whether one more hedge stays within fraction of the
-// host's requests over the two windows, plus hedgeBurst; if so it counts
-// the hedge.
-func (h *hostLatency) mayHedge(fraction float64) bool {
-	// Count the hedge first, then check, so that concurrent requests see
-	// each other's hedges and cannot all pass the cap at once.
-	c := h.cur.Load()
-	h.hedges[c].Add(1)
-	reqs := h.requests[0].Load() + h.requests[1].Load()
-	hedges := h.hedges[0].Load() + h.hedges[1].Load()
-	if float64(hedges) > fraction*float64(reqs)+hedgeBurst {
-		h.hedges[c].Add(^uint32(0)) // take it back
-		return false
-	}
-	return true
+// newHostLatency returns a tracker whose hedge credit is full.
+func newHostLatency() *hostLatency {
+	h := &hostLatency{}
+	h.credit.Store(hedgeBurst * hedgeUnit)
+	return h
 }
+
+// count earns the host credit for a request that may be hedged. When the
+// credit is full it only reads it, so that a host that needs no hedges
+// costs its requests no contended write.
+func (h *hostLatency) count(earning int64) {
+	if h.credit.Load() < hedgeBurst*hedgeUnit {
+		h.credit.Add(earning) // concurrent adds may pass the burst by a little
+	}
+}
+
+// mayHedge spends a hedge's credit, if the host has it.
+func (h *hostLatency) mayHedge() bool {
+	for {
+		c := h.credit.Load()
+		if c < hedgeUnit {
+			return false
+		}
+		if h.credit.CompareAndSwap(c, c-hedgeUnit) {
+			return true
+		}
+	}
+}
+
+// unhedge gives back the credit of a hedge that was not sent.
+func (h *hostLatency) unhedge() { h.credit.Add(hedgeUnit) }
 
 // A latencyTable keeps a hostLatency per destination, at most max of them:
 // a host past that gets none, and is not hedged on a quantile.
@@ -189,7 +226,7 @@ func (t *latencyTable) host(k hostKey) *hostLatency {
 	for hk, h := range m {
 		next[hk] = h
 	}
-	h := &hostLatency{}
+	h := newHostLatency()
 	next[k] = h
 	t.hosts.Store(&next)
 	return h

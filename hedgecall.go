@@ -1,0 +1,429 @@
+package retryhttp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A hedgeCall is one request's first round of attempts: the first attempt,
+// sent on the caller's goroutine, and the hedges a timer starts while no
+// attempt has answered. Its first attempt's request and context live in it,
+// so that a first attempt answered before the delay costs one allocation.
+type hedgeCall struct {
+	t     *Transport
+	req   *http.Request // the caller's
+	orig  *http.Request // the first attempt as the loop made it
+	hl    *hostLatency
+	p     policy
+	delay time.Duration
+	start time.Duration // monotonic
+
+	first http.Request // orig, under ctx
+	ctx   firstCtx
+
+	mu         sync.Mutex
+	collecting bool         // the first attempt has returned: no more hedges
+	winner     int          // the attempt that won; 0 while none has
+	sent       int          // attempts sent, the first included
+	next       *time.Timer  // the timer of the hedge after the first
+	hedges     []hedgeState // by attempt number - 2
+	results    chan hedgeOutcome
+}
+
+// hedgeState is what the call keeps of one hedge in flight.
+type hedgeState struct {
+	cancel   context.CancelFunc
+	returned bool // its base round trip has returned: cancelling would cut its body
+	took     Tokens
+}
+
+// hedgeOutcome is how one attempt of a hedged request ended.
+type hedgeOutcome struct {
+	resp *http.Response
+	err  error
+	a    *http.Request
+	n    int // the attempt number
+}
+
+// A hedgeTimer is a reusable timer that starts the first hedge of the call
+// it is armed for. It goes back to its pool only when Stop proves that it
+// did not fire, so that a late firing can never reach another call.
+type hedgeTimer struct {
+	timer *time.Timer
+	call  atomic.Pointer[hedgeCall]
+}
+
+func (ht *hedgeTimer) fire() {
+	if c := ht.call.Load(); c != nil {
+		c.fire()
+	}
+}
+
+// arm starts a pooled timer that hedges c after d.
+func (h *hedging) arm(c *hedgeCall, d time.Duration) *hedgeTimer {
+	ht, _ := h.timers.Get().(*hedgeTimer)
+	if ht == nil {
+		ht = &hedgeTimer{}
+		ht.call.Store(c)
+		ht.timer = time.AfterFunc(d, ht.fire)
+		return ht
+	}
+	ht.call.Store(c)
+	ht.timer.Reset(d)
+	return ht
+}
+
+// disarm stops ht, and pools it unless it fired.
+func (h *hedging) disarm(ht *hedgeTimer) {
+	if ht.timer.Stop() {
+		ht.call.Store(nil)
+		h.timers.Put(ht)
+	}
+}
+
+// sendHedged makes the first attempt orig of req and, while no attempt has
+// answered, a hedge after each delay, up to the attempts allowed, as the
+// host's cap and the budget allow. It returns the winning outcome (or, when
+// every attempt failed in a way to retry, the last), its attempt request,
+// how many attempts were sent, and what the budget took for a hedge that
+// won.
+func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, Tokens, error) {
+	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, p: p, delay: delay, start: monotonic(), sent: 1}
+	c.ctx.parent = orig.Context()
+	c.first = *orig.WithContext(&c.ctx)
+	ht := t.hedge.arm(c, delay)
+	resp, err := t.send(&c.first)
+	t.hedge.disarm(ht)
+
+	c.mu.Lock()
+	c.collecting = true
+	if c.next != nil {
+		c.next.Stop()
+	}
+	sent := c.sent
+	c.mu.Unlock()
+	if sent == 1 {
+		if resp != nil {
+			hl.record(monotonic()-c.start, t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+		}
+		return c.firstWon(resp, 1), orig, 1, 0, err
+	}
+	return c.collect(resp, err)
+}
+
+// firstWon returns the first attempt's response as the caller's, made to
+// release the attempt's context when its body is closed, and to report
+// sent attempts.
+func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
+	release := c.ctx.settle()
+	if resp == nil {
+		if release != nil {
+			release()
+		}
+		return nil
+	}
+	if release != nil {
+		resp.Body = newCancelBody(resp.Body, release)
+	}
+	if resp.Request == &c.first {
+		// The caller sees the request it sent, as from a plain transport.
+		resp.Request = c.orig
+		if sent > 1 {
+			resp.Request = c.orig.WithContext(context.WithValue(c.orig.Context(), sentKey{}, sent))
+		}
+	}
+	return resp
+}
+
+// collect waits for every attempt of a call whose hedges were sent, once
+// the first attempt has returned, and picks the outcome: the winner's, or
+// when none won, the last response to arrive, or the last error.
+func (c *hedgeCall) collect(resp *http.Response, err error) (*http.Response, *http.Request, int, Tokens, error) {
+	t := c.t
+	c.mu.Lock()
+	lost := c.winner != 0 // to a hedge, which cancelled it
+	c.mu.Unlock()
+	if resp != nil || lost {
+		// A first attempt cut short by a winning hedge was at least this
+		// slow; counting it keeps the quantile from forgetting the tail.
+		c.hl.record(monotonic()-c.start, t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+	}
+	if !lost && wins(t.classifier, &c.first, resp, err) {
+		c.win(1)
+	}
+	outcomes := make([]hedgeOutcome, 0, c.sent)
+	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: &c.first, n: 1})
+	for range c.sent - 1 {
+		outcomes = append(outcomes, <-c.results)
+	}
+	c.mu.Lock()
+	winner, sent := c.winner, c.sent
+	c.mu.Unlock()
+	// When none won, the last to end, preferring a response, which says
+	// more (Retry-After, the status) than an error.
+	pick := len(outcomes) - 1
+	for i, o := range outcomes {
+		if o.resp != nil && (winner == 0 || o.n == winner) {
+			pick = i
+		}
+	}
+	for i, o := range outcomes {
+		if i != pick {
+			c.drop(o)
+		}
+	}
+	o := outcomes[pick]
+	if o.n == 1 {
+		return c.firstWon(o.resp, sent), c.orig, sent, 0, o.err
+	}
+	hs := c.hedges[o.n-2]
+	if o.resp == nil {
+		hs.cancel()
+		return nil, o.a, sent, hs.took, o.err
+	}
+	o.resp.Body = newCancelBody(o.resp.Body, hs.cancel)
+	if o.n != sent && o.resp.Request == o.a {
+		o.resp.Request = o.a.WithContext(context.WithValue(o.a.Context(), sentKey{}, sent))
+	}
+	spent := Tokens(0)
+	if o.n == winner {
+		spent = hs.took
+	}
+	return o.resp, o.a, sent, spent, o.err
+}
+
+// wins reports whether an attempt's outcome wins the race: a response, a
+// success or final. An error never wins while another attempt may still
+// answer, nor does a response that would be retried.
+func wins(c Classifier, a *http.Request, resp *http.Response, err error) bool {
+	return resp != nil && c.Classify(a, resp, err).Decision != Retry
+}
+
+// drop discards an outcome that is not returned and ends its context.
+func (c *hedgeCall) drop(o hedgeOutcome) {
+	if o.resp != nil {
+		discard(o.resp)
+	}
+	if o.n == 1 {
+		if release := c.ctx.settle(); release != nil {
+			release()
+		}
+		return
+	}
+	c.hedges[o.n-2].cancel()
+}
+
+// win makes attempt n the winner, unless one already is, and cancels the
+// attempts still waiting for a response.
+func (c *hedgeCall) win(n int) {
+	c.mu.Lock()
+	if c.winner != 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.winner = n
+	if c.next != nil {
+		c.next.Stop()
+	}
+	var cancels []context.CancelFunc
+	for i, h := range c.hedges {
+		if i+2 != n && !h.returned {
+			cancels = append(cancels, h.cancel)
+		}
+	}
+	first := n != 1 && !c.collecting
+	c.mu.Unlock()
+	if first {
+		c.ctx.cancel()
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
+}
+
+// fire sends the next hedge, unless an attempt has answered, the first has
+// returned, or the host's cap or the budget refuse it; and, while attempts
+// remain, arms the timer of the one after.
+func (c *hedgeCall) fire() {
+	c.mu.Lock()
+	stop, n := c.collecting || c.winner != 0, c.sent+1
+	c.mu.Unlock()
+	if stop || n > c.p.maxAttempts {
+		return
+	}
+	t := c.t
+	h, took, ok := t.prepareHedge(c.req, c.orig, c.hl, n, c.p)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.Context())
+	h = h.WithContext(ctx)
+	c.mu.Lock()
+	if c.collecting || c.winner != 0 {
+		c.mu.Unlock()
+		cancel()
+		t.unprepareHedge(c.req, c.orig, h, c.hl, took)
+		return
+	}
+	c.sent = n
+	c.hedges = append(c.hedges, hedgeState{cancel: cancel, took: took})
+	if c.results == nil {
+		c.results = make(chan hedgeOutcome, c.p.maxAttempts)
+	}
+	if n < c.p.maxAttempts {
+		c.next = time.AfterFunc(c.delay, c.fire)
+	}
+	c.mu.Unlock()
+	waited := monotonic() - c.start
+	if t.onHedge != nil {
+		t.onHedge(HedgeEvent{Request: c.req, Attempt: n, Delay: waited})
+	}
+	if t.logger != nil && t.logger.Enabled(c.req.Context(), slog.LevelDebug) {
+		t.logger.LogAttrs(c.req.Context(), slog.LevelDebug, "retryhttp: hedging",
+			append(requestAttrs(c.req, n, nil, nil), slog.Duration("waited", waited))...)
+	}
+	go c.run(h, n)
+}
+
+// run sends hedge h, attempt n, and reports its outcome; a success or a
+// final response wins at once, so that the first attempt ends.
+func (c *hedgeCall) run(h *http.Request, n int) {
+	resp, err := c.t.send(h)
+	c.mu.Lock()
+	c.hedges[n-2].returned = true
+	c.mu.Unlock()
+	if wins(c.t.classifier, h, resp, err) {
+		c.win(n)
+	}
+	c.results <- hedgeOutcome{resp: resp, err: err, a: h, n: n}
+}
+
+// prepareHedge returns hedge n of req, whose first attempt is a, if the
+// host's cap and the budget allow one: its request, with its own body,
+// attempt number and attempt header, and what the budget took.
+func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n int, p policy) (*http.Request, Tokens, bool) {
+	if req.Context().Err() != nil || !hl.mayHedge() {
+		return nil, 0, false
+	}
+	var took Tokens
+	if t.budget != nil {
+		var err error
+		if took, err = t.budget.Withdraw(req, Verdict{Decision: Retry}); err != nil {
+			hl.unhedge()
+			return nil, 0, false
+		}
+	}
+	h := a.WithContext(context.WithValue(a.Context(), attemptKey{}, n))
+	if t.attemptHeader != "" {
+		h.Header = a.Header.Clone()
+		h.Header.Set(t.attemptHeader, attemptHeaderValue(n, p.maxAttempts))
+	}
+	if a.Body != nil && a.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil || body == nil {
+			t.unprepareHedge(req, a, h, hl, took)
+			return nil, 0, false
+		}
+		h.Body = body
+	}
+	return h, took, true
+}
+
+// unprepareHedge undoes prepareHedge for a hedge h that will not be sent.
+func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *hostLatency, took Tokens) {
+	if h.Body != nil && h.Body != a.Body {
+		h.Body.Close()
+	}
+	hl.unhedge()
+	if t.budget != nil && took > 0 {
+		t.budget.Deposit(req, took)
+	}
+}
+
+// firstCtx is the context of a hedged request's first attempt: the
+// caller's context, which a winning hedge can cancel. It is a
+// context.WithCancel of the caller's, made only once something asks for its
+// Done channel or it must be cancelled, so that a first attempt answered
+// before the delay over a base that never asks allocates nothing for it.
+// Once the attempt has returned without a hedge it is settled: nothing
+// will cancel it, and it is the caller's context.
+type firstCtx struct {
+	parent  context.Context
+	inner   atomic.Pointer[cancelPair]
+	mu      sync.Mutex
+	settled bool
+}
+
+type cancelPair struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (c *firstCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+func (c *firstCtx) Done() <-chan struct{} {
+	if in := c.inner.Load(); in != nil {
+		return in.ctx.Done()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in := c.inner.Load(); in != nil {
+		return in.ctx.Done()
+	}
+	if c.settled {
+		return c.parent.Done()
+	}
+	return c.makeInner().ctx.Done()
+}
+
+func (c *firstCtx) Err() error {
+	if in := c.inner.Load(); in != nil {
+		return in.ctx.Err()
+	}
+	return c.parent.Err()
+}
+
+func (c *firstCtx) Value(key any) any {
+	if in := c.inner.Load(); in != nil {
+		return in.ctx.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// makeInner makes the cancellable context; c.mu is held.
+func (c *firstCtx) makeInner() *cancelPair {
+	ctx, cancel := context.WithCancel(c.parent)
+	in := &cancelPair{ctx: ctx, cancel: cancel}
+	c.inner.Store(in)
+	return in
+}
+
+// cancel ends the attempt, unless it is settled.
+func (c *firstCtx) cancel() {
+	c.mu.Lock()
+	in := c.inner.Load()
+	if in == nil && !c.settled {
+		in = c.makeInner()
+	}
+	c.mu.Unlock()
+	if in != nil {
+		in.cancel()
+	}
+}
+
+// settle marks the attempt as never to be cancelled, and returns what
+// releases its context once its response is done with, or nil when
+// nothing needs to.
+func (c *firstCtx) settle() context.CancelFunc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.settled = true
+	if in := c.inner.Load(); in != nil && c.parent.Done() != nil {
+		return in.cancel
+	}
+	return nil
+}

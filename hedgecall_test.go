@@ -1,0 +1,304 @@
+package retryhttp
+
+import (
+	"context"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// hedgeServer is a loopback server whose answer to each attempt, told by
+// its X-Attempt header, is a function of the attempt number. It reports on
+// arrived the attempts that arrive and on cancelled those whose request
+// the client cancelled.
+type hedgeServer struct {
+	*httptest.Server
+	arrived   chan int
+	cancelled chan int
+}
+
+func newHedgeServer(t *testing.T, answer func(n int, w http.ResponseWriter, r *http.Request)) *hedgeServer {
+	s := &hedgeServer{arrived: make(chan int, 16), cancelled: make(chan int, 16)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(r.Header.Get("X-Attempt")[0] - '0')
+		s.arrived <- n
+		answer(n, w, r)
+		if r.Context().Err() != nil {
+			s.cancelled <- n
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// hang holds a request until the client cancels it.
+func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+
+// receive returns the next value of ch, failing the test if none comes
+// within a long time: a guard against a hang, not a timing.
+func receive(t *testing.T, ch chan int) int {
+	t.Helper()
+	select {
+	case n := <-ch:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing arrived")
+		return 0
+	}
+}
+
+// TestHedgeLoopback checks hedging over net/http's transport and a real
+// loopback server: the loser is cancelled at the server, the winner's body
+// is whole, a first attempt answered before the delay keeps its
+// connection, and no goroutine outlives the requests.
+func TestHedgeLoopback(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	big := strings.Repeat("x", 64<<10)
+	newTransport := func(delay time.Duration) (*Transport, *http.Transport) {
+		base := &http.Transport{}
+		t.Cleanup(base.CloseIdleConnections)
+		return New(WithBase(base), WithMaxAttempts(2), WithAttemptHeader("X-Attempt"),
+			WithHedging(HedgeDelay(delay))), base
+	}
+
+	t.Run("the hedge wins and the first is cancelled", func(t *testing.T) {
+		srv := newHedgeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				hang(w, r)
+				return
+			}
+			io.WriteString(w, big)
+		})
+		tr, _ := newTransport(time.Millisecond)
+		resp, err := tr.RoundTrip(get(t, srv.URL))
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, big, string(b))
+		assert.Equal(t, 2, AttemptFromContext(resp.Request.Context()), "the winner")
+		assert.Equal(t, 2, Attempts(resp))
+		assert.Equal(t, 1, receive(t, srv.cancelled), "the first attempt, cancelled at the server")
+	})
+
+	t.Run("the first wins while the hedge is in flight", func(t *testing.T) {
+		hedged := make(chan struct{})
+		srv := newHedgeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 2 {
+				close(hedged)
+				hang(w, r)
+				return
+			}
+			<-hedged
+			io.WriteString(w, big)
+		})
+		tr, _ := newTransport(time.Millisecond)
+		resp, err := tr.RoundTrip(get(t, srv.URL))
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err, "the winner's body is read in full")
+		resp.Body.Close()
+		assert.Equal(t, big, string(b))
+		assert.Equal(t, 1, AttemptFromContext(resp.Request.Context()), "the winner")
+		assert.Equal(t, 2, Attempts(resp))
+		assert.Equal(t, 2, receive(t, srv.cancelled), "the hedge, cancelled at the server")
+	})
+
+	t.Run("a first attempt answered at once keeps its connection", func(t *testing.T) {
+		srv := newHedgeServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { io.WriteString(w, big) })
+		tr, _ := newTransport(time.Hour)
+		for i := range 3 {
+			var reused bool
+			req := get(t, srv.URL)
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+				GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+			}))
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Len(t, b, len(big))
+			assert.Equal(t, req.Context(), resp.Request.Context(), "the caller's context, as from a plain transport")
+			assert.Equal(t, i > 0, reused, "request %d", i)
+		}
+	})
+}
+
+// TestHedgeNothingAfterReturn checks that once RoundTrip has returned, no
+// timer of the call sends anything more, however long the clock runs.
+func TestHedgeNothingAfterReturn(t *testing.T) {
+	for _, first := range []time.Duration{time.Millisecond, 15 * time.Millisecond, time.Second} {
+		t.Run(first.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &slowBase{answer: func(n int) (time.Duration, int) {
+					if n == 1 {
+						return first, 200
+					}
+					return 2 * time.Millisecond, 200
+				}}
+				var hedges hedgeEvents
+				tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), hedges.option())
+				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				calls, sent := base.calls(), hedges.count()
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				assert.Equal(t, calls, base.calls())
+				assert.Equal(t, sent, hedges.count())
+			})
+		})
+	}
+}
+
+// TestHedgeCapAfterQuietSpell checks that the cap is over any run of
+// requests: a host that needed no hedges for a long time does not save
+// them for the moment it turns slow.
+func TestHedgeCapAfterQuietSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow bool
+		base := &slowBase{answer: func(int) (time.Duration, int) {
+			if slow {
+				return 30 * time.Millisecond, 200
+			}
+			return time.Millisecond, 200
+		}}
+		var hedges hedgeEvents
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		do := func(n int) {
+			for range n {
+				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+				require.NoError(t, err)
+				resp.Body.Close()
+			}
+		}
+		do(5000)
+		require.Zero(t, hedges.count())
+		slow = true
+		do(1000)
+		assert.LessOrEqual(t, hedges.count(), 1000*5/100+hedgeBurst)
+	})
+}
+
+// TestHedgingSuccessPathAllocations pins the cost of a GET that is
+// answered before its hedge delay: one allocation, for the first attempt's
+// request, whose context a hedge would have to cancel.
+func TestHedgingSuccessPathAllocations(t *testing.T) {
+	tr := New(WithBase(newStub()), WithHedging())
+	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	for range DefaultHedgeMinSamples {
+		tr.RoundTrip(get) // the quantile is known from here on
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := tr.RoundTrip(get); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 1.0)
+}
+
+// TestFirstCtx checks that the first attempt's lazily made context behaves
+// as a context.WithCancel of the caller's.
+func TestFirstCtx(t *testing.T) {
+	type key struct{}
+	parentOf := func() (context.Context, context.CancelFunc) {
+		return context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+	}
+
+	t.Run("cancelled before anything asked", func(t *testing.T) {
+		parent, stop := parentOf()
+		defer stop()
+		c := &firstCtx{parent: parent}
+		assert.NoError(t, c.Err())
+		assert.Equal(t, "v", c.Value(key{}))
+		c.cancel()
+		<-c.Done()
+		assert.ErrorIs(t, c.Err(), context.Canceled)
+		assert.ErrorIs(t, context.Cause(c), context.Canceled)
+		assert.NoError(t, parent.Err(), "the caller's context lives on")
+	})
+
+	t.Run("cancelled while watched", func(t *testing.T) {
+		parent, stop := parentOf()
+		defer stop()
+		c := &firstCtx{parent: parent}
+		done := c.Done()
+		fired := make(chan int, 1)
+		stopAfter := context.AfterFunc(c, func() { fired <- 1 })
+		defer stopAfter()
+		c.cancel()
+		<-done
+		assert.Equal(t, done, c.Done(), "the same channel every time")
+		assert.ErrorIs(t, c.Err(), context.Canceled)
+		receive(t, fired)
+	})
+
+	t.Run("the caller's cancellation reaches it", func(t *testing.T) {
+		parent, stop := parentOf()
+		c := &firstCtx{parent: parent}
+		done := c.Done()
+		stop()
+		<-done
+		assert.ErrorIs(t, c.Err(), context.Canceled)
+	})
+
+	t.Run("settled, it is the caller's", func(t *testing.T) {
+		parent, stop := parentOf()
+		defer stop()
+		c := &firstCtx{parent: parent}
+		assert.Nil(t, c.settle(), "nothing to release")
+		c.cancel()
+		assert.NoError(t, c.Err(), "a settled attempt is never cancelled")
+		assert.Equal(t, parent.Done(), c.Done())
+	})
+
+	t.Run("settled after it was watched", func(t *testing.T) {
+		parent, stop := parentOf()
+		defer stop()
+		c := &firstCtx{parent: parent}
+		done := c.Done()
+		release := c.settle()
+		require.NotNil(t, release, "watched under a cancellable parent: it must be released")
+		assert.Equal(t, done, c.Done())
+		release()
+		<-done
+		assert.NoError(t, parent.Err())
+	})
+}
+
+// TestHedgeErrorDoesNotWin checks that an attempt's error, even one never
+// retried, does not end the race while another attempt may still answer.
+func TestHedgeErrorDoesNotWin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 2 {
+				return nil, x509.UnknownAuthorityError{}
+			}
+			select {
+			case <-time.After(50 * time.Millisecond):
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		})
+		tr := newTestTransport(base, 0, WithMaxAttempts(2), WithHedging(HedgeDelay(10*time.Millisecond)))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, 2, Attempts(resp))
+	})
+}
