@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,6 +25,7 @@ type hedgeCall struct {
 
 	first http.Request // orig, under ctx
 	ctx   firstCtx
+	body  firstBody // the first attempt's response body, when it must release ctx
 
 	mu         sync.Mutex
 	collecting bool         // the first attempt has returned: no more hedges
@@ -121,13 +123,18 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
 	release := c.ctx.settle()
 	if resp == nil {
-		if release != nil {
-			release()
+		if release {
+			c.ctx.release()
 		}
 		return nil
 	}
-	if release != nil {
-		resp.Body = newCancelBody(resp.Body, release)
+	if release {
+		if _, ok := resp.Body.(io.Writer); ok {
+			resp.Body = newCancelBody(resp.Body, c.ctx.release)
+		} else {
+			c.body = firstBody{ReadCloser: resp.Body, ctx: &c.ctx}
+			resp.Body = &c.body
+		}
 	}
 	if resp.Request == &c.first {
 		// The caller sees the request it sent, as from a plain transport.
@@ -209,9 +216,8 @@ func (c *hedgeCall) drop(o hedgeOutcome) {
 		discard(o.resp)
 	}
 	if o.n == 1 {
-		if release := c.ctx.settle(); release != nil {
-			release()
-		}
+		c.ctx.settle()
+		c.ctx.release()
 		return
 	}
 	c.hedges[o.n-2].cancel()
@@ -352,78 +358,94 @@ func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *hostLatency, too
 // Once the attempt has returned without a hedge it is settled: nothing
 // will cancel it, and it is the caller's context.
 type firstCtx struct {
-	parent  context.Context
-	inner   atomic.Pointer[cancelPair]
-	mu      sync.Mutex
-	settled bool
-}
-
-type cancelPair struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	parent context.Context
+	// inner and cancelInner are set once, under mu, before made is.
+	inner       context.Context
+	cancelInner context.CancelFunc
+	made        atomic.Bool
+	mu          sync.Mutex
+	settled     bool
 }
 
 func (c *firstCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 func (c *firstCtx) Done() <-chan struct{} {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Done()
+	if c.made.Load() {
+		return c.inner.Done()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Done()
+	if !c.made.Load() {
+		if c.settled {
+			return c.parent.Done()
+		}
+		c.makeInner()
 	}
-	if c.settled {
-		return c.parent.Done()
-	}
-	return c.makeInner().ctx.Done()
+	return c.inner.Done()
 }
 
 func (c *firstCtx) Err() error {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Err()
+	if c.made.Load() {
+		return c.inner.Err()
 	}
 	return c.parent.Err()
 }
 
 func (c *firstCtx) Value(key any) any {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Value(key)
+	if c.made.Load() {
+		return c.inner.Value(key)
 	}
 	return c.parent.Value(key)
 }
 
 // makeInner makes the cancellable context; c.mu is held.
-func (c *firstCtx) makeInner() *cancelPair {
-	ctx, cancel := context.WithCancel(c.parent)
-	in := &cancelPair{ctx: ctx, cancel: cancel}
-	c.inner.Store(in)
-	return in
+func (c *firstCtx) makeInner() {
+	c.inner, c.cancelInner = context.WithCancel(c.parent)
+	c.made.Store(true)
 }
 
 // cancel ends the attempt, unless it is settled.
 func (c *firstCtx) cancel() {
 	c.mu.Lock()
-	in := c.inner.Load()
-	if in == nil && !c.settled {
-		in = c.makeInner()
+	if !c.made.Load() {
+		if c.settled {
+			c.mu.Unlock()
+			return
+		}
+		c.makeInner()
 	}
 	c.mu.Unlock()
-	if in != nil {
-		in.cancel()
-	}
+	c.cancelInner()
 }
 
-// settle marks the attempt as never to be cancelled, and returns what
-// releases its context once its response is done with, or nil when
-// nothing needs to.
-func (c *firstCtx) settle() context.CancelFunc {
+// settle marks the attempt as never to be cancelled, and reports whether
+// its context must be released (by release) once its response is done
+// with: when it was made under a parent that can be cancelled, which holds
+// it until then.
+func (c *firstCtx) settle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.settled = true
-	if in := c.inner.Load(); in != nil && c.parent.Done() != nil {
-		return in.cancel
+	return c.made.Load() && c.parent.Done() != nil
+}
+
+// firstBody releases the first attempt's context when the caller closes
+// its response body. It lives in the hedgeCall, to save an allocation.
+type firstBody struct {
+	io.ReadCloser
+	ctx  *firstCtx
+	once sync.Once
+}
+
+func (b *firstBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.ctx.release)
+	return err
+}
+
+// release releases the context made by the attempt.
+func (c *firstCtx) release() {
+	if c.made.Load() {
+		c.cancelInner()
 	}
-	return nil
 }

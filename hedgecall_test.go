@@ -258,7 +258,7 @@ func TestFirstCtx(t *testing.T) {
 		parent, stop := parentOf()
 		defer stop()
 		c := &firstCtx{parent: parent}
-		assert.Nil(t, c.settle(), "nothing to release")
+		assert.False(t, c.settle(), "nothing to release")
 		c.cancel()
 		assert.NoError(t, c.Err(), "a settled attempt is never cancelled")
 		assert.Equal(t, parent.Done(), c.Done())
@@ -269,10 +269,9 @@ func TestFirstCtx(t *testing.T) {
 		defer stop()
 		c := &firstCtx{parent: parent}
 		done := c.Done()
-		release := c.settle()
-		require.NotNil(t, release, "watched under a cancellable parent: it must be released")
+		require.True(t, c.settle(), "watched under a cancellable parent: it must be released")
 		assert.Equal(t, done, c.Done())
-		release()
+		c.release()
 		<-done
 		assert.NoError(t, parent.Err())
 	})
