@@ -19,7 +19,6 @@ type hedgeCall struct {
 	req   *http.Request // the caller's
 	orig  *http.Request // the first attempt as the loop made it
 	hl    *hostLatency
-	p     policy
 	delay time.Duration
 	start time.Duration // monotonic
 
@@ -27,13 +26,19 @@ type hedgeCall struct {
 	ctx   firstCtx
 	body  firstBody // the first attempt's response body, when it must release ctx
 
-	mu         sync.Mutex
-	collecting bool         // the first attempt has returned: no more hedges
-	winner     int          // the attempt that won; 0 while none has
-	sent       int          // attempts sent, the first included
-	next       *time.Timer  // the timer of the hedge after the first
-	hedges     []hedgeState // by attempt number - 2
-	results    chan hedgeOutcome
+	mu          sync.Mutex
+	maxAttempts int32
+	sent        int32 // attempts sent, the first included
+	winner      int32 // the attempt that won; 0 while none has
+	collecting  bool  // the first attempt has returned: no more hedges
+	race        *hedgeRace
+}
+
+// hedgeRace is what a call keeps once its first hedge is sent.
+type hedgeRace struct {
+	next    *time.Timer  // the timer of the next hedge
+	hedges  []hedgeState // by attempt number - 2
+	results chan hedgeOutcome
 }
 
 // hedgeState is what the call keeps of one hedge in flight.
@@ -94,7 +99,7 @@ func (h *hedging) disarm(ht *hedgeTimer) {
 // how many attempts were sent, and what the budget took for a hedge that
 // won.
 func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, Tokens, error) {
-	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, p: p, delay: delay, start: monotonic(), sent: 1}
+	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1}
 	c.ctx.parent = orig.Context()
 	c.first = *orig.WithContext(&c.ctx)
 	ht := t.hedge.arm(c, delay)
@@ -103,10 +108,10 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 
 	c.mu.Lock()
 	c.collecting = true
-	if c.next != nil {
-		c.next.Stop()
+	if c.race != nil && c.race.next != nil {
+		c.race.next.Stop()
 	}
-	sent := c.sent
+	sent := int(c.sent)
 	c.mu.Unlock()
 	if sent == 1 {
 		if resp != nil {
@@ -114,7 +119,7 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 		}
 		return c.firstWon(resp, 1), orig, 1, 0, err
 	}
-	return c.collect(resp, err)
+	return c.collect(resp, err, sent)
 }
 
 // firstWon returns the first attempt's response as the caller's, made to
@@ -149,7 +154,7 @@ func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
 // collect waits for every attempt of a call whose hedges were sent, once
 // the first attempt has returned, and picks the outcome: the winner's, or
 // when none won, the last response to arrive, or the last error.
-func (c *hedgeCall) collect(resp *http.Response, err error) (*http.Response, *http.Request, int, Tokens, error) {
+func (c *hedgeCall) collect(resp *http.Response, err error, sent int) (*http.Response, *http.Request, int, Tokens, error) {
 	t := c.t
 	c.mu.Lock()
 	lost := c.winner != 0 // to a hedge, which cancelled it
@@ -162,13 +167,13 @@ func (c *hedgeCall) collect(resp *http.Response, err error) (*http.Response, *ht
 	if !lost && wins(t.classifier, &c.first, resp, err) {
 		c.win(1)
 	}
-	outcomes := make([]hedgeOutcome, 0, c.sent)
+	outcomes := make([]hedgeOutcome, 0, sent)
 	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: &c.first, n: 1})
-	for range c.sent - 1 {
-		outcomes = append(outcomes, <-c.results)
+	for range sent - 1 {
+		outcomes = append(outcomes, <-c.race.results)
 	}
 	c.mu.Lock()
-	winner, sent := c.winner, c.sent
+	winner := int(c.winner)
 	c.mu.Unlock()
 	// When none won, the last to end, preferring a response, which says
 	// more (Retry-After, the status) than an error.
@@ -187,7 +192,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error) (*http.Response, *ht
 	if o.n == 1 {
 		return c.firstWon(o.resp, sent), c.orig, sent, 0, o.err
 	}
-	hs := c.hedges[o.n-2]
+	hs := c.race.hedges[o.n-2]
 	if o.resp == nil {
 		hs.cancel()
 		return nil, o.a, sent, hs.took, o.err
@@ -220,7 +225,7 @@ func (c *hedgeCall) drop(o hedgeOutcome) {
 		c.ctx.release()
 		return
 	}
-	c.hedges[o.n-2].cancel()
+	c.race.hedges[o.n-2].cancel()
 }
 
 // win makes attempt n the winner, unless one already is, and cancels the
@@ -231,12 +236,12 @@ func (c *hedgeCall) win(n int) {
 		c.mu.Unlock()
 		return
 	}
-	c.winner = n
-	if c.next != nil {
-		c.next.Stop()
+	c.winner = int32(n)
+	if c.race.next != nil {
+		c.race.next.Stop()
 	}
 	var cancels []context.CancelFunc
-	for i, h := range c.hedges {
+	for i, h := range c.race.hedges {
 		if i+2 != n && !h.returned {
 			cancels = append(cancels, h.cancel)
 		}
@@ -256,13 +261,13 @@ func (c *hedgeCall) win(n int) {
 // remain, arms the timer of the one after.
 func (c *hedgeCall) fire() {
 	c.mu.Lock()
-	stop, n := c.collecting || c.winner != 0, c.sent+1
+	stop, n, maxAttempts := c.collecting || c.winner != 0, int(c.sent)+1, int(c.maxAttempts)
 	c.mu.Unlock()
-	if stop || n > c.p.maxAttempts {
+	if stop || n > maxAttempts {
 		return
 	}
 	t := c.t
-	h, took, ok := t.prepareHedge(c.req, c.orig, c.hl, n, c.p)
+	h, took, ok := t.prepareHedge(c.req, c.orig, c.hl, n, maxAttempts)
 	if !ok {
 		return
 	}
@@ -275,13 +280,13 @@ func (c *hedgeCall) fire() {
 		t.unprepareHedge(c.req, c.orig, h, c.hl, took)
 		return
 	}
-	c.sent = n
-	c.hedges = append(c.hedges, hedgeState{cancel: cancel, took: took})
-	if c.results == nil {
-		c.results = make(chan hedgeOutcome, c.p.maxAttempts)
+	c.sent = int32(n)
+	if c.race == nil {
+		c.race = &hedgeRace{results: make(chan hedgeOutcome, maxAttempts)}
 	}
-	if n < c.p.maxAttempts {
-		c.next = time.AfterFunc(c.delay, c.fire)
+	c.race.hedges = append(c.race.hedges, hedgeState{cancel: cancel, took: took})
+	if n < maxAttempts {
+		c.race.next = time.AfterFunc(c.delay, c.fire)
 	}
 	c.mu.Unlock()
 	waited := monotonic() - c.start
@@ -300,18 +305,18 @@ func (c *hedgeCall) fire() {
 func (c *hedgeCall) run(h *http.Request, n int) {
 	resp, err := c.t.send(h)
 	c.mu.Lock()
-	c.hedges[n-2].returned = true
+	c.race.hedges[n-2].returned = true
 	c.mu.Unlock()
 	if wins(c.t.classifier, h, resp, err) {
 		c.win(n)
 	}
-	c.results <- hedgeOutcome{resp: resp, err: err, a: h, n: n}
+	c.race.results <- hedgeOutcome{resp: resp, err: err, a: h, n: n}
 }
 
 // prepareHedge returns hedge n of req, whose first attempt is a, if the
 // host's cap and the budget allow one: its request, with its own body,
 // attempt number and attempt header, and what the budget took.
-func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n int, p policy) (*http.Request, Tokens, bool) {
+func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAttempts int) (*http.Request, Tokens, bool) {
 	if req.Context().Err() != nil || !hl.mayHedge() {
 		return nil, 0, false
 	}
@@ -326,7 +331,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n int, p
 	h := a.WithContext(context.WithValue(a.Context(), attemptKey{}, n))
 	if t.attemptHeader != "" {
 		h.Header = a.Header.Clone()
-		h.Header.Set(t.attemptHeader, attemptHeaderValue(n, p.maxAttempts))
+		h.Header.Set(t.attemptHeader, attemptHeaderValue(n, maxAttempts))
 	}
 	if a.Body != nil && a.Body != http.NoBody {
 		body, err := req.GetBody()
@@ -433,13 +438,15 @@ func (c *firstCtx) settle() bool {
 // its response body. It lives in the hedgeCall, to save an allocation.
 type firstBody struct {
 	io.ReadCloser
-	ctx  *firstCtx
-	once sync.Once
+	ctx    *firstCtx
+	closed atomic.Bool
 }
 
 func (b *firstBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.ctx.release)
+	if b.closed.CompareAndSwap(false, true) {
+		b.ctx.release()
+	}
 	return err
 }
 

@@ -73,11 +73,14 @@ func TestHedgeLoopback(t *testing.T) {
 	}
 
 	t.Run("the hedge wins and the first is cancelled", func(t *testing.T) {
+		first := make(chan struct{})
 		srv := newHedgeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == 1 {
+				close(first)
 				hang(w, r)
 				return
 			}
+			<-first // so that the first is in flight when the hedge wins
 			io.WriteString(w, big)
 		})
 		tr, _ := newTransport(time.Millisecond)
