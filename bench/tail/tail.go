@@ -51,9 +51,9 @@ type Params struct {
 	Tail        float64
 	Overloaded  time.Duration
 	Seed        uint64
-	// Warmup requests go first, unmeasured, so that the figures are those
-	// of a client that has seen its host before: a quantile delay needs
-	// 100 latencies.
+	// Warmup requests go first, unmeasured and at the same concurrency,
+	// so that the figures are those of a client that has seen its host
+	// under this load before: a quantile delay needs 100 latencies.
 	Warmup int
 }
 
@@ -164,18 +164,22 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 	var hedges atomic.Int64
 	client := &http.Client{Transport: c.New(base, &hedges), Timeout: 10 * time.Second}
 
-	// Warm up, on logical requests numbered below 0: the first phase.
-	for i := range p.Warmup {
+	// Warm up at the same concurrency, on logical requests numbered below
+	// 0: the first phase.
+	get := func(id int) (*http.Response, error) {
 		req, err := http.NewRequest(http.MethodGet, srv.URL+"/item", nil)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
-		req.Header.Set(idHeader, strconv.Itoa(-1-i))
-		if resp, err := client.Do(req); err == nil {
+		req.Header.Set(idHeader, strconv.Itoa(id))
+		return client.Do(req)
+	}
+	concurrently(p.Warmup, p.Concurrency, func(i int) {
+		if resp, err := get(-1 - i); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
-	}
+	})
 	srv.mu.Lock()
 	srv.arrivals = [2]int64{}
 	srv.mu.Unlock()
@@ -183,38 +187,21 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 
 	latencies := make([]time.Duration, p.Requests)
 	var errs, failures atomic.Int64
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range p.Concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= p.Requests {
-					return
-				}
-				req, err := http.NewRequest(http.MethodGet, srv.URL+"/item", nil)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				req.Header.Set(idHeader, strconv.Itoa(i))
-				start := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					errs.Add(1)
-					latencies[i] = time.Since(start)
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				latencies[i] = time.Since(start)
-				if resp.StatusCode != http.StatusOK {
-					failures.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	concurrently(p.Requests, p.Concurrency, func(i int) {
+		start := time.Now()
+		resp, err := get(i)
+		if err != nil {
+			errs.Add(1)
+			latencies[i] = time.Since(start)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		latencies[i] = time.Since(start)
+		if resp.StatusCode != http.StatusOK {
+			failures.Add(1)
+		}
+	})
 	slices.Sort(latencies)
 	q := func(f float64) time.Duration { return latencies[min(int(f*float64(len(latencies))), len(latencies)-1)] }
 	srv.mu.Lock()
@@ -228,6 +215,24 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 		Hedges:          hedges.Load(),
 		Errors:          int(errs.Load()), Failures: int(failures.Load()),
 	}, nil
+}
+
+// concurrently calls fn(i) for every i below n, from c goroutines.
+func concurrently(n, c int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // ms formats d in milliseconds.

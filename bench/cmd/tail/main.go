@@ -28,7 +28,7 @@ func main() {
 	p := tail.DefaultParams()
 	flag.IntVar(&p.Requests, "requests", p.Requests, "requests per client and scenario")
 	flag.IntVar(&p.Concurrency, "concurrency", p.Concurrency, "requests in flight")
-	flag.IntVar(&p.Warmup, "warmup", p.Warmup, "unmeasured requests each client sends first, one at a time")
+	flag.IntVar(&p.Warmup, "warmup", p.Warmup, "unmeasured requests each client sends first, at the same concurrency")
 	flag.Uint64Var(&p.Seed, "seed", p.Seed, "seed of the server's latencies")
 	only := flag.String("only", "heavy,overload,outage", "comma-separated scenarios to run")
 	flag.Parse()
