@@ -74,6 +74,7 @@ func BenchmarkFastGET(b *testing.B) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
+			b.ReportMetric(float64(hedges.Load())/float64(b.N), "hedges/op")
 		})
 	}
 }
