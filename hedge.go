@@ -103,8 +103,8 @@ func HedgeWindow(n int) HedgeOption {
 	return func(h *hedging) { h.window = uint32(n) }
 }
 
-// WithHedging sends a second copy of a request, a hedge, when the first has
-// had no response within a delay, and returns whichever response comes
+// WithHedging sends another copy of a request, a hedge, when no attempt has
+// had a response within a delay, and returns whichever response comes
 // first, so that a request that is merely slow, not failed, does not hold
 // its caller up. It is off by default.
 //
@@ -167,7 +167,8 @@ func NoHedge(ctx context.Context) context.Context {
 type HedgeEvent struct {
 	// Request is the caller's request. Do not modify it.
 	Request *http.Request
-	// Attempt is the hedge's attempt number: 2.
+	// Attempt is the hedge's attempt number: 2 for the first hedge, 3 for
+	// the next, and so on.
 	Attempt int
 	// Delay is how long the first attempt had been waiting.
 	Delay time.Duration

@@ -53,9 +53,10 @@
 //	                   retryhttp.give_up.reason, http.response.status_code
 //	                   or error.type, and the verdict's facets
 //	retryhttp.hedge    a hedge is about to be sent (retryhttp.WithHedging):
-//	                   retryhttp.attempt (2), retryhttp.retry.delay (how
-//	                   long the first attempt had waited, seconds); the
-//	                   hedge's own span has http.request.resend_count 1
+//	                   retryhttp.attempt (the hedge's number, 2 or more),
+//	                   retryhttp.retry.delay (how long the first attempt
+//	                   had waited, seconds); the hedge's own span has
+//	                   http.request.resend_count its number less one
 //
 // A failure that the classifier does not retry (a 404, a TLS error) is
 // final, not given up on, and has no event: its span says what happened.

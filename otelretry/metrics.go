@@ -101,7 +101,7 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 	o.giveUps = counter(m.Int64Counter(GiveUpsName, metric.WithUnit("{give_up}"),
 		metric.WithDescription("Requests whose last attempt failed in a way worth retrying but that were not retried, by reason.")))
 	o.hedges = counter(m.Int64Counter(HedgesName, metric.WithUnit("{hedge}"),
-		metric.WithDescription("Hedges sent: second attempts of requests that had no response within the hedge delay.")))
+		metric.WithDescription("Hedges sent: further attempts of requests that had no response within the hedge delay.")))
 	o.delay, _ = m.Float64Histogram(RetryDelayName, metric.WithUnit("s"),
 		metric.WithDescription("The wait before each retry."),
 		metric.WithExplicitBucketBoundaries(delayBuckets...))
