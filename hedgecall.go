@@ -95,9 +95,8 @@ func (h *hedging) disarm(ht *hedgeTimer) {
 // sendHedged makes the first attempt orig of req and, while no attempt has
 // answered, a hedge after each delay, up to the attempts allowed, as the
 // host's cap and the budget allow. It returns the winning outcome (or, when
-// every attempt failed in a way to retry, the last), its attempt request,
-// how many attempts were sent, and what the budget took for a hedge that
-// won.
+// none won, the last response or the last error), its attempt request, how
+// many attempts were sent, and what the budget took for a hedge that won.
 func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, Tokens, error) {
 	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1}
 	c.ctx.parent = orig.Context()
@@ -195,7 +194,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int) (*http.Res
 	hs := c.race.hedges[o.n-2]
 	if o.resp == nil {
 		hs.cancel()
-		return nil, o.a, sent, hs.took, o.err
+		return nil, o.a, sent, 0, o.err
 	}
 	o.resp.Body = newCancelBody(o.resp.Body, hs.cancel)
 	if o.n != sent && o.resp.Request == o.a {
@@ -203,7 +202,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int) (*http.Res
 	}
 	spent := Tokens(0)
 	if o.n == winner {
-		spent = hs.took
+		spent = hs.took // refunded, as a retry's, if it succeeded
 	}
 	return o.resp, o.a, sent, spent, o.err
 }
@@ -258,7 +257,8 @@ func (c *hedgeCall) win(n int) {
 
 // fire sends the next hedge, unless an attempt has answered, the first has
 // returned, or the host's cap or the budget refuse it; and, while attempts
-// remain, arms the timer of the one after.
+// remain, arms the timer of the one after. It runs on a timer's goroutine,
+// and sends the hedge on it.
 func (c *hedgeCall) fire() {
 	c.mu.Lock()
 	stop, n, maxAttempts := c.collecting || c.winner != 0, int(c.sent)+1, int(c.maxAttempts)
@@ -297,7 +297,8 @@ func (c *hedgeCall) fire() {
 		t.logger.LogAttrs(c.req.Context(), slog.LevelDebug, "retryhttp: hedging",
 			append(requestAttrs(c.req, n, nil, nil), slog.Duration("waited", waited))...)
 	}
-	go c.run(h, n)
+	// A timer runs fire on a goroutine of its own: the hedge can use it.
+	c.run(h, n)
 }
 
 // run sends hedge h, attempt n, and reports its outcome; a success or a
