@@ -354,3 +354,90 @@ func TestWithHedgingRejectsBadOptions(t *testing.T) {
 		assert.Panics(t, f)
 	}
 }
+
+// TestHedgePause checks that when every request in flight passes the delay
+// at once, only a few are hedged, and the host's saved hedges are left for
+// a slow request after the pause.
+func TestHedgePause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pause atomic.Bool
+		pause.Store(true)
+		base := &slowBase{answer: func(n int) (time.Duration, int) {
+			if pause.Load() {
+				return 50 * time.Millisecond, 200 // everyone, and every hedge
+			}
+			return time.Second, 200
+		}}
+		var hedges hedgeEvents
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		do := func() {
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(do)
+		}
+		wg.Wait()
+		assert.Equal(t, pauseBurst, hedges.count(), "16 requests paused together")
+
+		// Slow requests, one at a time, each with an answer to its hedge:
+		// the saved hedges are there for them.
+		pause.Store(false)
+		offset := base.calls()
+		base.answer = func(n int) (time.Duration, int) {
+			if (n-offset)%2 == 1 {
+				return time.Second, 200
+			}
+			return time.Millisecond, 200
+		}
+		before := hedges.count()
+		for range 3 {
+			start := time.Now()
+			do()
+			assert.Equal(t, 11*time.Millisecond, time.Since(start))
+		}
+		assert.Equal(t, before+3, hedges.count())
+	})
+}
+
+// TestHedgeScarce checks that when a host has few hedges left, they go to
+// the requests still waiting one delay after the hedge delay, not to the
+// first to pass it.
+func TestHedgeScarce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var first time.Duration
+		base := &slowBase{answer: func(n int) (time.Duration, int) {
+			if n == 1 {
+				return first, 200
+			}
+			return time.Millisecond, 200
+		}}
+		var hedges hedgeEvents
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		hl := tr.hedge.table.host(requestKey(get(t, "http://svc.test/")))
+		do := func() time.Duration {
+			base.mu.Lock()
+			base.n = 0
+			base.mu.Unlock()
+			start := time.Now()
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+			return time.Since(start)
+		}
+
+		hl.credit.Store(hedgeBurst * hedgeUnit / 2) // half left: not scarce
+		first = 15 * time.Millisecond
+		assert.Equal(t, 11*time.Millisecond, do(), "hedged at the delay")
+		assert.Equal(t, 1, hedges.count())
+
+		hl.credit.Store(2 * hedgeUnit)
+		assert.Equal(t, 15*time.Millisecond, do(), "a little late: answered before a second delay")
+		assert.Equal(t, 1, hedges.count(), "no hedge spent on it")
+		first = time.Second
+		assert.Equal(t, 21*time.Millisecond, do(), "still waiting a delay later: hedged")
+		assert.Equal(t, 2, hedges.count())
+	})
+}

@@ -34,11 +34,12 @@ type hedgeCall struct {
 	race        *hedgeRace
 }
 
-// hedgeRace is what a call keeps once its first hedge is sent.
+// hedgeRace is what a call keeps once its first hedge is sent or put off.
 type hedgeRace struct {
-	next    *time.Timer  // the timer of the next hedge
-	hedges  []hedgeState // by attempt number - 2
-	results chan hedgeOutcome
+	next     *time.Timer  // the timer of the next hedge
+	hedges   []hedgeState // by attempt number - 2
+	results  chan hedgeOutcome
+	deferred int // the hedge whose sending was put off by a delay
 }
 
 // hedgeState is what the call keeps of one hedge in flight.
@@ -114,7 +115,7 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 	c.mu.Unlock()
 	if sent == 1 {
 		if resp != nil {
-			hl.record(monotonic()-c.start, t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+			hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
 		}
 		return c.firstWon(resp, 1), orig, 1, 0, err
 	}
@@ -161,7 +162,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int) (*http.Res
 	if resp != nil || lost {
 		// A first attempt cut short by a winning hedge was at least this
 		// slow; counting it keeps the quantile from forgetting the tail.
-		c.hl.record(monotonic()-c.start, t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+		c.hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
 	}
 	if !lost && wins(t.classifier, &c.first, resp, err) {
 		c.win(1)
@@ -256,14 +257,35 @@ func (c *hedgeCall) win(n int) {
 }
 
 // fire sends the next hedge, unless an attempt has answered, the first has
-// returned, or the host's cap or the budget refuse it; and, while attempts
+// returned, the host has paused for everyone, or the host's cap or the
+// budget refuse it; when the host has few hedges left, it puts the hedge
+// off by a delay, once; and, while attempts
 // remain, arms the timer of the one after. It runs on a timer's goroutine,
 // and sends the hedge on it.
 func (c *hedgeCall) fire() {
 	c.mu.Lock()
 	stop, n, maxAttempts := c.collecting || c.winner != 0, int(c.sent)+1, int(c.maxAttempts)
+	deferred := c.race != nil && c.race.deferred == n
 	c.mu.Unlock()
 	if stop || n > maxAttempts {
+		return
+	}
+	now := monotonic()
+	if c.hl.paused(now, c.delay) {
+		return
+	}
+	if !deferred && c.hl.scarce() {
+		// Few hedges are left: keep them for the requests still waiting
+		// one delay later, the slowest, rather than the first to pass it.
+		c.mu.Lock()
+		if !c.collecting && c.winner == 0 {
+			if c.race == nil {
+				c.race = &hedgeRace{results: make(chan hedgeOutcome, maxAttempts)}
+			}
+			c.race.deferred = n
+			c.race.next = time.AfterFunc(c.delay, c.fire)
+		}
+		c.mu.Unlock()
 		return
 	}
 	t := c.t
@@ -289,7 +311,8 @@ func (c *hedgeCall) fire() {
 		c.race.next = time.AfterFunc(c.delay, c.fire)
 	}
 	c.mu.Unlock()
-	waited := monotonic() - c.start
+	c.hl.fired(now)
+	waited := now - c.start
 	if t.onHedge != nil {
 		t.onHedge(HedgeEvent{Request: c.req, Attempt: n, Delay: waited})
 	}

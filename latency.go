@@ -74,13 +74,22 @@ type hostLatency struct {
 
 	credit atomic.Int64 // hedges the host may send, in hedgeUnit
 
+	answered  atomic.Int64 // when a request last had its answer, monotonic
+	fireMu    sync.Mutex
+	fires     [pauseBurst]time.Duration // when the last hedges went out, a ring
+	fireNext  int                       // the oldest in fires
+	fireCount int
+
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
 }
 
-// record adds one latency sample, turning the windows when the current one
-// holds size samples, and recomputing the cached quantile every 64 samples.
-func (h *hostLatency) record(d time.Duration, size uint32, q float64, minSamples int) {
+// record adds the latency of a request sent at start and answered at end
+// (monotonic times), turning the windows when the current one holds size
+// samples, and recomputing the cached quantile every 64 samples.
+func (h *hostLatency) record(start, end time.Duration, size uint32, q float64, minSamples int) {
+	h.answered.Store(int64(end))
+	d := end - start
 	c := h.cur.Load()
 	w := &h.win[c]
 	w.counts[latencyBucket(d)].Add(1)
@@ -189,6 +198,37 @@ func (h *hostLatency) mayHedge() bool {
 		}
 	}
 }
+
+// pauseBurst is how many hedges may go out within one delay while the host
+// answers nothing at all. When every request in flight passes the delay at
+// once, the client or the server has paused for everyone: more hedges would
+// add load and spend the host's saved hedges, which slow requests after the
+// pause then lack.
+const pauseBurst = 3
+
+// paused reports whether, at now, the host has answered nothing for longer
+// than delay while the last pauseBurst hedges went out within it.
+func (h *hostLatency) paused(now, delay time.Duration) bool {
+	if a := h.answered.Load(); a != 0 && now-time.Duration(a) <= delay {
+		return false // 0: never answered
+	}
+	h.fireMu.Lock()
+	defer h.fireMu.Unlock()
+	return h.fireCount >= pauseBurst && now-h.fires[h.fireNext] <= delay
+}
+
+// fired notes a hedge sent at now.
+func (h *hostLatency) fired(now time.Duration) {
+	h.fireMu.Lock()
+	h.fires[h.fireNext] = now
+	h.fireNext = (h.fireNext + 1) % pauseBurst
+	h.fireCount++
+	h.fireMu.Unlock()
+}
+
+// scarce reports whether the host has fewer than half of hedgeBurst
+// hedges left.
+func (h *hostLatency) scarce() bool { return h.credit.Load() < hedgeBurst*hedgeUnit/2 }
 
 // unhedge gives back the credit of a hedge that was not sent.
 func (h *hostLatency) unhedge() { h.credit.Add(hedgeUnit) }
