@@ -126,6 +126,12 @@ func HedgeWindow(n int) HedgeOption {
 // hedges). Each hedge is paid from the retry budget, as a retry is, and a
 // host's hedges are capped at 5% of its requests (HedgeMaxFraction); an
 // empty budget or a spent cap sends no hedge and never fails the request.
+// The hedges a host has saved go to its slowest requests: when fewer than
+// half are left, a hedge waits one more delay, so that requests only a
+// little late answer first; and when the host has answered nothing for a
+// whole delay while three hedges went out, every request is late together,
+// a pause of the client or the server, and no more are sent until it
+// answers.
 //
 // The first response that is a success or final wins; a response that
 // would be retried does not win while another attempt is in flight. The
@@ -227,7 +233,7 @@ func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Respo
 		start := monotonic()
 		resp, err := t.send(a)
 		if resp != nil {
-			hl.record(monotonic()-start, h.window, h.quantile, h.minSamples)
+			hl.record(start, monotonic(), h.window, h.quantile, h.minSamples)
 		}
 		return resp, a, 1, 0, err
 	}
