@@ -101,7 +101,7 @@ func TestBalancePerHost(t *testing.T) {
 			scheme, _ := p.Attributes.Value(semconv.URLSchemeKey)
 			host, _ := p.Attributes.Value(semconv.ServerAddressKey)
 			port, _ := p.Attributes.Value(semconv.ServerPortKey)
-			got[scheme.AsString()+" "+host.AsString()+" "+port.Emit()] = p.Value
+			got[scheme.AsString()+" "+host.AsString()+" "+port.String()] = p.Value
 		}
 		assert.Equal(t, map[string]float64{"https a.test 443": 500, "http b.test 8080": 500}, got)
 	})

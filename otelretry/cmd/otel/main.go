@@ -178,7 +178,7 @@ func values(kvs []attribute.KeyValue, keys ...attribute.Key) string {
 	for _, k := range keys {
 		for _, kv := range kvs {
 			if kv.Key == k {
-				parts = append(parts, string(k)+"="+kv.Value.Emit())
+				parts = append(parts, string(k)+"="+kv.Value.String())
 			}
 		}
 	}
@@ -219,7 +219,7 @@ func set(s attribute.Set) string {
 		case semconv.ServerAddressKey, semconv.URLSchemeKey:
 			continue
 		}
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	return "{" + strings.Join(parts, " ") + "}"
 }
