@@ -144,11 +144,18 @@ func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
 	if resp.Request == &c.first {
 		// The caller sees the request it sent, as from a plain transport.
 		resp.Request = c.orig
-		if sent > 1 {
-			resp.Request = c.orig.WithContext(context.WithValue(c.orig.Context(), sentKey{}, sent))
-		}
+	}
+	if sent > 1 {
+		withSent(resp, sent)
 	}
 	return resp
+}
+
+// withSent makes resp's request report, to Attempts, sent attempts.
+func withSent(resp *http.Response, sent int) {
+	if r := resp.Request; r != nil {
+		resp.Request = r.WithContext(context.WithValue(r.Context(), sentKey{}, sent))
+	}
 }
 
 // collect waits for every attempt of a call whose hedges were sent, once
@@ -198,8 +205,8 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int) (*http.Res
 		return nil, o.a, sent, 0, o.err
 	}
 	o.resp.Body = newCancelBody(o.resp.Body, hs.cancel)
-	if o.n != sent && o.resp.Request == o.a {
-		o.resp.Request = o.a.WithContext(context.WithValue(o.a.Context(), sentKey{}, sent))
+	if o.n != sent {
+		withSent(o.resp, sent)
 	}
 	spent := Tokens(0)
 	if o.n == winner {

@@ -304,3 +304,28 @@ func TestHedgeErrorDoesNotWin(t *testing.T) {
 		assert.Equal(t, 2, Attempts(resp))
 	})
 }
+
+// TestHedgeAttemptsThroughAWrappingBase checks that Attempts counts every
+// attempt sent even when the base returns a request of its own making, as
+// instrumenting transports do.
+func TestHedgeAttemptsThroughAWrappingBase(t *testing.T) {
+	type key struct{}
+	synctest.Test(t, func(t *testing.T) {
+		inner := &slowBase{answer: func(n int) (time.Duration, int) {
+			if n == 1 {
+				return 15 * time.Millisecond, 200
+			}
+			return time.Second, 200
+		}}
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			return inner.RoundTrip(r.WithContext(context.WithValue(r.Context(), key{}, "span")))
+		})
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)))
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 2, Attempts(resp))
+		assert.Equal(t, 1, AttemptFromContext(resp.Request.Context()), "the winner")
+		assert.Equal(t, "span", resp.Request.Context().Value(key{}), "the base's own request, kept")
+	})
+}
