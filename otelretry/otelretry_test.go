@@ -325,12 +325,15 @@ func TestRetryEventFacets(t *testing.T) {
 	})
 }
 
-// slowFirst answers its first attempt after a second, unless cancelled,
-// and every other at once.
-type slowFirst struct{ n atomic.Int32 }
+// slowFirst answers its first slow attempts (one, unless set) after a
+// second, unless cancelled, and every other at once.
+type slowFirst struct {
+	n    atomic.Int32
+	slow int32
+}
 
 func (s *slowFirst) RoundTrip(r *http.Request) (*http.Response, error) {
-	if s.n.Add(1) == 1 {
+	if s.n.Add(1) <= max(s.slow, 1) {
 		t := time.NewTimer(time.Second)
 		defer t.Stop()
 		select {
@@ -372,5 +375,41 @@ func TestHedgeSpansAndCounter(t *testing.T) {
 		m := tel.metrics(t)
 		assert.EqualValues(t, 1, sum(t, m[otelretry.HedgesName]))
 		assert.EqualValues(t, 2, sum(t, m[otelretry.AttemptsName]))
+	})
+}
+
+func TestHedgeOfAHedge(t *testing.T) {
+	// When the first hedge is slow too, a second goes out: three client
+	// spans with resend counts 0, 1 and 2, two events, two hedges counted.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		tr := newTransport(tel, &slowFirst{slow: 2}, retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)))
+		ctx, op := tel.operation(t.Context())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
+		require.NoError(t, err)
+		resp, err := do(t, tr, req)
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, 3, retryhttp.Attempts(resp))
+		op.End()
+
+		var resends []int64
+		for _, s := range tel.clientSpans() {
+			if v, ok := attr(s.Attributes(), semconv.HTTPRequestResendCountKey); ok {
+				resends = append(resends, v.AsInt64())
+			}
+		}
+		assert.ElementsMatch(t, []int64{1, 2}, resends)
+		var attempts []int64
+		for _, e := range tel.span(t, "operation").Events() {
+			require.Equal(t, otelretry.HedgeEventName, e.Name)
+			v, ok := attr(e.Attributes, otelretry.AttemptKey)
+			require.True(t, ok)
+			attempts = append(attempts, v.AsInt64())
+		}
+		assert.Equal(t, []int64{2, 3}, attempts)
+		m := tel.metrics(t)
+		assert.EqualValues(t, 2, sum(t, m[otelretry.HedgesName]))
+		assert.EqualValues(t, 3, sum(t, m[otelretry.AttemptsName]))
 	})
 }
