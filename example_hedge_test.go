@@ -1,0 +1,39 @@
+package retryhttp_test
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+)
+
+func ExampleWithHedging() {
+	// The first attempt of each request hangs, as a request to a slow
+	// replica would; the others answer at once.
+	srv := httptest.NewServer(nil, httptest.First(1, httptest.Hang()))
+	defer srv.Close()
+
+	// The default delay is the host's 95th-percentile latency, known after
+	// 100 requests; a fixed one keeps the example short. Two attempts: the
+	// first and one hedge.
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithMaxAttempts(2),
+		retryhttp.WithHedging(retryhttp.HedgeDelay(20*time.Millisecond)),
+		retryhttp.WithOnHedge(func(e retryhttp.HedgeEvent) { fmt.Println("hedge: attempt", e.Attempt) }),
+	)}
+	resp, err := client.Get(srv.URL + "/items/1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Printf("%d from attempt %d of %d\n", resp.StatusCode,
+		retryhttp.AttemptFromContext(resp.Request.Context()), retryhttp.Attempts(resp))
+	fmt.Println("overlapping at the server:", srv.Request("GET /items/1").Overlapping)
+	// Output:
+	// hedge: attempt 2
+	// 200 from attempt 2 of 2
+	// overlapping at the server: 1
+}
