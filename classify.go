@@ -143,6 +143,8 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 // Retried: ErrAttemptTimeout (with the Timeout facet), dial failures
 // (including a refused connection), connection resets and aborts, broken
 // pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
+// net.ErrClosed (net/http closed the connection, on the peer's hang-up,
+// while the request was still being written to it),
 // temporary DNS failures, other network timeouts (with the Timeout facet),
 // HTTP/2 REFUSED_STREAM, and HTTP/2 streams reset with INTERNAL_ERROR (a
 // server that aborted the request, as a connection reset does over HTTP/1).
@@ -194,7 +196,7 @@ func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Ve
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return retry
 	}
 	var netErr net.Error

@@ -73,6 +73,7 @@ func TestErrorClassifier(t *testing.T) {
 		{"reset", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, retry},
 		{"aborted", syscall.ECONNABORTED, retry},
 		{"broken pipe", &net.OpError{Op: "write", Err: syscall.EPIPE}, retry},
+		{"connection closed under the write", &net.OpError{Op: "readfrom", Err: &net.OpError{Op: "write", Err: net.ErrClosed}}, retry},
 		{"EOF", io.EOF, retry},
 		{"unexpected EOF", fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), retry},
 		{"read timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, timeout},
