@@ -55,6 +55,9 @@ type Params struct {
 	// so that the figures are those of a client that has seen its host
 	// under this load before: a quantile delay needs 100 latencies.
 	Warmup int
+	// HTTP2 speaks HTTP/2 without TLS to the server, where cancelling a
+	// request resets its stream and keeps the connection.
+	HTTP2 bool
 }
 
 // DefaultParams are the issue's: 5000 GETs at 16 concurrent, 1 ms, or for
@@ -73,11 +76,17 @@ type server struct {
 	mu       sync.Mutex
 	rng      *rand.Rand
 	arrivals [2]int64 // by phase: logical requests below, and from, half
+	proto    string   // the protocol of the last request
 }
 
 func newServer(p Params, mode Mode) *server {
 	s := &server{p: p, mode: mode, rng: rand.New(rand.NewPCG(p.Seed, 7))}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if p.HTTP2 {
+		s.Server.Config.Protocols = new(http.Protocols)
+		s.Server.Config.Protocols.SetUnencryptedHTTP2(true)
+	}
+	s.Server.Start()
 	return s
 }
 
@@ -89,6 +98,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.arrivals[phase]++
+	s.proto = r.Proto
 	draw := s.rng.Float64()
 	jitter := s.rng.Float64()
 	s.mu.Unlock()
@@ -121,6 +131,7 @@ type Result struct {
 	ExtraSecondHalf  float64 // the same, for the second half of the requests
 	Hedges           int64   // hedges the client reported sending
 	Errors, Failures int     // requests that ended in an error, or not in a 200
+	Proto            string  // the protocol the server last saw
 }
 
 // A Client is a client under test, made over base; hedges counts the
@@ -160,6 +171,10 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 	defer srv.Close()
 	base := cleanhttp.DefaultPooledTransport()
 	base.MaxIdleConnsPerHost = 100
+	if p.HTTP2 {
+		base.Protocols = new(http.Protocols)
+		base.Protocols.SetUnencryptedHTTP2(true)
+	}
 	defer base.CloseIdleConnections()
 	var hedges atomic.Int64
 	client := &http.Client{Transport: c.New(base, &hedges), Timeout: 10 * time.Second}
@@ -205,7 +220,7 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 	slices.Sort(latencies)
 	q := func(f float64) time.Duration { return latencies[min(int(f*float64(len(latencies))), len(latencies)-1)] }
 	srv.mu.Lock()
-	a0, a1 := srv.arrivals[0], srv.arrivals[1]
+	a0, a1, proto := srv.arrivals[0], srv.arrivals[1], srv.proto
 	srv.mu.Unlock()
 	half := float64(p.Requests - p.Requests/2)
 	return Result{
@@ -213,7 +228,7 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 		Extra:           float64(a0+a1)/float64(p.Requests) - 1,
 		ExtraSecondHalf: float64(a1)/half - 1,
 		Hedges:          hedges.Load(),
-		Errors:          int(errs.Load()), Failures: int(failures.Load()),
+		Errors:          int(errs.Load()), Failures: int(failures.Load()), Proto: proto,
 	}, nil
 }
 

@@ -17,15 +17,25 @@ import (
 // failing but in the outage, hedges within their cap, and the tables
 // printed.
 func TestRun(t *testing.T) {
-	p := DefaultParams()
-	p.Requests, p.Concurrency, p.Warmup = 400, 8, 20
-	p.Slow, p.Overloaded = 20*time.Millisecond, 15*time.Millisecond
+	for _, h2 := range []bool{false, true} {
+		p := DefaultParams()
+		p.Requests, p.Concurrency, p.Warmup = 400, 8, 20
+		p.Slow, p.Overloaded = 20*time.Millisecond, 15*time.Millisecond
+		p.HTTP2 = h2
+		run(t, p)
+	}
+}
+
+func run(t *testing.T, p Params) {
 	for _, mode := range []Mode{HeavyTail, Overload, Outage} {
 		var results []Result
 		for _, c := range Clients() {
 			r, err := Run(p, mode, c)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[p.HTTP2]; r.Proto != want {
+				t.Errorf("%s, mode %d: the server saw %s, want %s", c.Name, mode, r.Proto, want)
 			}
 			if r.Errors != 0 {
 				t.Errorf("%s, mode %d: %d requests ended in an error", c.Name, mode, r.Errors)

@@ -11,6 +11,7 @@
 //
 //	go run ./cmd/tail                 # 5000 GETs at 16 concurrent per client and scenario, about a minute
 //	go run ./cmd/tail -requests 1000  # quicker
+//	go run ./cmd/tail -h2             # over HTTP/2 without TLS
 package main
 
 import (
@@ -30,6 +31,7 @@ func main() {
 	flag.IntVar(&p.Concurrency, "concurrency", p.Concurrency, "requests in flight")
 	flag.IntVar(&p.Warmup, "warmup", p.Warmup, "unmeasured requests each client sends first, at the same concurrency")
 	flag.Uint64Var(&p.Seed, "seed", p.Seed, "seed of the server's latencies")
+	flag.BoolVar(&p.HTTP2, "h2", false, "speak HTTP/2 (without TLS) to the server")
 	only := flag.String("only", "heavy,overload,outage", "comma-separated scenarios to run")
 	flag.Parse()
 	if p.Requests < 2 || p.Concurrency < 1 {
