@@ -28,7 +28,7 @@ func main() {
 // run prints the demonstration to w, and returns an error if any step did
 // not end as described.
 func run(w io.Writer) error {
-	fmt.Fprintln(w, "retryhttp quickstart: one client, a flaky local service, four requests.")
+	fmt.Fprintln(w, "retryhttp quickstart: one client, a flaky local service, five requests.")
 	for _, s := range steps {
 		if err := s.run(w); err != nil {
 			return fmt.Errorf("%s: %w", s.title, err)
@@ -44,6 +44,7 @@ type step struct {
 	method string
 	path   string
 	key    string // Idempotency-Key, if any
+	opts   []retryhttp.Option
 	lesson string // what the result shows
 	holds  func(resp *http.Response, err error, srv *httptest.Server, svc *service) bool
 }
@@ -80,6 +81,18 @@ var steps = []step{{
 	holds: func(resp *http.Response, err error, srv *httptest.Server, svc *service) bool {
 		return err == nil && resp.StatusCode == 201 && srv.Attempts() == 2 && svc.created() == 1
 	},
+}, {
+	title:  "GET /orders/42 with hedging; the first attempt hangs, as on a slow replica",
+	fault:  httptest.First(1, httptest.Hang()),
+	method: http.MethodGet, path: "/orders/42",
+	// By default the delay is the host's 95th-percentile latency, known
+	// after 100 requests; a fixed delay shows it on the first.
+	opts:   []retryhttp.Option{retryhttp.WithHedging(retryhttp.HedgeDelay(50 * time.Millisecond))},
+	lesson: "a slow request is hedged: a second copy went out when the first had no answer after 50 ms, it won, and the first was cancelled",
+	holds: func(resp *http.Response, err error, srv *httptest.Server, _ *service) bool {
+		return err == nil && resp.StatusCode == 200 && srv.Attempts() >= 2 &&
+			retryhttp.AttemptFromContext(resp.Request.Context()) >= 2
+	},
 }}
 
 func (s step) run(w io.Writer) error {
@@ -88,9 +101,14 @@ func (s step) run(w io.Writer) error {
 	srv := httptest.NewServer(svc, s.fault)
 	defer srv.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
-		fmt.Fprintf(w, "  attempt %d: %s; retrying in %v\n", e.Attempt, outcome(e), e.Delay.Round(time.Millisecond))
-	}))}
+	client := &http.Client{Transport: retryhttp.New(append([]retryhttp.Option{
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+			fmt.Fprintf(w, "  attempt %d: %s; retrying in %v\n", e.Attempt, outcome(e), e.Delay.Round(time.Millisecond))
+		}),
+		retryhttp.WithOnHedge(func(e retryhttp.HedgeEvent) {
+			fmt.Fprintf(w, "  no answer after %v: hedging, attempt %d\n", e.Delay.Round(10*time.Millisecond), e.Attempt)
+		}),
+	}, s.opts...)...)}
 	var body io.Reader
 	if s.method == http.MethodPost {
 		body = strings.NewReader(`{"item": "book", "quantity": 1}`)
