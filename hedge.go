@@ -129,9 +129,9 @@ func HedgeWindow(n int) HedgeOption {
 // The hedges a host has saved go to its slowest requests: when fewer than
 // half are left, a hedge waits one more delay, so that requests only a
 // little late answer first; and when the host has answered nothing for a
-// whole delay while three hedges went out, every request is late together,
-// a pause of the client or the server, and no more are sent until it
-// answers.
+// whole delay while three of its requests passed the delay, every request
+// is late together, a pause of the client or the server, and no more are
+// sent until it answers.
 //
 // The first response that is a success or final wins; a response that
 // would be retried does not win while another attempt is in flight. The

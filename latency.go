@@ -75,10 +75,10 @@ type hostLatency struct {
 	credit atomic.Int64 // hedges the host may send, in hedgeUnit
 
 	answered  atomic.Int64 // when a request last had its answer, monotonic
-	fireMu    sync.Mutex
-	fires     [pauseBurst]time.Duration // when the last hedges went out, a ring
-	fireNext  int                       // the oldest in fires
-	fireCount int
+	lateMu    sync.Mutex
+	lates     [pauseBurst]time.Duration // when requests last passed their delay, a ring
+	lateNext  int                       // the oldest in lates
+	lateCount int
 
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
@@ -199,31 +199,29 @@ func (h *hostLatency) mayHedge() bool {
 	}
 }
 
-// pauseBurst is how many hedges may go out within one delay while the host
-// answers nothing at all. When every request in flight passes the delay at
-// once, the client or the server has paused for everyone: more hedges would
-// add load and spend the host's saved hedges, which slow requests after the
-// pause then lack.
+// pauseBurst is how many requests may pass their hedge delay within one
+// delay while the host answers nothing at all before the host counts as
+// paused. When every request in flight passes the delay at once, the client
+// or the server has paused for everyone: hedges would add load and spend
+// the host's saved hedges, which slow requests after the pause then lack.
 const pauseBurst = 3
 
-// paused reports whether, at now, the host has answered nothing for longer
-// than delay while the last pauseBurst hedges went out within it.
-func (h *hostLatency) paused(now, delay time.Duration) bool {
+// late notes that a request passed its hedge delay at now, and reports
+// whether the host has paused: it has answered nothing for longer than
+// delay, and pauseBurst requests passed their delay within it before this
+// one. Noting and judging under one lock, concurrent late requests see
+// each other.
+func (h *hostLatency) late(now, delay time.Duration) (paused bool) {
+	h.lateMu.Lock()
+	defer h.lateMu.Unlock()
+	paused = h.lateCount >= pauseBurst && now-h.lates[h.lateNext] <= delay
+	h.lates[h.lateNext] = now
+	h.lateNext = (h.lateNext + 1) % pauseBurst
+	h.lateCount++
 	if a := h.answered.Load(); a != 0 && now-time.Duration(a) <= delay {
 		return false // 0: never answered
 	}
-	h.fireMu.Lock()
-	defer h.fireMu.Unlock()
-	return h.fireCount >= pauseBurst && now-h.fires[h.fireNext] <= delay
-}
-
-// fired notes a hedge sent at now.
-func (h *hostLatency) fired(now time.Duration) {
-	h.fireMu.Lock()
-	h.fires[h.fireNext] = now
-	h.fireNext = (h.fireNext + 1) % pauseBurst
-	h.fireCount++
-	h.fireMu.Unlock()
+	return paused
 }
 
 // scarce reports whether the host has fewer than half of hedgeBurst
