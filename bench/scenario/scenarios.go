@@ -121,8 +121,8 @@ func client(lib peers.Library, base http.RoundTripper, c peers.Config) *http.Cli
 
 func id(prefix string, i int) string { return prefix + strconv.Itoa(i) }
 
-// Transient: 10% of attempts fail with 503, at random but the same for
-// every library.
+// Transient runs the scenario in which 10% of attempts fail with 503, at
+// random but the same for every library.
 func Transient(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "transient: 10% of attempts answer 503",
@@ -172,7 +172,7 @@ func RunOutage(ctx context.Context, lib peers.Library, base http.RoundTripper, c
 	}
 }
 
-// Outage: every attempt fails.
+// Outage runs the scenario in which every attempt fails.
 func Outage(ctx context.Context, p Params) []Table {
 	shared := Table{
 		Title: "outage: every attempt answers 503",
@@ -200,8 +200,8 @@ func Outage(ctx context.Context, p Params) []Table {
 	return []Table{shared, own}
 }
 
-// Recovery: the server fails for a while, then recovers, under a steady
-// stream of requests.
+// Recovery runs the scenario in which the server fails for a while, then
+// recovers, under a steady stream of requests.
 func Recovery(ctx context.Context, p Params) []Table {
 	n := int(p.RecoveryLoad.Seconds() * float64(p.RecoveryRate))
 	t := Table{
@@ -260,8 +260,8 @@ func Recovery(ctx context.Context, p Params) []Table {
 	return []Table{t}
 }
 
-// RetryAfter: the first attempt of each request is throttled with
-// Retry-After: 1.
+// RetryAfter runs the scenario in which the first attempt of each request
+// is throttled with Retry-After: 1.
 func RetryAfter(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "retry-after: 429 with Retry-After: 1, then 200",
@@ -385,7 +385,8 @@ func RunHerd(ctx context.Context, lib peers.Library, c peers.Config, n int) Herd
 	return res
 }
 
-// Herd: many clients fail together; how do their retries spread?
+// Herd runs the scenario in which many clients fail together, to see how
+// their retries spread.
 func Herd(ctx context.Context, p Params) []Table {
 	header := []string{"library", "arrivals in the first 20 ms", "peak arrivals per 20 ms after the first 20 ms",
 		"retries", "span", "success"}
@@ -509,7 +510,8 @@ func RunChain(ctx context.Context, lib peers.Library, c peers.Config, first, n, 
 	return res
 }
 
-// Chain: retries multiply down a chain of services.
+// Chain runs the scenario in which retries multiply down a chain of
+// services.
 func Chain(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "chain: A -> B -> C -> D, D always answers 503",
@@ -545,7 +547,8 @@ var postBody = []byte(`{"order":"42","amount":"9.99"}`)
 
 func newPostBody() io.Reader { return bytes.NewReader(postBody) }
 
-// Post: a POST fails twice with 503, then succeeds.
+// Post runs the scenario in which a POST fails twice with 503, then
+// succeeds.
 func Post(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "post: 503 twice, then 200",
@@ -577,8 +580,8 @@ func Post(ctx context.Context, p Params) []Table {
 	return []Table{t}
 }
 
-// Reset: the first attempt of each request is read and then answered with a
-// TCP reset.
+// Reset runs the scenario in which the first attempt of each request is
+// read and then answered with a TCP reset.
 func Reset(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "reset: the connection is reset after the request is read, on each request's first attempt",
