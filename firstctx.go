@@ -87,25 +87,23 @@ func (c *firstCtx) settle() bool {
 	return c.made.Load() && c.parent.Done() != nil
 }
 
-// firstBody releases the first attempt's context when the caller closes
-// its response body. It lives in the hedgeCall, to save an allocation.
-type firstBody struct {
-	io.ReadCloser
-	ctx    *firstCtx
-	closed atomic.Bool
-}
-
-func (b *firstBody) Close() error {
-	err := b.ReadCloser.Close()
-	if b.closed.CompareAndSwap(false, true) {
-		b.ctx.release()
-	}
-	return err
-}
-
-// release releases the context made by the attempt.
+// release releases the context made by the attempt. Like a CancelFunc, it
+// may be called more than once.
 func (c *firstCtx) release() {
 	if c.made.Load() {
 		c.cancelInner()
 	}
+}
+
+// firstBody releases the first attempt's context when the caller closes
+// its response body. It lives in the hedgeCall, to save an allocation.
+type firstBody struct {
+	io.ReadCloser
+	ctx *firstCtx
+}
+
+func (b *firstBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.ctx.release()
+	return err
 }

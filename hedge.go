@@ -26,8 +26,7 @@ type hedging struct {
 	minDelay   time.Duration
 	minSamples int
 	window     uint32
-	fraction   float64
-	earning    int64 // the hedge credit a request earns: fraction of hedgeUnit
+	earning    int64 // the hedge credit a request earns: HedgeMaxFraction of hedgeUnit
 	table      *latencyTable
 	timers     sync.Pool // of *hedgeTimer
 }
@@ -89,7 +88,7 @@ func HedgeMaxFraction(f float64) HedgeOption {
 	if !(f > 0 && f <= 1) {
 		panic(fmt.Sprintf("retryhttp: HedgeMaxFraction: fraction must be in (0, 1], got %v", f))
 	}
-	return func(h *hedging) { h.fraction = f }
+	return func(h *hedging) { h.earning = hedgeEarning(f) }
 }
 
 // HedgeWindow sets how many latencies of a host a window holds; the
@@ -153,13 +152,12 @@ func WithHedging(opts ...HedgeOption) Option {
 			minDelay:   DefaultHedgeMinDelay,
 			minSamples: DefaultHedgeMinSamples,
 			window:     DefaultHedgeWindow,
-			fraction:   DefaultHedgeMaxFraction,
+			earning:    hedgeEarning(DefaultHedgeMaxFraction),
 			table:      newLatencyTable(defaultHedgeHosts),
 		}
 		for _, o := range opts {
 			o(h)
 		}
-		h.earning = hedgeEarning(h.fraction)
 		t.hedge = h
 	}
 }

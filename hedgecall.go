@@ -111,15 +111,17 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 	if c.race != nil && c.race.next != nil {
 		c.race.next.Stop()
 	}
-	sent := int(c.sent)
+	sent, lost := int(c.sent), c.winner != 0 // lost to a hedge, which cancelled it
 	c.mu.Unlock()
+	if resp != nil || lost {
+		// A first attempt cut short by a winning hedge was at least this
+		// slow; counting it keeps the quantile from forgetting the tail.
+		hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+	}
 	if sent == 1 {
-		if resp != nil {
-			hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
-		}
 		return c.firstWon(resp, 1), orig, 1, 0, err
 	}
-	return c.collect(resp, err, sent)
+	return c.collect(resp, err, sent, lost)
 }
 
 // firstWon returns the first attempt's response as the caller's, made to
@@ -159,19 +161,11 @@ func withSent(resp *http.Response, sent int) {
 }
 
 // collect waits for every attempt of a call whose hedges were sent, once
-// the first attempt has returned, and picks the outcome: the winner's, or
-// when none won, the last response to arrive, or the last error.
-func (c *hedgeCall) collect(resp *http.Response, err error, sent int) (*http.Response, *http.Request, int, Tokens, error) {
-	t := c.t
-	c.mu.Lock()
-	lost := c.winner != 0 // to a hedge, which cancelled it
-	c.mu.Unlock()
-	if resp != nil || lost {
-		// A first attempt cut short by a winning hedge was at least this
-		// slow; counting it keeps the quantile from forgetting the tail.
-		c.hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
-	}
-	if !lost && wins(t.classifier, &c.first, resp, err) {
+// the first attempt has returned (lost: to a hedge that already won), and
+// picks the outcome: the winner's, or when none won, the last response to
+// arrive, or the last error.
+func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) (*http.Response, *http.Request, int, Tokens, error) {
+	if !lost && wins(c.t.classifier, &c.first, resp, err) {
 		c.win(1)
 	}
 	outcomes := make([]hedgeOutcome, 0, sent)
@@ -266,9 +260,8 @@ func (c *hedgeCall) win(n int) {
 // fire sends the next hedge, unless an attempt has answered, the first has
 // returned, the host has paused for everyone, or the host's cap or the
 // budget refuse it; when the host has few hedges left, it puts the hedge
-// off by a delay, once; and, while attempts
-// remain, arms the timer of the one after. It runs on a timer's goroutine,
-// and sends the hedge on it.
+// off by a delay, once. While attempts remain, it arms the timer of the
+// hedge after. It runs on a timer's goroutine, and sends the hedge on it.
 func (c *hedgeCall) fire() {
 	c.mu.Lock()
 	stop, n, maxAttempts := c.collecting || c.winner != 0, int(c.sent)+1, int(c.maxAttempts)
@@ -286,11 +279,9 @@ func (c *hedgeCall) fire() {
 		// one delay later, the slowest, rather than the first to pass it.
 		c.mu.Lock()
 		if !c.collecting && c.winner == 0 {
-			if c.race == nil {
-				c.race = &hedgeRace{results: make(chan hedgeOutcome, maxAttempts)}
-			}
-			c.race.deferred = n
-			c.race.next = time.AfterFunc(c.delay, c.fire)
+			r := c.raceLocked()
+			r.deferred = n
+			r.next = time.AfterFunc(c.delay, c.fire)
 		}
 		c.mu.Unlock()
 		return
@@ -310,12 +301,10 @@ func (c *hedgeCall) fire() {
 		return
 	}
 	c.sent = int32(n)
-	if c.race == nil {
-		c.race = &hedgeRace{results: make(chan hedgeOutcome, maxAttempts)}
-	}
-	c.race.hedges = append(c.race.hedges, hedgeState{cancel: cancel, took: took})
+	r := c.raceLocked()
+	r.hedges = append(r.hedges, hedgeState{cancel: cancel, took: took})
 	if n < maxAttempts {
-		c.race.next = time.AfterFunc(c.delay, c.fire)
+		r.next = time.AfterFunc(c.delay, c.fire)
 	}
 	c.mu.Unlock()
 	waited := now - c.start
@@ -328,6 +317,15 @@ func (c *hedgeCall) fire() {
 	}
 	// A timer runs fire on a goroutine of its own: the hedge can use it.
 	c.run(h, n)
+}
+
+// raceLocked returns the call's race state, made on first use; c.mu is
+// held.
+func (c *hedgeCall) raceLocked() *hedgeRace {
+	if c.race == nil {
+		c.race = &hedgeRace{results: make(chan hedgeOutcome, c.maxAttempts)}
+	}
+	return c.race
 }
 
 // run sends hedge h, attempt n, and reports its outcome; a success or a

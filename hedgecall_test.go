@@ -65,11 +65,21 @@ func receive(t *testing.T, ch chan int) int {
 func TestHedgeLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	big := strings.Repeat("x", 64<<10)
-	newTransport := func(delay time.Duration) (*Transport, *http.Transport) {
+	newTransport := func(delay time.Duration) *Transport {
 		base := &http.Transport{}
 		t.Cleanup(base.CloseIdleConnections)
 		return New(WithBase(base), WithMaxAttempts(2), WithAttemptHeader("X-Attempt"),
-			WithHedging(HedgeDelay(delay))), base
+			WithHedging(HedgeDelay(delay)))
+	}
+	// fetch sends req through tr and reads the response's body whole.
+	fetch := func(t *testing.T, tr *Transport, req *http.Request) (*http.Response, string) {
+		t.Helper()
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err, "the winner's body is read in full")
+		resp.Body.Close()
+		return resp, string(b)
 	}
 
 	t.Run("the hedge wins and the first is cancelled", func(t *testing.T) {
@@ -83,13 +93,8 @@ func TestHedgeLoopback(t *testing.T) {
 			<-first // so that the first is in flight when the hedge wins
 			io.WriteString(w, big)
 		})
-		tr, _ := newTransport(time.Millisecond)
-		resp, err := tr.RoundTrip(get(t, srv.URL))
-		require.NoError(t, err)
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		resp.Body.Close()
-		assert.Equal(t, big, string(b))
+		resp, body := fetch(t, newTransport(time.Millisecond), get(t, srv.URL))
+		assert.Equal(t, big, body)
 		assert.Equal(t, 2, AttemptFromContext(resp.Request.Context()), "the winner")
 		assert.Equal(t, 2, Attempts(resp))
 		assert.Equal(t, 1, receive(t, srv.cancelled), "the first attempt, cancelled at the server")
@@ -106,13 +111,8 @@ func TestHedgeLoopback(t *testing.T) {
 			<-hedged
 			io.WriteString(w, big)
 		})
-		tr, _ := newTransport(time.Millisecond)
-		resp, err := tr.RoundTrip(get(t, srv.URL))
-		require.NoError(t, err)
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err, "the winner's body is read in full")
-		resp.Body.Close()
-		assert.Equal(t, big, string(b))
+		resp, body := fetch(t, newTransport(time.Millisecond), get(t, srv.URL))
+		assert.Equal(t, big, body)
 		assert.Equal(t, 1, AttemptFromContext(resp.Request.Context()), "the winner")
 		assert.Equal(t, 2, Attempts(resp))
 		assert.Equal(t, 2, receive(t, srv.cancelled), "the hedge, cancelled at the server")
@@ -120,19 +120,15 @@ func TestHedgeLoopback(t *testing.T) {
 
 	t.Run("a first attempt answered at once keeps its connection", func(t *testing.T) {
 		srv := newHedgeServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { io.WriteString(w, big) })
-		tr, _ := newTransport(time.Hour)
+		tr := newTransport(time.Hour)
 		for i := range 3 {
 			var reused bool
 			req := get(t, srv.URL)
 			req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 				GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
 			}))
-			resp, err := tr.RoundTrip(req)
-			require.NoError(t, err)
-			b, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
-			resp.Body.Close()
-			assert.Len(t, b, len(big))
+			resp, body := fetch(t, tr, req)
+			assert.Len(t, body, len(big))
 			assert.Equal(t, req.Context(), resp.Request.Context(), "the caller's context, as from a plain transport")
 			assert.Equal(t, i > 0, reused, "request %d", i)
 		}

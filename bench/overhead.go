@@ -131,8 +131,13 @@ func BenchLoopback(b *testing.B, lib peers.Library) {
 	defer srv.Close()
 	base := peers.NewBase()
 	defer base.CloseIdleConnections()
-	rt := lib.New(base, OverheadConfig)
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/items", nil)
+	GetLoop(b, lib.New(base, OverheadConfig), srv.URL+"/items")
+}
+
+// GetLoop sends b.N bodiless GETs of url through rt, reading each response
+// whole, and fails b on any error or a status other than 200.
+func GetLoop(b *testing.B, rt http.RoundTripper, url string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -345,30 +345,43 @@ func (s *slowFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 }
 
+// hedgedGet sends a GET within an operation span through a Transport that
+// hedges after 10 ms over base, ends the span, and returns the response.
+func hedgedGet(t *testing.T, tel *telemetry, base http.RoundTripper) *http.Response {
+	t.Helper()
+	tr := newTransport(tel, base, retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)))
+	ctx, op := tel.operation(t.Context())
+	defer op.End()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
+	require.NoError(t, err)
+	resp, err := do(t, tr, req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	return resp
+}
+
+// resendCounts returns the http.request.resend_count of every client span
+// that has one.
+func resendCounts(tel *telemetry) []int64 {
+	var resends []int64
+	for _, s := range tel.clientSpans() {
+		if v, ok := attr(s.Attributes(), semconv.HTTPRequestResendCountKey); ok {
+			resends = append(resends, v.AsInt64())
+		}
+	}
+	return resends
+}
+
 func TestHedgeSpansAndCounter(t *testing.T) {
 	// A hedged request makes two client spans, the hedge's with
 	// http.request.resend_count 1, an event on the caller's span, and one
 	// count in the hedges counter.
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry(t)
-		tr := newTransport(tel, &slowFirst{}, retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)))
-		ctx, op := tel.operation(t.Context())
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
-		require.NoError(t, err)
-		resp, err := do(t, tr, req)
-		require.NoError(t, err)
-		require.Equal(t, 200, resp.StatusCode)
-		op.End()
+		hedgedGet(t, tel, &slowFirst{})
 
-		spans := tel.clientSpans()
-		require.Len(t, spans, 2)
-		var resends []int64
-		for _, s := range spans {
-			if v, ok := attr(s.Attributes(), semconv.HTTPRequestResendCountKey); ok {
-				resends = append(resends, v.AsInt64())
-			}
-		}
-		assert.Equal(t, []int64{1}, resends, "the hedge is a resend")
+		require.Len(t, tel.clientSpans(), 2)
+		assert.Equal(t, []int64{1}, resendCounts(tel), "the hedge is a resend")
 		events := tel.span(t, "operation").Events()
 		require.Len(t, events, 1)
 		assert.Equal(t, otelretry.HedgeEventName, events[0].Name)
@@ -383,23 +396,10 @@ func TestHedgeOfAHedge(t *testing.T) {
 	// spans with resend counts 0, 1 and 2, two events, two hedges counted.
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry(t)
-		tr := newTransport(tel, &slowFirst{slow: 2}, retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)))
-		ctx, op := tel.operation(t.Context())
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
-		require.NoError(t, err)
-		resp, err := do(t, tr, req)
-		require.NoError(t, err)
-		require.Equal(t, 200, resp.StatusCode)
+		resp := hedgedGet(t, tel, &slowFirst{slow: 2})
 		assert.Equal(t, 3, retryhttp.Attempts(resp))
-		op.End()
 
-		var resends []int64
-		for _, s := range tel.clientSpans() {
-			if v, ok := attr(s.Attributes(), semconv.HTTPRequestResendCountKey); ok {
-				resends = append(resends, v.AsInt64())
-			}
-		}
-		assert.ElementsMatch(t, []int64{1, 2}, resends)
+		assert.ElementsMatch(t, []int64{1, 2}, resendCounts(tel))
 		var attempts []int64
 		for _, e := range tel.span(t, "operation").Events() {
 			require.Equal(t, otelretry.HedgeEventName, e.Name)

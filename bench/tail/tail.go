@@ -83,8 +83,7 @@ func newServer(p Params, mode Mode) *server {
 	s := &server{p: p, mode: mode, rng: rand.New(rand.NewPCG(p.Seed, 7))}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if p.HTTP2 {
-		s.Server.Config.Protocols = new(http.Protocols)
-		s.Server.Config.Protocols.SetUnencryptedHTTP2(true)
+		s.Server.Config.Protocols = h2c()
 	}
 	s.Server.Start()
 	return s
@@ -172,8 +171,7 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 	base := cleanhttp.DefaultPooledTransport()
 	base.MaxIdleConnsPerHost = 100
 	if p.HTTP2 {
-		base.Protocols = new(http.Protocols)
-		base.Protocols.SetUnencryptedHTTP2(true)
+		base.Protocols = h2c()
 	}
 	defer base.CloseIdleConnections()
 	var hedges atomic.Int64
@@ -230,6 +228,13 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 		Hedges:          hedges.Load(),
 		Errors:          int(errs.Load()), Failures: int(failures.Load()), Proto: proto,
 	}, nil
+}
+
+// h2c returns the protocols of HTTP/2 without TLS, alone.
+func h2c() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	return p
 }
 
 // concurrently calls fn(i) for every i below n, from c goroutines.

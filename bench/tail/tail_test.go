@@ -1,7 +1,6 @@
 package tail
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+
+	"github.com/retryhttp/retryhttp/bench"
 )
 
 // TestRun runs every client through each scenario on a small scale and
@@ -70,20 +71,7 @@ func BenchmarkFastGET(b *testing.B) {
 			base := cleanhttp.DefaultPooledTransport()
 			defer base.CloseIdleConnections()
 			var hedges atomic.Int64
-			rt := c.New(base, &hedges)
-			req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				resp, err := rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+			bench.GetLoop(b, c.New(base, &hedges), srv.URL)
 			b.ReportMetric(float64(hedges.Load())/float64(b.N), "hedges/op")
 		})
 	}
