@@ -441,3 +441,12 @@ func TestHedgeScarce(t *testing.T) {
 		assert.Equal(t, 2, hedges.count())
 	})
 }
+
+// TestWithHedgingSharedOption checks that two Transports made with one
+// WithHedging Option keep their own latencies and hedge credit.
+func TestWithHedgingSharedOption(t *testing.T) {
+	opt := WithHedging()
+	a, b := New(opt), New(opt)
+	assert.NotSame(t, a.hedge, b.hedge)
+	assert.NotSame(t, a.hedge.table, b.hedge.table)
+}
