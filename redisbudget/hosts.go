@@ -2,6 +2,7 @@ package redisbudget
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -93,4 +94,53 @@ func (h *host) addPending(amount, limit retryhttp.Tokens) {
 			return
 		}
 	}
+}
+
+// host returns the state kept for k, making it if there is room; nil if
+// there is none.
+func (b *Budget) host(k hostKey) *host {
+	if h := (*b.table.Load())[k]; h != nil {
+		return h
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := *b.table.Load()
+	if h := m[k]; h != nil {
+		return h
+	}
+	var next map[hostKey]*host
+	if len(m) < b.cfg.maxHosts {
+		next = maps.Clone(m)
+	} else {
+		// Forget the hosts with nothing to send; a refusal is only a
+		// shortcut.
+		next = make(map[hostKey]*host, len(m))
+		for hk, h := range m {
+			if h.pending.Load() > 0 {
+				next[hk] = h
+			}
+		}
+		if len(next) >= b.cfg.maxHosts {
+			return nil
+		}
+	}
+	h := newHost(redisKey(b.prefix, k))
+	next[k] = h
+	b.table.Store(&next)
+	return h
+}
+
+// forget drops the state of the hosts in full, whose buckets Redis has just
+// reported full. Refunds that arrived since are dropped with it: they would
+// go to a full bucket, unless another process has drawn on it meanwhile,
+// and keeping a host whose successes never pause would cost a command per
+// flush interval for ever.
+func (b *Budget) forget(full []hostKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next := maps.Clone(*b.table.Load())
+	for _, k := range full {
+		delete(next, k)
+	}
+	b.table.Store(&next)
 }

@@ -1,0 +1,83 @@
+package redisbudget
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/retryhttp/retryhttp"
+)
+
+// Deposit puts back spent, the cost of a retry of req that succeeded or was
+// never sent, or the refund if spent is 0 (a first attempt succeeded). On
+// Redis, it adds the amount to the refunds waiting to be sent for req's host,
+// or does nothing if this process has not retried that host (or has since
+// seen its bucket full); on the fallback, it refills the fallback bucket. It
+// sends no command and does not allocate unless the host name has
+// upper-case letters.
+func (b *Budget) Deposit(req *http.Request, spent retryhttp.Tokens) {
+	amount := b.credit(spent)
+	if amount <= 0 {
+		return
+	}
+	if !b.onRedis.Load() {
+		b.fallback.Load().Deposit(req, spent)
+		return
+	}
+	m := *b.table.Load()
+	if len(m) == 0 {
+		return
+	}
+	if h := m[requestKey(req)]; h != nil {
+		h.addPending(amount, b.capacity)
+	}
+}
+
+// flush sends each host's refunds in one command. It stops at the first
+// failure, which moves the budget to its fallback, or the first command
+// Redis does not answer in time, keeping the refunds not sent for later.
+func (b *Budget) flush() error {
+	var full []hostKey
+	defer func() {
+		if len(full) > 0 {
+			b.forget(full)
+		}
+	}()
+	for k, h := range *b.table.Load() {
+		amount := retryhttp.Tokens(h.pending.Swap(0))
+		if amount <= 0 {
+			continue
+		}
+		var balance retryhttp.Tokens
+		err := b.call(context.Background(), b.cfg.timeout, func(ctx context.Context) error {
+			var err error
+			balance, err = b.store.refund(ctx, h.key, amount)
+			return err
+		}, func(err error) {
+			if err != nil {
+				h.addPending(amount, b.capacity) // for the next flush
+			}
+		})
+		switch {
+		case errors.Is(err, errTimeout):
+			// The late answer decides whether the refund is kept.
+			b.noteError(err)
+			return err
+		case err != nil:
+			// Not sent, or, at worst, lost with its answer and sent
+			// again, which errs towards retrying, as a fallback does.
+			h.addPending(amount, b.capacity)
+			b.fail(err)
+			return err
+		}
+		switch {
+		case balance >= b.capacity:
+			full = append(full, k)
+		case balance < b.retryCost:
+			// The refund left too little for a retry: no take need
+			// ask Redis for the hold.
+			b.refused(h, balance)
+		}
+	}
+	return nil
+}
