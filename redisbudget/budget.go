@@ -64,8 +64,10 @@ type Budget struct {
 	inflight    atomic.Int64                      // Redis commands running
 	abandoned   atomic.Int64                      // commands call stopped waiting for, not yet answered
 	epoch       atomic.Int64                      // returns to Redis so far
-	silentSince atomic.Int64                      // Unix nanoseconds since which abandoned has been positive, or 0
-	heardAt     atomic.Int64                      // Unix nanoseconds of Redis's last answer without error, or 0
+	silentSince atomic.Int64                      // the instant (see mono) since which abandoned has been positive, or 0
+	heardAt     atomic.Int64                      // the instant (see mono) of Redis's last answer without error, or 0
+	born        time.Time                         // when New made the budget, with its monotonic clock reading
+	now         func() time.Time                  // the wall clock, for Status only
 	mu          sync.Mutex                        // serialises changes to table and status
 	status      Status                            // guarded by mu, except Shared
 	stop        chan struct{}
@@ -74,6 +76,12 @@ type Budget struct {
 	closeOnce   sync.Once
 	closeErr    error
 }
+
+// mono returns the current instant of the budget's own clock: nanoseconds
+// since New made it, plus one, so that 0 can stand for never. It reads the
+// monotonic clock, as time.Since does: the wall clock, which an operator or
+// NTP may step by hours, times no hold, silence or TTL.
+func (b *Budget) mono() int64 { return int64(time.Since(b.born)) + 1 }
 
 var _ retryhttp.Budget = (*Budget)(nil)
 
@@ -130,8 +138,9 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 		warmed:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	b.born, b.now = time.Now(), cfg.now
 	b.onRedis.Store(true)
-	b.status = Status{Shared: true, Since: time.Now()}
+	b.status = Status{Shared: true, Since: b.now()}
 	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
 	b.table.Store(&map[hostKey]*host{})
 	go b.loop()

@@ -81,7 +81,7 @@ func (b *Budget) call(ctx context.Context, wait time.Duration, fn func(context.C
 // abandon counts a command that call stopped waiting for.
 func (b *Budget) abandon() {
 	if b.abandoned.Add(1) == 1 {
-		b.silentSince.Store(time.Now().UnixNano())
+		b.silentSince.Store(b.mono())
 	}
 }
 
@@ -99,7 +99,7 @@ func (b *Budget) silence() time.Duration { return 4 * b.cfg.timeout }
 // stuck reports whether some command has been left unanswered for the
 // silence limit, without a pause: Redis is down or hung, and the client
 // ignores deadlines.
-func (b *Budget) stuck(now time.Time) bool {
+func (b *Budget) stuck(now int64) bool {
 	since := b.silentSince.Load()
-	return b.abandoned.Load() > 0 && since != 0 && now.UnixNano()-since >= int64(b.silence())
+	return b.abandoned.Load() > 0 && since != 0 && now-since >= int64(b.silence())
 }

@@ -17,15 +17,15 @@ const probeAttempts = 4
 const warmTimeout = time.Second
 
 // heard records an answer from Redis.
-func (b *Budget) heard() { b.heardAt.Store(time.Now().UnixNano()) }
+func (b *Budget) heard() { b.heardAt.Store(b.mono()) }
 
 // knowsRedis reports whether Redis answered this process within the key
 // TTL: only then do its fallback buckets hold a share of a budget that Redis
 // still keeps. A process that never heard from Redis, or not since the
 // buckets it knew expired, has no share to fall back on.
-func (b *Budget) knowsRedis(now time.Time) bool {
+func (b *Budget) knowsRedis(now int64) bool {
 	at := b.heardAt.Load()
-	return at != 0 && now.UnixNano()-at <= int64(b.cfg.keyTTL)
+	return at != 0 && now-at <= int64(b.cfg.keyTTL)
 }
 
 // loop sends refunds every flush interval while on Redis, and probes Redis
@@ -42,7 +42,7 @@ func (b *Budget) loop() {
 		case <-b.stop:
 			return
 		case now := <-tick.C:
-			if b.onRedis.Load() && b.stuck(now) {
+			if b.onRedis.Load() && b.stuck(b.mono()) {
 				b.fail(errTimeout)
 			}
 			if b.onRedis.Load() {
@@ -112,7 +112,7 @@ func (b *Budget) probe() {
 func (b *Budget) noteError(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.status.LastError, b.status.LastErrorAt = err, time.Now()
+	b.status.LastError, b.status.LastErrorAt = err, b.now()
 }
 
 // fail records err and moves the budget to its fallback buckets, which are
@@ -121,7 +121,7 @@ func (b *Budget) noteError(err error) {
 func (b *Budget) fail(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
+	now := b.now()
 	b.status.LastError, b.status.LastErrorAt = err, now
 	if !b.onRedis.Load() {
 		return
@@ -149,7 +149,7 @@ func (b *Budget) resume() {
 	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
 	b.epoch.Add(1)
 	b.onRedis.Store(true)
-	b.status.Shared, b.status.Since = true, time.Now()
+	b.status.Shared, b.status.Since = true, b.now()
 	if b.cfg.logger != nil {
 		b.cfg.logger.LogAttrs(context.Background(), slog.LevelInfo, "redisbudget: Redis answers again, retries use the shared budget",
 			slog.String("budget", b.name))

@@ -44,10 +44,10 @@ type host struct {
 func newHost(key string) *host { return &host{key: key, taking: make(chan struct{}, 1)} }
 
 // holds reports whether a refusal Redis gave for the host still holds for a
-// retry that costs cost, as of now.
-func (h *host) holds(cost retryhttp.Tokens, now time.Time) bool {
+// retry that costs cost, as of the instant now (see Budget.mono).
+func (h *host) holds(cost retryhttp.Tokens, now int64) bool {
 	r := h.refused.Load()
-	return r != nil && cost > r.balance && now.UnixNano() < r.until
+	return r != nil && cost > r.balance && now < r.until
 }
 
 // lock waits until no take is in flight for the host, and claims the right
@@ -74,7 +74,7 @@ func (h *host) lock(ctx context.Context, deadline time.Time) error {
 func (h *host) unlock() { <-h.taking }
 
 // A refusal records that Redis found a bucket holding only balance, so that
-// until the given time (in Unix nanoseconds) a retry costing more is refused
+// until the given instant (see Budget.mono) a retry costing more is refused
 // without asking again.
 type refusal struct {
 	balance retryhttp.Tokens

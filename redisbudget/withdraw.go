@@ -38,7 +38,7 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 	deadline := time.Now().Add(b.cfg.timeout)
 	var key string
 	if h != nil {
-		if h.holds(cost, time.Now()) {
+		if h.holds(cost, b.mono()) {
 			return 0, errEmpty
 		}
 		// One take per host at a time: concurrent retries for the host
@@ -48,7 +48,7 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 			return b.unanswered(req, v, h, err)
 		}
 		defer h.unlock()
-		if h.holds(cost, time.Now()) {
+		if h.holds(cost, b.mono()) {
 			return 0, errEmpty
 		}
 		key = h.key
@@ -102,7 +102,7 @@ func (b *Budget) refused(h *host, balance retryhttp.Tokens) {
 	}
 	h.granted.Store(false)
 	if b.cfg.emptyHold > 0 {
-		h.refused.Store(&refusal{balance: balance, until: time.Now().Add(b.cfg.emptyHold).UnixNano()})
+		h.refused.Store(&refusal{balance: balance, until: b.mono() + int64(b.cfg.emptyHold)})
 	}
 }
 
@@ -111,7 +111,7 @@ func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retry
 	if b.cfg.failClosed {
 		return 0, errFailClosed
 	}
-	if !b.knowsRedis(time.Now()) {
+	if !b.knowsRedis(b.mono()) {
 		return 0, errUnheard
 	}
 	took, err := b.fallback.Load().Withdraw(req, v)
