@@ -66,6 +66,7 @@ type Budget struct {
 	epoch       atomic.Int64                      // returns to Redis so far
 	silentSince atomic.Int64                      // the instant (see mono) since which abandoned has been positive, or 0
 	heardAt     atomic.Int64                      // the instant (see mono) of Redis's last answer without error, or 0
+	suspect     atomic.Pointer[string]            // the key of the last command that failed, which probes write
 	born        time.Time                         // when New made the budget, with its monotonic clock reading
 	now         func() time.Time                  // the wall clock, for Status only
 	mu          sync.Mutex                        // serialises changes to table and status

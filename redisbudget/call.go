@@ -21,7 +21,8 @@ var (
 // wait, or until ctx is done, so that a Redis client that ignores
 // deadlines or retries for seconds cannot hold the caller. If call stops
 // waiting first, it returns an error, and when fn returns its goroutine
-// moves the budget to the fallback if fn failed, and runs late, if given,
+// moves the budget to the fallback if fn failed other than by a key's
+// fault, and runs late, if given,
 // with fn's error. fn's context keeps ctx's values but not its
 // cancellation, and ends after the silence limit, so that a slow answer can
 // still arrive (and show that Redis is slow rather than down).
@@ -50,9 +51,9 @@ func (b *Budget) call(ctx context.Context, wait time.Duration, fn func(context.C
 			return
 		}
 		b.answered()
-		if err != nil && b.epoch.Load() == epoch {
+		if err != nil && !isKeyError(err) && b.epoch.Load() == epoch {
 			// A failure from before the budget last returned to Redis
-			// is old news.
+			// is old news, and a key's fault is that key's alone.
 			b.fail(err)
 		}
 		if late != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 )
 
-// probeAttempts bounds the PINGs of one probe.
+// probeAttempts bounds the commands of one probe.
 const probeAttempts = 4
 
 // warmTimeout bounds how long a new Budget waits in the background for
@@ -85,19 +85,31 @@ func (b *Budget) warm() {
 	}
 }
 
-// probe asks Redis whether it answers, and returns to it if it does. A
-// PING that fails at once is sent again, a few times: after a restart of
-// Redis, the client's pool holds connections that the restart broke, and
-// each failed PING discards some of them.
+// probe asks Redis to do what a take does, run a script that writes a
+// bucket, and returns to Redis if it does: a Redis that answers PING but
+// refuses writes (READONLY from a replica, OOM at maxmemory with
+// noeviction) or scripts (BUSY, NOPERM) keeps the budget on its fallback.
+// The script writes the key of the command that failed last, leaving it as
+// it was, so that on a Redis Cluster it asks the node that failed; a key of
+// the wrong type there answers for Redis all the same. A probe that fails
+// at once is sent again, a few times: after a restart of Redis, the
+// client's pool holds connections that the restart broke, and each failed
+// command discards some of them.
 func (b *Budget) probe() {
+	up := func(err error) bool { return err == nil || isKeyError(err) }
 	late := func(err error) {
-		if err == nil {
+		if up(err) {
 			b.resume() // answered, if slowly
 		}
 	}
+	key := b.prefix + "probe"
+	if k := b.suspect.Load(); k != nil {
+		key = *k
+	}
+	probe := func(ctx context.Context) error { return b.store.probe(ctx, key) }
 	for range probeAttempts {
-		err := b.call(context.Background(), b.cfg.timeout, b.store.ping, late)
-		if err == nil {
+		err := b.call(context.Background(), b.cfg.timeout, probe, late)
+		if up(err) {
 			b.resume()
 			return
 		}
@@ -113,6 +125,13 @@ func (b *Budget) noteError(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.status.LastError, b.status.LastErrorAt = err, b.now()
+}
+
+// failOn is fail for err, the failure of a command on key, which the
+// probes then write.
+func (b *Budget) failOn(key string, err error) {
+	b.suspect.Store(&key)
+	b.fail(err)
 }
 
 // fail records err and moves the budget to its fallback buckets, which are

@@ -30,7 +30,14 @@ func redisKey(prefix string, k hostKey) string {
 }
 
 // A host is what a process keeps about one destination it has retried: the
-// refunds it has not yet sent, and Redis's last refusal.
+// refunds it has not yet sent, Redis's last refusal, and whether its key is
+// usable.
+//
+// A host's key is usable until a command on it fails with a key's fault
+// (a value of another type at the key): then the host's key is bad, its
+// retries are paid by the fallback bucket, its successes refill that
+// bucket, and one retry per probe interval asks Redis again, until Redis
+// answers one for the key. The rest of the budget stays on Redis.
 type host struct {
 	pending atomic.Int64 // refunds not yet sent, in Tokens
 	_       [56]byte     // keeps pending, which every success writes, on a cache line of its own
@@ -39,6 +46,7 @@ type host struct {
 	refused atomic.Pointer[refusal] // Redis's last refusal, if any
 	granted atomic.Bool             // Redis's last answer to a take granted it
 	taking  chan struct{}           // holds a token while a take is in flight
+	bad     atomic.Int64            // while the key is bad, the instant (see Budget.mono) at which to ask Redis again; 0 while it is usable
 }
 
 func newHost(key string) *host { return &host{key: key, taking: make(chan struct{}, 1)} }
@@ -48,6 +56,13 @@ func newHost(key string) *host { return &host{key: key, taking: make(chan struct
 func (h *host) holds(cost retryhttp.Tokens, now int64) bool {
 	r := h.refused.Load()
 	return r != nil && cost > r.balance && now < r.until
+}
+
+// badKey reports whether the host's key is bad, and if so whether Redis is
+// due to be asked again as of the instant now.
+func (h *host) badKey(now int64) (bad, due bool) {
+	at := h.bad.Load()
+	return at != 0, at != 0 && now >= at
 }
 
 // lock waits until no take is in flight for the host, and claims the right
@@ -112,11 +127,11 @@ func (b *Budget) host(k hostKey) *host {
 	if len(m) < b.cfg.maxHosts {
 		next = maps.Clone(m)
 	} else {
-		// Forget the hosts with nothing to send; a refusal is only a
-		// shortcut.
+		// Forget the hosts with nothing to send and a usable key; a
+		// refusal is only a shortcut.
 		next = make(map[hostKey]*host, len(m))
 		for hk, h := range m {
-			if h.pending.Load() > 0 {
+			if h.pending.Load() > 0 || h.bad.Load() != 0 {
 				next[hk] = h
 			}
 		}

@@ -12,7 +12,8 @@ import (
 // never sent, or the refund if spent is 0 (a first attempt succeeded). On
 // Redis, it adds the amount to the refunds waiting to be sent for req's host,
 // or does nothing if this process has not retried that host (or has since
-// seen its bucket full); on the fallback, it refills the fallback bucket. It
+// seen its bucket full); on the fallback, or if the host's key is bad, it
+// refills the fallback bucket. It
 // sends no command and does not allocate unless the host name has
 // upper-case letters.
 func (b *Budget) Deposit(req *http.Request, spent retryhttp.Tokens) {
@@ -29,13 +30,19 @@ func (b *Budget) Deposit(req *http.Request, spent retryhttp.Tokens) {
 		return
 	}
 	if h := m[requestKey(req)]; h != nil {
+		if h.bad.Load() != 0 {
+			b.fallback.Load().Deposit(req, spent)
+			return
+		}
 		h.addPending(amount, b.capacity)
 	}
 }
 
 // flush sends each host's refunds in one command. It stops at the first
 // failure, which moves the budget to its fallback, or the first command
-// Redis does not answer in time, keeping the refunds not sent for later.
+// Redis does not answer in time, keeping the refunds not sent for later. A
+// host whose key is bad loses its refunds, which no bucket can take, and
+// the flush goes on.
 func (b *Budget) flush() error {
 	var full []hostKey
 	defer func() {
@@ -54,7 +61,10 @@ func (b *Budget) flush() error {
 			balance, err = b.store.refund(ctx, h.key, amount)
 			return err
 		}, func(err error) {
-			if err != nil {
+			switch {
+			case isKeyError(err):
+				b.badKeyFound(h, err)
+			case err != nil:
 				h.addPending(amount, b.capacity) // for the next flush
 			}
 		})
@@ -63,13 +73,17 @@ func (b *Budget) flush() error {
 			// The late answer decides whether the refund is kept.
 			b.noteError(err)
 			return err
+		case isKeyError(err):
+			b.badKeyFound(h, err)
+			continue
 		case err != nil:
 			// Not sent, or, at worst, lost with its answer and sent
 			// again, which errs towards retrying, as a fallback does.
 			h.addPending(amount, b.capacity)
-			b.fail(err)
+			b.failOn(h.key, err)
 			return err
 		}
+		b.keyUsable(h)
 		switch {
 		case balance >= b.capacity:
 			full = append(full, k)

@@ -23,8 +23,9 @@ var (
 // of req's host and returns it, or returns an error wrapping
 // retryhttp.ErrBudgetExhausted if the bucket holds less. A cost of 0 always
 // succeeds and asks nothing. On Redis it costs one command, unless Redis has
-// just refused a retry for the host; on the fallback, none. It waits for
-// Redis no longer than the timeout, nor once req's context is done.
+// just refused a retry for the host or the host's key is bad; on the
+// fallback, none. It waits for Redis no longer than the timeout, nor once
+// req's context is done.
 func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
 	cost := b.cost(v)
 	if cost == 0 {
@@ -38,6 +39,9 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 	deadline := time.Now().Add(b.cfg.timeout)
 	var key string
 	if h != nil {
+		if bad, due := h.badKey(b.mono()); bad && !due {
+			return b.withdrawFallback(req, v)
+		}
 		if h.holds(cost, b.mono()) {
 			return 0, errEmpty
 		}
@@ -48,6 +52,9 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 			return b.unanswered(req, v, h, err)
 		}
 		defer h.unlock()
+		if bad, due := h.badKey(b.mono()); bad && !due {
+			return b.withdrawFallback(req, v)
+		}
 		if h.holds(cost, b.mono()) {
 			return 0, errEmpty
 		}
@@ -64,17 +71,43 @@ func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tok
 	case errors.Is(err, errTimeout) || errors.Is(err, errBusy):
 		b.noteError(err)
 		return b.unanswered(req, v, h, err)
+	case isKeyError(err):
+		// Redis answers, but this host's key holds no bucket: only this
+		// host falls back.
+		b.badKeyFound(h, err)
+		return b.withdrawFallback(req, v)
 	case err != nil:
-		b.fail(err)
+		b.failOn(key, err)
 		return b.withdrawFallback(req, v)
 	case !ok:
+		b.keyUsable(h)
 		b.refused(h, balance)
 		return 0, errEmpty
 	}
-	if h != nil && !h.granted.Load() {
-		h.granted.Store(true)
+	if h != nil {
+		b.keyUsable(h)
+		if !h.granted.Load() {
+			h.granted.Store(true)
+		}
 	}
 	return cost, nil
+}
+
+// badKeyFound records that h's key holds no bucket (err): the host's
+// retries are paid by the fallback, and Redis is asked again for it after a
+// probe interval.
+func (b *Budget) badKeyFound(h *host, err error) {
+	b.noteError(err)
+	if h != nil {
+		h.bad.Store(b.mono() + int64(b.cfg.probeInterval))
+	}
+}
+
+// keyUsable records that Redis has answered a command on h's key.
+func (b *Budget) keyUsable(h *host) {
+	if h != nil && h.bad.Load() != 0 {
+		h.bad.Store(0)
+	}
 }
 
 // unanswered decides a retry for h that Redis did not answer in time
@@ -135,6 +168,8 @@ func (b *Budget) take(ctx context.Context, wait time.Duration, h *host, key stri
 		return err
 	}, func(err error) {
 		switch {
+		case isKeyError(err):
+			b.badKeyFound(h, err)
 		case err != nil || h == nil:
 		case ok:
 			h.addPending(cost, b.capacity)
