@@ -58,6 +58,7 @@ type Budget struct {
 	prefix      string // of the buckets' Redis keys
 	cfg         config
 	fbLimits    []retryhttp.BucketOption // the fallback's bucket options
+	fbCap       retryhttp.Tokens         // the fallback's capacity
 	onRedis     atomic.Bool
 	fallback    atomic.Pointer[retryhttp.HostBudget]
 	table       atomic.Pointer[map[hostKey]*host] // never modified once stored
@@ -135,6 +136,7 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 		prefix:   "retryhttp:budget:" + name + ":",
 		cfg:      cfg,
 		fbLimits: append(cfg.bucket[:len(cfg.bucket):len(cfg.bucket)], retryhttp.BucketCapacity(fbCap)),
+		fbCap:    retryhttp.Tokens(fbCap * float64(retryhttp.Token)),
 		stop:     make(chan struct{}),
 		warmed:   make(chan struct{}),
 		done:     make(chan struct{}),

@@ -23,6 +23,8 @@ import (
 // the bad host's retries are paid by one fallback bucket that no probe
 // refills, its successes refill that bucket, Redis is asked again once per
 // probe interval, and the host returns to Redis once its key holds a bucket.
+// The successes of its retries then refill the fallback first, up to what
+// the fallback paid for retries that failed (see Deposit).
 func TestBadKeyFallsBackAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, s := newFakeBudget(t, WithProcesses(4)) // a fallback bucket of 125 tokens: 25 retries
@@ -66,9 +68,12 @@ func TestBadKeyFallsBackAlone(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 5*retryhttp.Token, took)
 		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis paid")
-		b.Deposit(bad, took)
+		for range 24 + 1 {
+			b.Deposit(bad, took)
+		}
 		require.NoError(t, b.Flush())
-		assert.Equal(t, 500*retryhttp.Token, s.bucket(apiKey), "the success went back to Redis")
+		assert.Equal(t, 500*retryhttp.Token, s.bucket(apiKey), "the 25th success did not go back to Redis")
+		assert.Equal(t, 125*retryhttp.Token, b.fallback.Load().Balance(bad.URL))
 	})
 }
 

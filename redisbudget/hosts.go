@@ -47,6 +47,7 @@ type host struct {
 	granted atomic.Bool             // Redis's last answer to a take granted it
 	taking  chan struct{}           // holds a token while a take is in flight
 	bad     atomic.Int64            // while the key is bad, the instant (see Budget.mono) at which to ask Redis again; 0 while it is usable
+	owed    atomic.Int64            // costs of retries the fallback paid whose successes have not come back, in Tokens
 }
 
 func newHost(key string) *host { return &host{key: key, taking: make(chan struct{}, 1)} }
@@ -56,6 +57,32 @@ func newHost(key string) *host { return &host{key: key, taking: make(chan struct
 func (h *host) holds(cost retryhttp.Tokens, now int64) bool {
 	r := h.refused.Load()
 	return r != nil && cost > r.balance && now < r.until
+}
+
+// owe records that the fallback paid amount for a retry, holding no more
+// than limit, the fallback's capacity.
+func (h *host) owe(amount, limit retryhttp.Tokens) {
+	for {
+		cur := h.owed.Load()
+		next := min(cur+int64(amount), int64(limit))
+		if next == cur || h.owed.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// repay reports whether the fallback is owed spent, the cost of a retry that
+// succeeded, and if so takes it off what it is owed.
+func (h *host) repay(spent retryhttp.Tokens) bool {
+	for {
+		cur := h.owed.Load()
+		if spent <= 0 || cur < int64(spent) {
+			return false
+		}
+		if h.owed.CompareAndSwap(cur, cur-int64(spent)) {
+			return true
+		}
+	}
 }
 
 // badKey reports whether the host's key is bad, and if so whether Redis is

@@ -13,27 +13,26 @@ import (
 // Redis, it adds the amount to the refunds waiting to be sent for req's host,
 // or does nothing if this process has not retried that host (or has since
 // seen its bucket full); on the fallback, or if the host's key is bad, it
-// refills the fallback bucket. It
-// sends no command and does not allocate unless the host name has
-// upper-case letters.
+// refills the fallback bucket. The cost of a retry that the fallback paid
+// goes back to the fallback, wherever the budget is by then: as costs carry
+// no name, the first successes of the host's retries that cost as much
+// repay what the fallback paid. It sends no command and does not allocate
+// unless the host name has upper-case letters.
 func (b *Budget) Deposit(req *http.Request, spent retryhttp.Tokens) {
 	amount := b.credit(spent)
 	if amount <= 0 {
 		return
 	}
-	if !b.onRedis.Load() {
+	var h *host
+	if m := *b.table.Load(); len(m) > 0 {
+		h = m[requestKey(req)]
+	}
+	switch {
+	case h != nil && h.owed.Load() > 0 && h.repay(spent):
 		b.fallback.Load().Deposit(req, spent)
-		return
-	}
-	m := *b.table.Load()
-	if len(m) == 0 {
-		return
-	}
-	if h := m[requestKey(req)]; h != nil {
-		if h.bad.Load() != 0 {
-			b.fallback.Load().Deposit(req, spent)
-			return
-		}
+	case !b.onRedis.Load() || h != nil && h.bad.Load() != 0:
+		b.fallback.Load().Deposit(req, spent)
+	case h != nil:
 		h.addPending(amount, b.capacity)
 	}
 }

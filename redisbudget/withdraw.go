@@ -139,7 +139,10 @@ func (b *Budget) refused(h *host, balance retryhttp.Tokens) {
 	}
 }
 
-// withdrawFallback decides a retry that Redis does not.
+// withdrawFallback decides a retry that Redis does not. What the fallback
+// pays for a host the process keeps state for is owed to it: the retry's
+// success goes back to the fallback, not to Redis, which did not pay for it
+// (or, if Redis took the cost too late, has it back; see take).
 func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
 	if b.cfg.failClosed {
 		return 0, errFailClosed
@@ -150,6 +153,11 @@ func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retry
 	took, err := b.fallback.Load().Withdraw(req, v)
 	if err != nil {
 		return 0, errFallback
+	}
+	if m := *b.table.Load(); len(m) > 0 {
+		if h := m[requestKey(req)]; h != nil {
+			h.owe(took, b.fbCap)
+		}
 	}
 	return took, nil
 }

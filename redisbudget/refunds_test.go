@@ -1,0 +1,78 @@
+package redisbudget
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFallbackPaidRetryCreditsTheFallback checks that the success of a
+// retry the fallback paid for goes back to the fallback and never to
+// Redis, which did not pay for it: neither when Redis answered the take
+// too late (and the cost it took goes back to it), nor when the budget has
+// returned to Redis before the retry's answer.
+func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
+	full := 500 * retryhttp.Token
+	t.Run("late take", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, s := newFakeBudget(t)
+			req := getReq(t, "https://api.example/")
+			_, err := b.Withdraw(req, failed) // Redis pays, and grants the host a retry
+			require.NoError(t, err)
+			hang := make(chan struct{})
+			s.set(nil, hang)
+			time.AfterFunc(DefaultTimeout+10*time.Millisecond, func() { // Redis answers 10 ms late
+				s.set(nil, nil)
+				close(hang)
+			})
+			took, err := b.Withdraw(req, failed)
+			require.NoError(t, err, "the fallback pays")
+			time.Sleep(20 * time.Millisecond) // the late answer comes, and its refund is held
+			b.Deposit(req, took)
+			require.NoError(t, b.Flush())
+			assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis was paid back more than it was paid")
+			assert.Equal(t, full, b.fallback.Load().Balance(req.URL), "the fallback was not paid back")
+		})
+	})
+	t.Run("return to Redis", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, s := newFakeBudget(t)
+			req := getReq(t, "https://api.example/")
+			_, err := b.Withdraw(req, failed)
+			require.NoError(t, err)
+			s.set(errDown, nil)
+			took, err := b.Withdraw(req, failed)
+			require.NoError(t, err, "the fallback pays")
+			s.set(nil, nil)
+			time.Sleep(DefaultProbeInterval)
+			require.True(t, b.Status().Shared)
+			b.Deposit(req, took) // the retry's answer comes after the return
+			require.NoError(t, b.Flush())
+			assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis was paid back for a retry it did not pay")
+		})
+	})
+	t.Run("paid back on the fallback", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, s := newFakeBudget(t)
+			req := getReq(t, "https://api.example/")
+			_, err := b.Withdraw(req, failed)
+			require.NoError(t, err)
+			s.set(errDown, nil)
+			took, err := b.Withdraw(req, failed)
+			require.NoError(t, err, "the fallback pays")
+			b.Deposit(req, took) // and is paid back at once
+			s.set(nil, nil)
+			time.Sleep(DefaultProbeInterval)
+			require.True(t, b.Status().Shared)
+			took, err = b.Withdraw(req, failed)
+			require.NoError(t, err)
+			b.Deposit(req, took) // Redis paid for this one
+			require.NoError(t, b.Flush())
+			assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis was not paid back")
+		})
+	})
+}
