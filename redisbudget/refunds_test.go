@@ -76,3 +76,34 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 		})
 	})
 }
+
+// TestLateTakeRefundedWithoutHostState checks that a cost Redis takes after
+// the retry stopped waiting goes back to Redis for a host beyond
+// WithMaxHosts too, which has no state to gather refunds in: a slow Redis
+// must not drain such hosts' buckets without a retry being made.
+func TestLateTakeRefundedWithoutHostState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, s := newFakeBudget(t, WithMaxHosts(1), WithFlushInterval(time.Hour))
+		req := getReq(t, "https://api.example/")
+		_, err := b.Withdraw(req, failed)
+		require.NoError(t, err)
+		other := getReq(t, "https://other.example/")
+		otherKey := "retryhttp:budget:test:https://other.example"
+		for range 10 {
+			b.Deposit(req, 0) // a refund to send keeps api.example's state, and the table full
+			hang := make(chan struct{})
+			s.set(nil, hang)
+			time.AfterFunc(DefaultTimeout+10*time.Millisecond, func() { // Redis answers 10 ms late
+				s.set(nil, nil)
+				close(hang)
+			})
+			_, err := b.Withdraw(other, failed)
+			require.ErrorIs(t, err, errSlow, "no state, no grant to go on: refused")
+			time.Sleep(20 * time.Millisecond) // the late answer comes, and its refund is sent
+		}
+		require.Len(t, *b.table.Load(), 1)
+		require.NotNil(t, (*b.table.Load())[requestKey(req)])
+		assert.Equal(t, 500*retryhttp.Token, s.bucket(otherKey), "Redis kept costs of retries never made")
+		assert.True(t, b.Status().Shared)
+	})
+}

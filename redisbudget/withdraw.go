@@ -126,6 +126,25 @@ func (b *Budget) unanswered(req *http.Request, v retryhttp.Verdict, h *host, err
 	return b.withdrawFallback(req, v)
 }
 
+// refundNow sends amount back to the bucket at key in a command of its own,
+// for a host without state to gather refunds in. It is called from a
+// command's goroutine, which no caller waits for, and waits no longer than
+// the timeout. A refund that fails is lost, which errs towards fewer
+// retries; a failure moves the budget to its fallback as any other does.
+func (b *Budget) refundNow(key string, amount retryhttp.Tokens) {
+	err := b.call(context.Background(), b.cfg.timeout, func(ctx context.Context) error {
+		_, err := b.store.refund(ctx, key, amount)
+		return err
+	}, nil)
+	switch {
+	case err == nil:
+	case errors.Is(err, errTimeout) || errors.Is(err, errBusy) || isKeyError(err):
+		b.noteError(err)
+	default:
+		b.failOn(key, err)
+	}
+}
+
 // refused records that Redis found h's bucket holding only balance: the
 // host's last answer granted nothing, and retries that cost more are
 // refused without a command for the hold (WithEmptyHold).
@@ -164,9 +183,9 @@ func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retry
 
 // take asks the store to take cost from the bucket at key, waiting no longer
 // than wait or until ctx is done. If it stops waiting and the store takes
-// the cost later, the cost is refunded (to h, when there is one), since the
-// fallback decided the retry; if the store refuses it later, the refusal is
-// remembered all the same.
+// the cost later, the cost is refunded, since the fallback decided the
+// retry: with h's refunds, or, for a host without state, at once; if the
+// store refuses it later, the refusal is remembered all the same.
 func (b *Budget) take(ctx context.Context, wait time.Duration, h *host, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
 	var ok bool
 	var balance retryhttp.Tokens
@@ -178,9 +197,12 @@ func (b *Budget) take(ctx context.Context, wait time.Duration, h *host, key stri
 		switch {
 		case isKeyError(err):
 			b.badKeyFound(h, err)
-		case err != nil || h == nil:
+		case err != nil:
+		case ok && h == nil:
+			b.refundNow(key, cost)
 		case ok:
 			h.addPending(cost, b.capacity)
+		case h == nil:
 		default:
 			b.refused(h, balance)
 		}
