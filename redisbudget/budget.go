@@ -35,11 +35,16 @@ import (
 // fallback bucket if Redis's last answer for its host granted a retry, and
 // refused otherwise. Concurrent retries for one host wait for the take in
 // flight, within the same timeout, and a refusal answers them all. When
-// Redis fails a command, or leaves one unanswered for four timeouts, the
+// Redis fails a command, whether it is down or answers with an error such
+// as READONLY or OOM, or leaves one unanswered for four timeouts, the
 // budget moves to its fallback: every retry is decided by the fallback
-// buckets, without asking Redis, until Redis answers a probe sent in the
-// background every probe interval (WithProbeInterval, 500 ms); then the
-// budget returns to Redis by itself. The fallback buckets start full, with a
+// buckets, without asking Redis, until Redis runs a probe sent in the
+// background every probe interval (WithProbeInterval, 500 ms), a script
+// that writes a bucket as a take does; then the budget returns to Redis by
+// itself. A key of the wrong type (WRONGTYPE) moves only its host to the
+// fallback, and that host asks Redis again once per probe interval. The
+// success of a retry the fallback paid for refills the fallback, not
+// Redis. The fallback buckets start full, with a
 // capacity of the shared capacity divided by the number of processes the
 // user expects (WithProcesses), but only in a process that has heard from
 // Redis within the key TTL (WithKeyTTL): a process that starts during an

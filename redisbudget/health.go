@@ -9,6 +9,24 @@ import (
 	"github.com/retryhttp/retryhttp"
 )
 
+// The health of a budget is one of two states, and that of each host it
+// keeps state for one of two more:
+//
+//   - Shared (onRedis set): retries are paid from the buckets in Redis, and
+//     successes refund them. A command that fails with any error but a key's
+//     fault (see store), or that Redis leaves unanswered for the silence
+//     limit, moves the budget to fallback (fail).
+//   - Fallback: every retry is paid by the fallback buckets in the process,
+//     and Redis is not asked, except by a probe every probe interval that
+//     runs a script writing a bucket, as a take does. The probe's success
+//     moves the budget back to shared (resume), with fresh fallback buckets;
+//     nothing else does, so a Redis that answers but refuses writes keeps
+//     the budget on one fallback bucket per host.
+//
+// While the budget is shared, a host's key is usable, or bad (host.bad) once
+// a command on it fails with a key's fault: that host alone is paid by the
+// fallback, and one of its retries per probe interval asks Redis again.
+
 // probeAttempts bounds the commands of one probe.
 const probeAttempts = 4
 
