@@ -65,12 +65,13 @@
 //
 // # Fault model
 //
-// Each Redis fault is one of three kinds, by what it says about the budget's
-// buckets:
+// Redis faults come in three kinds, by what they say about the budget's
+// buckets: Redis is slow, Redis is unavailable (down, or answering with an
+// error that every take would meet), or one key is bad:
 //
 //	Redis                                  budget                           a process retries, for the fault's length
-//	slow: answers after the timeout        shared; that retry paid locally  from Redis; the fallback pays a late take,
-//	                                       if Redis last granted the host   whose cost goes back to Redis
+//	slow: answers after the timeout        shared; that retry paid locally  from Redis, and from the fallback when a
+//	                                       if Redis last granted the host   take is late (its cost goes back to Redis)
 //	down: refused, reset, silent for       fallback, for every host         one fallback bucket per host, if it heard
 //	  four timeouts                                                         from Redis within the key TTL; else none
 //	refuses what a take needs: an error    fallback, for every host         the same
