@@ -83,14 +83,16 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 // must not drain such hosts' buckets without a retry being made.
 func TestLateTakeRefundedWithoutHostState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, s := newFakeBudget(t, WithMaxHosts(1), WithFlushInterval(time.Hour))
+		// No flush while the test runs: api.example keeps a refund to send,
+		// and so its state, and the table stays full.
+		b, s := newFakeBudget(t, WithMaxHosts(1), WithFlushInterval(time.Hour), WithProbeInterval(time.Hour))
 		req := getReq(t, "https://api.example/")
 		_, err := b.Withdraw(req, failed)
 		require.NoError(t, err)
+		b.Deposit(req, 0)
 		other := getReq(t, "https://other.example/")
 		otherKey := "retryhttp:budget:test:https://other.example"
 		for range 10 {
-			b.Deposit(req, 0) // a refund to send keeps api.example's state, and the table full
 			hang := make(chan struct{})
 			s.set(nil, hang)
 			time.AfterFunc(DefaultTimeout+10*time.Millisecond, func() { // Redis answers 10 ms late
