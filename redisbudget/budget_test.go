@@ -196,8 +196,8 @@ func TestHealthyTrafficSendsNothing(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		require.NoError(t, b.Close())
-		takes, refunds, pings := s.counts()
-		assert.Equal(t, [3]int{0, 0, 0}, [3]int{takes, refunds, pings})
+		takes, refunds, probes := s.counts()
+		assert.Equal(t, [3]int{0, 0, 0}, [3]int{takes, refunds, probes})
 	})
 }
 
@@ -265,8 +265,8 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 		time.Sleep(DefaultProbeInterval + DefaultFlushInterval)
 		st = b.Status()
 		require.True(t, st.Shared)
-		_, _, pings := s.counts()
-		assert.GreaterOrEqual(t, pings, 1)
+		_, _, probes := s.counts()
+		assert.GreaterOrEqual(t, probes, 1)
 		require.NoError(t, b.Flush())
 		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "the late take was refunded")
 		took, err = b.Withdraw(req, failed)
@@ -326,11 +326,11 @@ func TestErroringRedis(t *testing.T) {
 		require.NoError(t, err)
 
 		// Probes keep failing while Redis does; nothing else asks it. A
-		// PING that fails at once is sent again, up to probeAttempts.
+		// probe that fails at once is sent again, up to probeAttempts.
 		time.Sleep(10 * DefaultProbeInterval)
-		takes, _, pings := s.counts()
+		takes, _, probes := s.counts()
 		assert.Equal(t, 1, takes)
-		assert.Equal(t, 10*probeAttempts, pings)
+		assert.Equal(t, 10*probeAttempts, probes)
 		assert.False(t, b.Status().Shared)
 		bal, err := b.Balance(context.Background(), req.URL)
 		require.NoError(t, err)

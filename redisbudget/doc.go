@@ -55,12 +55,42 @@
 // command that fails, or stays unanswered for four timeouts, moves the
 // budget to fallback buckets in the process, whose capacity is the shared
 // one divided by WithProcesses, until a background probe finds Redis
-// answering again. Only a process that has heard from Redis within the key
+// taking writes again. Only a process that has heard from Redis within the key
 // TTL has such a share: one that started during the outage, or whose
 // knowledge of the buckets has expired, refuses every retry until Redis
 // answers, so that a fleet that keeps starting processes (serverless, a
-// crash loop, autoscaling in an incident) brings no new budget with each. WithFailClosed refuses retries instead. Status reports
-// which the budget uses and the last Redis error; Balance a host's balance.
+// crash loop, autoscaling in an incident) brings no new budget with each.
+// WithFailClosed refuses retries instead. Status reports which the budget
+// uses and the last Redis error; Balance a host's balance.
+//
+// # Fault model
+//
+// Redis faults come in three kinds, by what they say about the budget's
+// buckets: Redis is slow, Redis is unavailable (down, or answering with an
+// error that every take would meet), or one key is bad:
+//
+//	Redis                                  budget                           a process retries, for the fault's length
+//	slow: answers after the timeout        shared; that retry paid locally  from Redis, and from the fallback when a
+//	                                       if Redis last granted the host   take is late (its cost goes back to Redis)
+//	down: refused, reset, silent for       fallback, for every host         one fallback bucket per host, if it heard
+//	  four timeouts                                                         from Redis within the key TTL; else none
+//	refuses what a take needs: an error    fallback, for every host         the same
+//	  reply (READONLY, OOM, BUSY,
+//	  LOADING, MASTERDOWN, NOPERM, ...)
+//	a host's key of another type           that host alone on the fallback  that host: one fallback bucket; the other
+//	  (WRONGTYPE)                                                           hosts: their shared buckets
+//
+// So the fleet's bound is the shared bucket plus, per process that knew
+// Redis, one fallback bucket (capacity / WithProcesses) per host, however
+// long the fault lasts: a fallback bucket is refilled only by the successes
+// of the retries it paid for, and renewed only when the budget returns to
+// Redis, which takes a probe's write. The probe runs a script that writes
+// the key whose command failed last (retryhttp:budget:<name>:probe if
+// none), leaving it as it was, so that a Redis that answers PING but
+// refuses writes, a replica left behind by a failover or one at maxmemory
+// with noeviction, does not bring the budget back only to fail again. A
+// request never fails because of Redis, and no retry waits for it longer
+// than the timeout.
 //
 // # Defaults
 //

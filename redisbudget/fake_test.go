@@ -18,18 +18,21 @@ type fakeStore struct {
 	buckets  map[string]retryhttp.Tokens // a missing bucket is full
 	takes    int
 	refunds  int
-	pings    int
-	err      error         // returned by every call while set
-	hang     chan struct{} // while set, calls wait for it to close, ignoring ctx
+	probes   int
+	probed   string          // the key of the last probe
+	err      error           // returned by every call while set
+	hang     chan struct{}   // while set, calls wait for it to close, ignoring ctx
+	bad      map[string]bool // keys of another type: calls on them fail with a *keyError
 }
 
 func newFakeStore(capacity retryhttp.Tokens) *fakeStore {
-	return &fakeStore{capacity: capacity, buckets: map[string]retryhttp.Tokens{}}
+	return &fakeStore{capacity: capacity, buckets: map[string]retryhttp.Tokens{}, bad: map[string]bool{}}
 }
 
-// enter counts a call, waits while the store hangs, and returns the error
-// it is set to fail with. It returns with s.mu held.
-func (s *fakeStore) enter(counter *int) error {
+// enter counts a call on key, waits while the store hangs, and returns the
+// error it is set to fail with, or a *keyError if key is bad. It returns
+// with s.mu held.
+func (s *fakeStore) enter(counter *int, key string) error {
 	s.mu.Lock()
 	*counter++
 	hang := s.hang
@@ -38,11 +41,14 @@ func (s *fakeStore) enter(counter *int) error {
 		<-hang
 	}
 	s.mu.Lock()
+	if s.err == nil && s.bad[key] {
+		return &keyError{key: key, err: errWrongType}
+	}
 	return s.err
 }
 
 func (s *fakeStore) take(_ context.Context, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
-	err := s.enter(&s.takes)
+	err := s.enter(&s.takes, key)
 	defer s.mu.Unlock()
 	if err != nil {
 		return false, 0, err
@@ -59,7 +65,7 @@ func (s *fakeStore) take(_ context.Context, key string, cost retryhttp.Tokens) (
 }
 
 func (s *fakeStore) refund(_ context.Context, key string, amount retryhttp.Tokens) (retryhttp.Tokens, error) {
-	err := s.enter(&s.refunds)
+	err := s.enter(&s.refunds, key)
 	defer s.mu.Unlock()
 	if err != nil {
 		return 0, err
@@ -75,7 +81,7 @@ func (s *fakeStore) refund(_ context.Context, key string, amount retryhttp.Token
 
 func (s *fakeStore) balance(_ context.Context, key string) (retryhttp.Tokens, error) {
 	var n int
-	err := s.enter(&n)
+	err := s.enter(&n, key)
 	defer s.mu.Unlock()
 	if err != nil {
 		return 0, err
@@ -86,15 +92,16 @@ func (s *fakeStore) balance(_ context.Context, key string) (retryhttp.Tokens, er
 	return s.capacity, nil
 }
 
-func (s *fakeStore) ping(context.Context) error {
-	err := s.enter(&s.pings)
+func (s *fakeStore) probe(_ context.Context, key string) error {
+	err := s.enter(&s.probes, key)
+	s.probed = key
 	s.mu.Unlock()
 	return err
 }
 
 func (s *fakeStore) load(context.Context) error {
 	var n int
-	err := s.enter(&n)
+	err := s.enter(&n, "")
 	s.mu.Unlock()
 	return err
 }
@@ -107,10 +114,18 @@ func (s *fakeStore) set(err error, hang chan struct{}) {
 }
 
 // counts returns the calls made so far.
-func (s *fakeStore) counts() (takes, refunds, pings int) {
+func (s *fakeStore) counts() (takes, refunds, probes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.takes, s.refunds, s.pings
+	return s.takes, s.refunds, s.probes
+}
+
+// setBad makes the key at key hold a value of another type, or a bucket
+// again.
+func (s *fakeStore) setBad(key string, bad bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bad[key] = bad
 }
 
 // bucket returns the balance of the bucket at key.
@@ -150,7 +165,10 @@ func newFakeBudgetWith(t *testing.T, prep func(*fakeStore), opts ...Option) (*Bu
 	return b, s
 }
 
-var errDown = errors.New("connection refused")
+var (
+	errDown      = errors.New("connection refused")
+	errWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+)
 
 // fakeClient returns a Redis client that no test connects to.
 func fakeClient() *redis.Client {

@@ -2,6 +2,7 @@ package redisbudget
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,14 @@ func redisKey(prefix string, k hostKey) string {
 }
 
 // A host is what a process keeps about one destination it has retried: the
-// refunds it has not yet sent, and Redis's last refusal.
+// refunds it has not yet sent, Redis's last refusal, and whether its key is
+// usable.
+//
+// A host's key is usable until a command on it fails with a key's fault
+// (a value of another type at the key): then the host's key is bad, its
+// retries are paid by the fallback bucket, its successes refill that
+// bucket, and one retry per probe interval asks Redis again, until Redis
+// answers one for the key. The rest of the budget stays on Redis.
 type host struct {
 	pending atomic.Int64 // refunds not yet sent, in Tokens
 	_       [56]byte     // keeps pending, which every success writes, on a cache line of its own
@@ -38,15 +46,50 @@ type host struct {
 	refused atomic.Pointer[refusal] // Redis's last refusal, if any
 	granted atomic.Bool             // Redis's last answer to a take granted it
 	taking  chan struct{}           // holds a token while a take is in flight
+	bad     atomic.Int64            // while the key is bad, the instant (see Budget.mono) at which to ask Redis again; 0 while it is usable
+	owed    atomic.Int64            // costs of retries the fallback paid whose successes have not come back, in Tokens
 }
 
 func newHost(key string) *host { return &host{key: key, taking: make(chan struct{}, 1)} }
 
 // holds reports whether a refusal Redis gave for the host still holds for a
-// retry that costs cost, as of now.
-func (h *host) holds(cost retryhttp.Tokens, now time.Time) bool {
+// retry that costs cost, as of the instant now (see Budget.mono).
+func (h *host) holds(cost retryhttp.Tokens, now int64) bool {
 	r := h.refused.Load()
-	return r != nil && cost > r.balance && now.UnixNano() < r.until
+	return r != nil && cost > r.balance && now < r.until
+}
+
+// owe records that the fallback paid amount for a retry, holding no more
+// than limit, the fallback's capacity.
+func (h *host) owe(amount, limit retryhttp.Tokens) {
+	for {
+		cur := h.owed.Load()
+		next := min(cur+int64(amount), int64(limit))
+		if next == cur || h.owed.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// repay reports whether the fallback is owed spent, the cost of a retry that
+// succeeded, and if so takes it off what it is owed.
+func (h *host) repay(spent retryhttp.Tokens) bool {
+	for {
+		cur := h.owed.Load()
+		if spent <= 0 || cur < int64(spent) {
+			return false
+		}
+		if h.owed.CompareAndSwap(cur, cur-int64(spent)) {
+			return true
+		}
+	}
+}
+
+// badKey reports whether the host's key is bad, and if so whether Redis is
+// due to be asked again as of the instant now.
+func (h *host) badKey(now int64) (bad, due bool) {
+	at := h.bad.Load()
+	return at != 0, at != 0 && now >= at
 }
 
 // lock waits until no take is in flight for the host, and claims the right
@@ -73,7 +116,7 @@ func (h *host) lock(ctx context.Context, deadline time.Time) error {
 func (h *host) unlock() { <-h.taking }
 
 // A refusal records that Redis found a bucket holding only balance, so that
-// until the given time (in Unix nanoseconds) a retry costing more is refused
+// until the given instant (see Budget.mono) a retry costing more is refused
 // without asking again.
 type refusal struct {
 	balance retryhttp.Tokens
@@ -93,4 +136,53 @@ func (h *host) addPending(amount, limit retryhttp.Tokens) {
 			return
 		}
 	}
+}
+
+// host returns the state kept for k, making it if there is room; nil if
+// there is none.
+func (b *Budget) host(k hostKey) *host {
+	if h := (*b.table.Load())[k]; h != nil {
+		return h
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := *b.table.Load()
+	if h := m[k]; h != nil {
+		return h
+	}
+	var next map[hostKey]*host
+	if len(m) < b.cfg.maxHosts {
+		next = maps.Clone(m)
+	} else {
+		// Forget the hosts with nothing to send and a usable key; a
+		// refusal is only a shortcut.
+		next = make(map[hostKey]*host, len(m))
+		for hk, h := range m {
+			if h.pending.Load() > 0 || h.bad.Load() != 0 {
+				next[hk] = h
+			}
+		}
+		if len(next) >= b.cfg.maxHosts {
+			return nil
+		}
+	}
+	h := newHost(redisKey(b.prefix, k))
+	next[k] = h
+	b.table.Store(&next)
+	return h
+}
+
+// forget drops the state of the hosts in full, whose buckets Redis has just
+// reported full. Refunds that arrived since are dropped with it: they would
+// go to a full bucket, unless another process has drawn on it meanwhile,
+// and keeping a host whose successes never pause would cost a command per
+// flush interval for ever.
+func (b *Budget) forget(full []hostKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next := maps.Clone(*b.table.Load())
+	for _, k := range full {
+		delete(next, k)
+	}
+	b.table.Store(&next)
 }

@@ -38,6 +38,7 @@ type config struct {
 	keyTTL        time.Duration
 	maxHosts      int
 	logger        *slog.Logger
+	now           func() time.Time // the wall clock, which Status reports in; in-package tests step it
 }
 
 func defaultConfig() config {
@@ -49,6 +50,7 @@ func defaultConfig() config {
 		probeInterval: DefaultProbeInterval,
 		keyTTL:        DefaultKeyTTL,
 		maxHosts:      DefaultMaxHosts,
+		now:           time.Now,
 	}
 }
 

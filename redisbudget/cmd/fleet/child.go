@@ -37,7 +37,7 @@ type report struct {
 	Statuses    map[int]int64    // final statuses
 	Retries     int64            // retries the Transport made
 	MaxWithdraw time.Duration    // the longest a retry waited for the budget
-	Commands    map[string]int64 // Redis commands: "take", "refund", "ping", other names
+	Commands    map[string]int64 // Redis commands: "take", "refund", "probe", other names
 	Shared      []transition     // moves between Redis and the fallback
 }
 
@@ -191,6 +191,8 @@ func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				name = "take"
 			case int64:
 				name = "refund"
+			case string:
+				name = "probe"
 			}
 		}
 		c.mu.Lock()

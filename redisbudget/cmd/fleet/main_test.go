@@ -45,7 +45,10 @@ func TestOutage(t *testing.T) {
 // TestDiesWithChurn kills redis-server under a fleet that keeps starting
 // processes, and checks that no request fails and that the retries made
 // while Redis was down stay within one shared bucket: only the processes
-// alive when Redis died, which had heard from it, have fallback shares.
+// alive when Redis died, which had heard from it, have fallback shares,
+// 2 x 250 tokens. The server counts a retry when it arrives, and the budget
+// grants it before the backoff: each worker may also have one retry that
+// Redis granted before the kill still on its way.
 func TestDiesWithChurn(t *testing.T) {
 	f := startFleet(t, 2, 400, 4)
 	f.churn, f.down = 50, time.Second
@@ -61,8 +64,8 @@ func TestDiesWithChurn(t *testing.T) {
 	if m == nil {
 		t.Fatal("no outage retries in the output")
 	}
-	if n, _ := strconv.Atoi(m[1]); n > 100 {
-		t.Errorf("%d retries while Redis was down, more than one bucket's 100", n)
+	if n, _ := strconv.Atoi(m[1]); n > 100+f.processes*f.concurrency {
+		t.Errorf("%d retries while Redis was down, more than one bucket's 100 and %d on their way", n, f.processes*f.concurrency)
 	}
 }
 
