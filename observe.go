@@ -40,6 +40,11 @@ const (
 	// GiveUpCanceled: the request's context ended during the wait before
 	// the retry. The caller gets an *Error wrapping the context's error.
 	GiveUpCanceled GiveUpReason = "context done during the wait"
+	// GiveUpThrottled: adaptive throttling refused the request before its
+	// first attempt, since its host has been failing
+	// (WithAdaptiveThrottling). No attempt was sent: the event's Attempt is
+	// 0 and its Err is ErrThrottled.
+	GiveUpThrottled GiveUpReason = "host is throttled"
 )
 
 // A GiveUpEvent describes a request whose retries ended although its last
