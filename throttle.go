@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"log/slog"
 	"math"
@@ -91,8 +92,63 @@ type throttling struct {
 	minRequests int64
 
 	maxHosts int
-	hosts    atomic.Pointer[map[hostKey]*hostThrottle] // never modified once stored
-	mu       sync.Mutex                                // serialises changes to hosts
+	hosts    atomic.Pointer[throttleTable] // never modified once stored
+	mu       sync.Mutex                    // serialises changes to hosts
+	seed     maphash.Seed
+}
+
+// A throttleTable holds the counted hosts in open addressing, the slots at
+// most half full, so that a lookup costs a hash of the host name and a
+// probe or two: a map keyed by the scheme and host costs twice as much on
+// every request.
+type throttleTable struct {
+	slots []*hostThrottle // a power of two of them
+	n     int
+}
+
+// lookup returns the counts of k, whose hash is hash, or nil.
+func (tb *throttleTable) lookup(k hostKey, hash uint64) *hostThrottle {
+	mask := uint64(len(tb.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		h := tb.slots[i]
+		if h == nil || (h.hash == hash && h.key == k) {
+			return h
+		}
+	}
+}
+
+// newThrottleTable returns a table of hosts, which must have distinct keys.
+func newThrottleTable(hosts []*hostThrottle) *throttleTable {
+	size := 8
+	for size < 2*len(hosts) {
+		size *= 2
+	}
+	tb := &throttleTable{slots: make([]*hostThrottle, size), n: len(hosts)}
+	mask := uint64(size - 1)
+	for _, h := range hosts {
+		i := h.hash & mask
+		for tb.slots[i] != nil {
+			i = (i + 1) & mask
+		}
+		tb.slots[i] = h
+	}
+	return tb
+}
+
+// all returns the hosts of tb.
+func (tb *throttleTable) all() []*hostThrottle {
+	hosts := make([]*hostThrottle, 0, tb.n)
+	for _, h := range tb.slots {
+		if h != nil {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// hash returns the hash of k in th's tables.
+func (th *throttling) hash(k hostKey) uint64 {
+	return maphash.String(th.seed, k.host) + uint64(len(k.scheme))
 }
 
 func newThrottling(opts []ThrottleOption) *throttling {
@@ -106,7 +162,8 @@ func newThrottling(opts []ThrottleOption) *throttling {
 	for _, o := range opts {
 		o(th)
 	}
-	th.hosts.Store(&map[hostKey]*hostThrottle{})
+	th.seed = maphash.MakeSeed()
+	th.hosts.Store(newThrottleTable(nil))
 	return th
 }
 
@@ -117,6 +174,7 @@ func newThrottling(opts []ThrottleOption) *throttling {
 // on a failure, a refusal, or every throttleCheckEvery accepts.
 type hostThrottle struct {
 	key     hostKey
+	hash    uint64
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
 	pending atomic.Int64  // accepts not yet in a bucket
 	last    atomic.Int64  // when the host last failed or refused, in Unix ns: the LRU order
@@ -134,18 +192,16 @@ type throttleBucket struct {
 	requests, accepts int64
 }
 
-// probability returns the host's last computed rejection probability.
-func (h *hostThrottle) probability() float64 { return math.Float64frombits(h.p.Load()) }
-
 // admit decides whether req may be sent. It returns the host's counts, if
 // it has any, for record, and the rejection probability when it refuses.
 // A host that was not refusing costs a lookup and a load.
 func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p float64, ok bool) {
-	m := *th.hosts.Load()
-	if len(m) == 0 {
+	tb := th.hosts.Load()
+	if tb.n == 0 {
 		return nil, 0, true // no host has failed lately
 	}
-	h = m[requestKey(req)]
+	k := requestKey(req)
+	h = tb.lookup(k, th.hash(k))
 	if h == nil || h.p.Load() == 0 {
 		return h, 0, true
 	}
@@ -287,30 +343,26 @@ func (th *throttling) update(h *hostThrottle, now int64) float64 {
 // host returns the counts of k, making them if it has none. When the table
 // is full, the host that failed least recently is forgotten first.
 func (th *throttling) host(k hostKey, now int64) *hostThrottle {
+	hash := th.hash(k)
 	th.mu.Lock()
 	defer th.mu.Unlock()
-	m := *th.hosts.Load()
-	if h := m[k]; h != nil {
+	tb := th.hosts.Load()
+	if h := tb.lookup(k, hash); h != nil {
 		return h
 	}
-	next := make(map[hostKey]*hostThrottle, min(len(m)+1, th.maxHosts))
-	var oldest *hostThrottle
-	if len(m) >= th.maxHosts {
-		for _, h := range m {
-			if oldest == nil || h.last.Load() < oldest.last.Load() {
-				oldest = h
+	hosts := tb.all()
+	if len(hosts) >= th.maxHosts {
+		oldest := 0
+		for i, h := range hosts {
+			if h.last.Load() < hosts[oldest].last.Load() {
+				oldest = i
 			}
 		}
+		hosts = append(hosts[:oldest], hosts[oldest+1:]...)
 	}
-	for hk, h := range m {
-		if h != oldest {
-			next[hk] = h
-		}
-	}
-	h := &hostThrottle{key: k, folded: now}
+	h := &hostThrottle{key: k, hash: hash, folded: now}
 	h.last.Store(now)
-	next[k] = h
-	th.hosts.Store(&next)
+	th.hosts.Store(newThrottleTable(append(hosts, h)))
 	return h
 }
 
@@ -318,17 +370,18 @@ func (th *throttling) host(k hostKey, now int64) *hostThrottle {
 func (th *throttling) forget(h *hostThrottle) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
-	m := *th.hosts.Load()
-	if m[h.key] != h {
+	tb := th.hosts.Load()
+	if tb.lookup(h.key, h.hash) != h {
 		return
 	}
-	next := make(map[hostKey]*hostThrottle, len(m)-1)
-	for hk, o := range m {
-		if o != h {
-			next[hk] = o
+	hosts := tb.all()
+	for i, o := range hosts {
+		if o == h {
+			hosts = append(hosts[:i], hosts[i+1:]...)
+			break
 		}
 	}
-	th.hosts.Store(&next)
+	th.hosts.Store(newThrottleTable(hosts))
 }
 
 // shed ends req, refused by adaptive throttling with probability p, before
@@ -375,12 +428,15 @@ func (t *Transport) Rejections() iter.Seq[HostRejection] {
 		if th == nil {
 			return
 		}
-		for k, h := range *th.hosts.Load() {
+		for _, h := range th.hosts.Load().slots {
+			if h == nil {
+				continue
+			}
 			now := t.now().UnixNano()
 			h.mu.Lock()
 			p := th.update(h, now)
 			h.mu.Unlock()
-			if !yield(HostRejection{Scheme: k.scheme, Host: k.host, Probability: p}) {
+			if !yield(HostRejection{Scheme: h.key.scheme, Host: h.key.host, Probability: p}) {
 				return
 			}
 		}
