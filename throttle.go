@@ -97,58 +97,79 @@ type throttling struct {
 	seed     maphash.Seed
 }
 
-// A throttleTable holds the counted hosts in open addressing, the slots at
-// most half full, so that a lookup costs a hash of the host name and a
-// probe or two: a map keyed by the scheme and host costs twice as much on
-// every request.
+// A throttleTable maps the destinations of requests, spelled as their
+// URLs spell them, to the counts of their hosts, in open addressing with
+// the slots at most half full: a lookup costs a hash of the host as written
+// and a probe or two, where a map keyed by the normalised destination costs
+// three times as much on every request. Spellings of one destination
+// (SVC.test, svc.test:80) share its counts.
 type throttleTable struct {
-	slots []*hostThrottle // a power of two of them
+	slots []throttleEntry // a power of two of them
 	n     int
 }
 
-// lookup returns the counts of k, whose hash is hash, or nil.
-func (tb *throttleTable) lookup(k hostKey, hash uint64) *hostThrottle {
+// A throttleEntry is a destination as a request spelled it, and its host's
+// counts; h is nil in an empty slot.
+type throttleEntry struct {
+	scheme, host string
+	hash         uint64
+	h            *hostThrottle
+}
+
+// spelling returns the scheme and host of req as its URL writes them.
+func spelling(req *http.Request) (scheme, host string) {
+	host = req.URL.Host
+	if host == "" {
+		host = req.Host
+	}
+	return req.URL.Scheme, host
+}
+
+// lookup returns the counts of the destination spelled scheme and host,
+// whose hash is hash, or nil.
+func (tb *throttleTable) lookup(scheme, host string, hash uint64) *hostThrottle {
 	mask := uint64(len(tb.slots) - 1)
 	for i := hash & mask; ; i = (i + 1) & mask {
-		h := tb.slots[i]
-		if h == nil || (h.hash == hash && h.key == k) {
-			return h
+		e := &tb.slots[i]
+		if e.h == nil || (e.hash == hash && e.host == host && e.scheme == scheme) {
+			return e.h
 		}
 	}
 }
 
-// newThrottleTable returns a table of hosts, which must have distinct keys.
-func newThrottleTable(hosts []*hostThrottle) *throttleTable {
+// newThrottleTable returns a table of entries, which must have distinct
+// spellings.
+func newThrottleTable(entries []throttleEntry) *throttleTable {
 	size := 8
-	for size < 2*len(hosts) {
+	for size < 2*len(entries) {
 		size *= 2
 	}
-	tb := &throttleTable{slots: make([]*hostThrottle, size), n: len(hosts)}
+	tb := &throttleTable{slots: make([]throttleEntry, size), n: len(entries)}
 	mask := uint64(size - 1)
-	for _, h := range hosts {
-		i := h.hash & mask
-		for tb.slots[i] != nil {
+	for _, e := range entries {
+		i := e.hash & mask
+		for tb.slots[i].h != nil {
 			i = (i + 1) & mask
 		}
-		tb.slots[i] = h
+		tb.slots[i] = e
 	}
 	return tb
 }
 
-// all returns the hosts of tb.
-func (tb *throttleTable) all() []*hostThrottle {
-	hosts := make([]*hostThrottle, 0, tb.n)
-	for _, h := range tb.slots {
-		if h != nil {
-			hosts = append(hosts, h)
+// entries returns the entries of tb but those whose counts are drop.
+func (tb *throttleTable) entries(drop *hostThrottle) []throttleEntry {
+	entries := make([]throttleEntry, 0, tb.n+1)
+	for _, e := range tb.slots {
+		if e.h != nil && e.h != drop {
+			entries = append(entries, e)
 		}
 	}
-	return hosts
+	return entries
 }
 
-// hash returns the hash of k in th's tables.
-func (th *throttling) hash(k hostKey) uint64 {
-	return maphash.String(th.seed, k.host) + uint64(len(k.scheme))
+// hash returns the hash of a spelling in th's tables.
+func (th *throttling) hash(scheme, host string) uint64 {
+	return maphash.String(th.seed, host) + uint64(len(scheme))
 }
 
 func newThrottling(opts []ThrottleOption) *throttling {
@@ -173,8 +194,7 @@ func newThrottling(opts []ThrottleOption) *throttling {
 // the pending accepts join the current bucket when the clock is next read,
 // on a failure, a refusal, or every throttleCheckEvery accepts.
 type hostThrottle struct {
-	key     hostKey
-	hash    uint64
+	key     hostKey       // normalised, as HostBudget keys a destination
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
 	pending atomic.Int64  // accepts not yet in a bucket
 	last    atomic.Int64  // when the host last failed or refused, in Unix ns: the LRU order
@@ -200,8 +220,8 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 	if tb.n == 0 {
 		return nil, 0, true // no host has failed lately
 	}
-	k := requestKey(req)
-	h = tb.lookup(k, th.hash(k))
+	scheme, host := spelling(req)
+	h = tb.lookup(scheme, host, th.hash(scheme, host))
 	if h == nil || h.p.Load() == 0 {
 		return h, 0, true
 	}
@@ -253,7 +273,7 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 	}
 	now := t.now().UnixNano()
 	if h == nil {
-		if h = th.host(requestKey(req), now); h == nil {
+		if h = th.host(req, now); h == nil {
 			return
 		}
 	}
@@ -340,29 +360,37 @@ func (th *throttling) update(h *hostThrottle, now int64) float64 {
 	return p
 }
 
-// host returns the counts of k, making them if it has none. When the table
-// is full, the host that failed least recently is forgotten first.
-func (th *throttling) host(k hostKey, now int64) *hostThrottle {
-	hash := th.hash(k)
+// host returns the counts of req's destination, making them if it has
+// none. When the table is full, the host that failed least recently is
+// forgotten first.
+func (th *throttling) host(req *http.Request, now int64) *hostThrottle {
+	scheme, host := spelling(req)
+	hash := th.hash(scheme, host)
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	tb := th.hosts.Load()
-	if h := tb.lookup(k, hash); h != nil {
+	if h := tb.lookup(scheme, host, hash); h != nil {
 		return h
 	}
-	hosts := tb.all()
-	if len(hosts) >= th.maxHosts {
-		oldest := 0
-		for i, h := range hosts {
-			if h.last.Load() < hosts[oldest].last.Load() {
-				oldest = i
-			}
+	k := makeKey(scheme, host)
+	var h, oldest *hostThrottle
+	for _, e := range tb.slots {
+		switch {
+		case e.h == nil:
+		case e.h.key == k:
+			h = e.h // another spelling of the destination
+		case oldest == nil || e.h.last.Load() < oldest.last.Load():
+			oldest = e.h
 		}
-		hosts = append(hosts[:oldest], hosts[oldest+1:]...)
 	}
-	h := &hostThrottle{key: k, hash: hash, folded: now}
-	h.last.Store(now)
-	th.hosts.Store(newThrottleTable(append(hosts, h)))
+	if h == nil {
+		h = &hostThrottle{key: k, folded: now}
+		h.last.Store(now)
+	}
+	if tb.n < th.maxHosts {
+		oldest = nil
+	}
+	th.hosts.Store(newThrottleTable(append(tb.entries(oldest), throttleEntry{scheme, host, hash, h})))
 	return h
 }
 
@@ -371,17 +399,9 @@ func (th *throttling) forget(h *hostThrottle) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	tb := th.hosts.Load()
-	if tb.lookup(h.key, h.hash) != h {
-		return
+	if entries := tb.entries(h); len(entries) < tb.n {
+		th.hosts.Store(newThrottleTable(entries))
 	}
-	hosts := tb.all()
-	for i, o := range hosts {
-		if o == h {
-			hosts = append(hosts[:i], hosts[i+1:]...)
-			break
-		}
-	}
-	th.hosts.Store(newThrottleTable(hosts))
 }
 
 // shed ends req, refused by adaptive throttling with probability p, before
@@ -428,10 +448,13 @@ func (t *Transport) Rejections() iter.Seq[HostRejection] {
 		if th == nil {
 			return
 		}
-		for _, h := range th.hosts.Load().slots {
-			if h == nil {
+		seen := map[*hostThrottle]bool{}
+		for _, e := range th.hosts.Load().slots {
+			h := e.h
+			if h == nil || seen[h] {
 				continue
 			}
+			seen[h] = true
 			now := t.now().UnixNano()
 			h.mu.Lock()
 			p := th.update(h, now)

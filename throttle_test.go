@@ -349,10 +349,7 @@ func TestThrottleBoundsItsHosts(t *testing.T) {
 		tb := tr.throttle.hosts.Load()
 		assert.Equal(t, throttleMaxHosts, tb.n)
 		// The hosts that failed least recently made room.
-		has := func(host string) bool {
-			k := hostKey{"http", host}
-			return tb.lookup(k, tr.throttle.hash(k)) != nil
-		}
+		has := func(host string) bool { return tb.lookup("http", host, tr.throttle.hash("http", host)) != nil }
 		assert.False(t, has("h0.test"))
 		assert.False(t, has("h99.test"))
 		assert.True(t, has("h100.test"))
@@ -618,4 +615,26 @@ func TestThrottledSuccessPathAllocatesNothing(t *testing.T) {
 			assert.Zero(t, allocs)
 		})
 	}
+}
+
+func TestThrottleSpellingsOfAHostShareItsCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		tr := newTestTransport(base, 0.999, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for i := range 30 {
+			url := "http://svc.test/"
+			if i%2 == 1 {
+				url = "http://SVC.test:80/"
+			}
+			roundTrip(tr, url)
+		}
+		var got []HostRejection
+		for r := range tr.Rejections() {
+			got = append(got, r)
+		}
+		assert.Equal(t, []HostRejection{{Scheme: "http", Host: "svc.test", Probability: 0.9}}, got)
+		assert.Equal(t, 2, tr.throttle.hosts.Load().n, "two spellings")
+	})
 }
