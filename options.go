@@ -238,7 +238,10 @@ func WithLogger(l *slog.Logger) Option {
 // attempt timeout) is not accepted; any other outcome (a 2xx, a 4xx, a
 // final verdict) is. Refused requests count as requests not accepted.
 // Retries and hedges of requests already sent are not refused (the budget
-// governs them, WithBudget) but their outcomes count. Nothing is refused
+// governs them, WithBudget), but every attempt the Transport judges counts:
+// each retry, and of a hedged request the attempt whose answer it uses. A
+// caller who gives up (its context done) says nothing of the host and is
+// not counted. Nothing is refused
 // until the window holds 20 requests (ThrottleMinRequests), and never with
 // a probability above 0.9 (ThrottleMaxRejection), so that requests keep
 // reaching a failing host and see when it heals.

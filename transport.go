@@ -266,7 +266,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 		v := t.classifier.Classify(a, resp, err)
 		if t.throttle != nil {
-			t.throttle.record(t, th, a, err, v)
+			t.throttle.record(t, th, req, err, v)
 		}
 		if v.Decision != Retry {
 			if err != nil || failureStatus(resp.StatusCode) {
