@@ -268,5 +268,8 @@ func WithAdaptiveThrottling(opts ...ThrottleOption) Option {
 			panic("retryhttp: WithAdaptiveThrottling: nil ThrottleOption")
 		}
 	}
-	return func(t *Transport) { t.throttle = newThrottling(opts) }
+	return func(t *Transport) {
+		t.throttle = newThrottling(opts)
+		t.throttle.origin = t.now()
+	}
 }

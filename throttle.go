@@ -91,6 +91,8 @@ type throttling struct {
 	maxReject   float64
 	minRequests int64
 
+	origin time.Time // the clock's zero: New's time
+
 	maxHosts int
 	hosts    atomic.Pointer[throttleTable] // never modified once stored
 	mu       sync.Mutex                    // serialises changes to hosts
@@ -197,11 +199,11 @@ type hostThrottle struct {
 	key     hostKey       // normalised, as HostBudget keys a destination
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
 	pending atomic.Int64  // accepts not yet in a bucket
-	last    atomic.Int64  // when the host last failed or refused, in Unix ns: the LRU order
+	last    atomic.Int64  // when the host last failed or refused, on th.clock: the LRU order
 
 	mu      sync.Mutex // guards the fields below
 	buckets [throttleBuckets]throttleBucket
-	folded  int64 // when pending was last emptied, in Unix ns
+	folded  int64 // when pending was last emptied, on th.clock
 	streak  int   // attempts accepted in a row while refusing
 }
 
@@ -225,7 +227,7 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 	if h == nil || h.p.Load() == 0 {
 		return h, 0, true
 	}
-	now := t.now().UnixNano()
+	now := th.clock(t)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p = th.update(h, now)
@@ -253,7 +255,7 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 			}
 			return
 		}
-		now := t.now().UnixNano()
+		now := th.clock(t)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		th.fold(h, now)
@@ -271,11 +273,9 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 	if err != nil && req.Context().Err() != nil {
 		return
 	}
-	now := t.now().UnixNano()
+	now := th.clock(t)
 	if h == nil {
-		if h = th.host(req, now); h == nil {
-			return
-		}
+		h = th.host(req, now)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -290,7 +290,7 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 // still holds a request it did not accept; if not, h is forgotten, so that
 // the requests to a healthy host cost nothing to count.
 func (th *throttling) check(t *Transport, h *hostThrottle) {
-	now := t.now().UnixNano()
+	now := th.clock(t)
 	h.mu.Lock()
 	th.fold(h, now)
 	req, acc := th.sums(h, th.step(now))
@@ -299,6 +299,10 @@ func (th *throttling) check(t *Transport, h *hostThrottle) {
 		th.forget(h)
 	}
 }
+
+// clock returns the time since th.origin on t's clock, monotonic when the
+// clock is.
+func (th *throttling) clock(t *Transport) int64 { return int64(t.now().Sub(th.origin)) }
 
 // step returns the step of the window at now.
 func (th *throttling) step(now int64) int64 { return now / int64(th.width) }
@@ -455,7 +459,7 @@ func (t *Transport) Rejections() iter.Seq[HostRejection] {
 				continue
 			}
 			seen[h] = true
-			now := t.now().UnixNano()
+			now := th.clock(t)
 			h.mu.Lock()
 			p := th.update(h, now)
 			h.mu.Unlock()
