@@ -29,6 +29,12 @@ import (
 // does. The signal can only be added while the status has not been written,
 // so a handler that writes its status before calling its dependencies sends
 // none.
+//
+// A dependency that adaptive throttling refused a request to
+// (WithAdaptiveThrottling, ErrThrottled) is down as far as this layer
+// knows: a 5xx status the handler then answers with becomes 503 Service
+// Unavailable, with "X-Should-Retry: false", whatever 5xx the handler
+// chose for the error.
 func Handler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("retryhttp: Handler: nil handler")
@@ -41,8 +47,9 @@ func Handler(next http.Handler) http.Handler {
 }
 
 // serving records, for one incoming request, whether a Transport gave up on
-// a dependency while serving it. Transports may record from any goroutine.
-type serving struct{ gaveUp atomic.Bool }
+// a dependency while serving it, and whether adaptive throttling refused a
+// request to one. Transports may record from any goroutine.
+type serving struct{ gaveUp, shed atomic.Bool }
 
 type servingKey struct{}
 
@@ -51,6 +58,15 @@ type servingKey struct{}
 func markGaveUp(ctx context.Context) {
 	if s, ok := ctx.Value(servingKey{}).(*serving); ok {
 		s.gaveUp.Store(true)
+	}
+}
+
+// markShed records in ctx's incoming request, if any, that a request to a
+// dependency was refused by adaptive throttling, which is giving up on it.
+func markShed(ctx context.Context) {
+	if s, ok := ctx.Value(servingKey{}).(*serving); ok {
+		s.gaveUp.Store(true)
+		s.shed.Store(true)
 	}
 }
 
@@ -65,6 +81,9 @@ type signalWriter struct {
 func (w *signalWriter) WriteHeader(code int) {
 	if !w.wroteHeader && code >= 200 { // 1xx responses are not the final status
 		w.wroteHeader = true
+		if code >= 500 && code <= 599 && w.state.shed.Load() {
+			code = http.StatusServiceUnavailable
+		}
 		if failureStatus(code) && w.state.gaveUp.Load() {
 			w.Header().Set(ShouldRetryHeader, "false")
 		}

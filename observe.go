@@ -40,6 +40,11 @@ const (
 	// GiveUpCanceled: the request's context ended during the wait before
 	// the retry. The caller gets an *Error wrapping the context's error.
 	GiveUpCanceled GiveUpReason = "context done during the wait"
+	// GiveUpThrottled: adaptive throttling refused the request before its
+	// first attempt, since its host has been failing
+	// (WithAdaptiveThrottling). No attempt was sent: the event's Attempt is
+	// 0 and its Err is ErrThrottled.
+	GiveUpThrottled GiveUpReason = "host is throttled"
 )
 
 // A GiveUpEvent describes a request whose retries ended although its last
@@ -47,7 +52,8 @@ const (
 type GiveUpEvent struct {
 	// Request is the caller's request. Do not modify it.
 	Request *http.Request
-	// Attempt is the number of the last attempt, 1 for the first.
+	// Attempt is the number of the last attempt, 1 for the first, or 0
+	// when none was sent (GiveUpThrottled).
 	Attempt int
 	// Reason says why there is no retry.
 	Reason GiveUpReason
@@ -65,7 +71,9 @@ type GiveUpEvent struct {
 // and must not block. Each WithOnGiveUp adds a hook: several are called in
 // the order of their options. Together with WithOnRetry it sees every
 // decision the Transport makes after a retryable failure, which is what
-// metrics of retries need.
+// metrics of retries need. It also sees each request that adaptive
+// throttling refuses (WithAdaptiveThrottling), before any attempt, with
+// reason GiveUpThrottled.
 func WithOnGiveUp(fn func(GiveUpEvent)) Option {
 	if fn == nil {
 		panic("retryhttp: WithOnGiveUp: nil function")

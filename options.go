@@ -219,3 +219,57 @@ func WithLogger(l *slog.Logger) Option {
 	}
 	return func(t *Transport) { t.logger = l }
 }
+
+// WithAdaptiveThrottling refuses, at once and without sending them, a share
+// of the requests to a host that has been failing, so that callers fail
+// fast instead of waiting on a dependency that is down, and the dependency
+// is not sent every request while it is down. It is off by default.
+//
+// It is the client-side throttling of Google's SRE book. For each host, the
+// Transport counts over a sliding window (10 s by default, ThrottleWindow)
+// the requests it made and those the host accepted, and refuses a new
+// request with probability
+//
+//	max(0, (requests - K·accepts) / (requests + 1))
+//
+// with K = 2 (ThrottleMultiplier), so that a host accepting most requests
+// is refused nothing and one accepting nothing is sent a trickle. An
+// attempt the classifier would retry (a 5xx, a 429, a reset connection, an
+// attempt timeout) is not accepted; any other outcome (a 2xx, a 4xx, a
+// final verdict) is. Refused requests count as requests not accepted.
+// Retries and hedges of requests already sent are not refused (the budget
+// governs them, WithBudget), but every attempt the Transport judges counts:
+// each retry, and of a hedged request the attempt whose answer it uses. A
+// caller who gives up (its context done) says nothing of the host and is
+// not counted. Nothing is refused
+// until the window holds 20 requests (ThrottleMinRequests), and never with
+// a probability above 0.9 (ThrottleMaxRejection), so that requests keep
+// reaching a failing host and see when it heals.
+//
+// The way back is quick: when a host that was being refused requests
+// accepts 5 attempts in a row, its window is forgotten and it gets every
+// request again, without waiting for its failures to leave the window.
+//
+// A refused request gets an *Error with no attempts wrapping ErrThrottled,
+// so that the caller can fall back; the WithOnGiveUp hooks see it with
+// reason GiveUpThrottled, and a Handler serving the request answers a 5xx
+// as 503 with "X-Should-Retry: false". Transport.Rejections reports the
+// probabilities, for a gauge.
+//
+// Only hosts that failed within the window are counted, at most 1024 (the
+// host that failed least recently makes room for a new one). A request to
+// any other host costs a map lookup, or nothing at all while no host has
+// failed lately, and a request to a counted host that is not being refused
+// costs one atomic add and no clock reading. Each Transport has counts of
+// its own, even when several share the Option.
+func WithAdaptiveThrottling(opts ...ThrottleOption) Option {
+	for _, o := range opts {
+		if o == nil {
+			panic("retryhttp: WithAdaptiveThrottling: nil ThrottleOption")
+		}
+	}
+	return func(t *Transport) {
+		t.throttle = newThrottling(opts)
+		t.throttle.origin = t.now()
+	}
+}

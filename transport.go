@@ -61,6 +61,7 @@ type Transport struct {
 	onHedge         func(HedgeEvent)
 	resendable      func(*http.Request) bool
 	hedge           *hedging // nil: no hedging
+	throttle        *throttling
 	logger          *slog.Logger
 
 	// now and rand are the clock and the random source of jitter, uniform in
@@ -186,6 +187,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &Error{Err: err}
 	}
+	var th *hostThrottle
+	if t.throttle != nil {
+		var p float64
+		var ok bool
+		if th, p, ok = t.throttle.admit(t, req); !ok {
+			return t.shed(req, p)
+		}
+	}
 	ctx := req.Context()
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	// The caller's overrides are read at once only when they change how the
@@ -256,6 +265,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 
 		v := t.classifier.Classify(a, resp, err)
+		if t.throttle != nil {
+			t.throttle.record(t, th, req, err, v)
+		}
 		if v.Decision != Retry {
 			if err != nil || failureStatus(resp.StatusCode) {
 				markGaveUp(ctx)

@@ -54,3 +54,14 @@ func TestRetryHTTPAddsNoAllocation(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { require.NoError(t, send()) })
 	require.Zero(t, allocs, "allocations per bodiless GET through retryhttp")
 }
+
+// BenchmarkThrottlers sends bodiless GETs over the Stub through retryhttp
+// with and without adaptive throttling and through failsafe-go's retry
+// policy with its adaptive throttler and with its circuit breaker.
+func BenchmarkThrottlers(b *testing.B) {
+	for _, lib := range peers.Throttlers() {
+		b.Run("GET/"+lib.Name, func(b *testing.B) {
+			OverheadCases()[0].Run(b, lib.New(NewStub(), OverheadConfig))
+		})
+	}
+}

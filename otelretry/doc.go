@@ -81,6 +81,11 @@
 //	retryhttp.budget.balance      Gauge      {token}    tokens left in the
 //	                                                    retry budget
 //	                              (asynchronous)
+//	retryhttp.client.throttled    Counter    {request}  requests refused by
+//	                                                    adaptive throttling
+//	retryhttp.throttle.rejection_probability
+//	                              Gauge      1          probability of refusal
+//	                              (asynchronous)        per host
 //
 // Their attributes:
 //
@@ -96,14 +101,21 @@
 //	balance      url.scheme, server.address, server.port, for each host
 //	             with a bucket in a retryhttp.HostBudget; none for a
 //	             retryhttp.Bucket
+//	throttled    http.request.method, server.address, server.port
+//	rejection_probability
+//	             url.scheme, server.address, server.port, for each host
+//	             that retryhttp.WithAdaptiveThrottling counts (those that
+//	             failed within its window, at most 1024)
 //
 // http.request.method is the method if the conventions know it and _OTHER if
 // not. error.type is the failed attempt's status code ("503"), or the type
 // of its error as the conventions name it ("*net.OpError"), as otelhttp sets
 // it on the span. retryhttp.give_up.reason is one of attempts_exhausted,
 // budget_exhausted, not_resendable, body_not_replayable, retry_after_limit,
-// rate_limit_reset_limit, deadline and canceled (see ReasonValue and
-// retryhttp.GiveUpReason).
+// rate_limit_reset_limit, deadline, canceled and throttled (see ReasonValue
+// and retryhttp.GiveUpReason). A request refused by adaptive throttling is
+// counted both in give_ups, with reason throttled and error.type
+// *errors.errorString, and in throttled.
 //
 // The retry delay histogram's buckets are the conventions' HTTP duration
 // buckets extended to 60 s, the default Retry-After limit. Unlike gRPC's

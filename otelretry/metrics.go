@@ -27,6 +27,8 @@ const (
 	RetryDelayName = "retryhttp.client.retry.delay"
 	BalanceName    = "retryhttp.budget.balance"
 	HedgesName     = "retryhttp.client.hedges"
+	ThrottledName  = "retryhttp.client.throttled"
+	RejectionName  = "retryhttp.throttle.rejection_probability"
 )
 
 // Span event names.
@@ -59,7 +61,7 @@ const (
 // ReasonValue returns the value of the retryhttp.give_up.reason attribute
 // for r: attempts_exhausted, budget_exhausted, not_resendable,
 // body_not_replayable, retry_after_limit, rate_limit_reset_limit, deadline,
-// canceled, or _OTHER for a reason this version does not know.
+// canceled, throttled, or _OTHER for a reason this version does not know.
 func ReasonValue(r retryhttp.GiveUpReason) string {
 	switch r {
 	case retryhttp.GiveUpAttemptsExhausted:
@@ -78,6 +80,8 @@ func ReasonValue(r retryhttp.GiveUpReason) string {
 		return "deadline"
 	case retryhttp.GiveUpCanceled:
 		return "canceled"
+	case retryhttp.GiveUpThrottled:
+		return "throttled"
 	}
 	return "_OTHER"
 }
@@ -111,6 +115,11 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 	_, _ = m.Float64ObservableGauge(BalanceName, metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens left in the retry budget, per destination for a per-host budget."),
 		metric.WithFloat64Callback(o.observeBudget))
+	o.shed = counter(m.Int64Counter(ThrottledName, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests refused by adaptive throttling before any attempt, since their host had been failing.")))
+	_, _ = m.Float64ObservableGauge(RejectionName, metric.WithUnit("1"),
+		metric.WithDescription("The probability with which adaptive throttling refuses a request, per host that failed lately."),
+		metric.WithFloat64Callback(o.observeRejections))
 	return o
 }
 
@@ -226,6 +235,9 @@ func (o *observer) giveUp(e retryhttp.GiveUpEvent) {
 	var buf [5]attribute.KeyValue
 	attrs := append(requestAttrs(buf[:0], e.Request), reason, outcome(e.StatusCode, e.Err))
 	o.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
+	if e.Reason == retryhttp.GiveUpThrottled {
+		o.shed.Add(ctx, 1, metric.WithAttributes(attrs[:len(attrs)-2]...))
+	}
 
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(GiveUpEventName, trace.WithAttributes(
@@ -254,6 +266,21 @@ func (o *observer) observeBudget(_ context.Context, obs metric.Float64Observer) 
 		}
 	case *retryhttp.Bucket:
 		obs.Observe(tokens(b.Balance()))
+	}
+	return nil
+}
+
+// observeRejections reports the rejection probability of each host that
+// the Transport's adaptive throttling counts (at most 1024), none without
+// it.
+func (o *observer) observeRejections(_ context.Context, obs metric.Float64Observer) error {
+	if !o.ready.Load() {
+		return nil
+	}
+	for r := range o.transport.Rejections() {
+		host, port := splitHost(r.Scheme, r.Host)
+		obs.Observe(r.Probability, metric.WithAttributes(
+			semconv.URLScheme(r.Scheme), semconv.ServerAddress(host), semconv.ServerPort(port)))
 	}
 	return nil
 }

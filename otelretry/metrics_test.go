@@ -138,6 +138,7 @@ func TestReasonValues(t *testing.T) {
 		retryhttp.GiveUpRateLimitResetLimit: "rate_limit_reset_limit",
 		retryhttp.GiveUpDeadline:            "deadline",
 		retryhttp.GiveUpCanceled:            "canceled",
+		retryhttp.GiveUpThrottled:           "throttled",
 		"something new":                     "_OTHER",
 	}
 	for r, want := range reasons {
@@ -206,5 +207,41 @@ func TestConcurrentRequests(t *testing.T) {
 		// of all fails: one retry in all.
 		assert.EqualValues(t, workers*requests+1, sum(t, m[otelretry.AttemptsName]))
 		assert.EqualValues(t, 1, sum(t, m[otelretry.RetriesName]))
+	})
+}
+
+func TestThrottledCounterAndRejectionGauge(t *testing.T) {
+	// A host failing every attempt: requests refused by adaptive throttling
+	// are counted, and the gauge has the host's rejection probability.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{"/": statuses(503)})
+		tr := newTransport(tel, base, retryhttp.WithMaxAttempts(1),
+			retryhttp.WithAdaptiveThrottling(retryhttp.ThrottleMinRequests(1)))
+		refusals := 0
+		for range 50 {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			if _, err := do(t, tr, req); err != nil {
+				require.ErrorIs(t, err, retryhttp.ErrThrottled)
+				refusals++
+			}
+		}
+		require.Positive(t, refusals)
+		assert.Equal(t, 50-refusals, base.attempts("/"))
+
+		m := tel.metrics(t)
+		host := []attribute.KeyValue{semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80)}
+		assert.Equal(t, "{request}", m[otelretry.ThrottledName].Unit)
+		assert.EqualValues(t, refusals, sum(t, m[otelretry.ThrottledName], host...), "refused requests")
+		assert.EqualValues(t, refusals, sum(t, m[otelretry.GiveUpsName],
+			append(host, otelretry.ReasonKey.String("throttled"), semconv.ErrorType(retryhttp.ErrThrottled))...))
+
+		gauge, ok := m[otelretry.RejectionName].Data.(metricdata.Gauge[float64])
+		require.True(t, ok)
+		require.Len(t, gauge.DataPoints, 1)
+		assert.Equal(t, retryhttp.DefaultThrottleMaxRejection, gauge.DataPoints[0].Value)
+		assert.True(t, gauge.DataPoints[0].Attributes.Equals(ptr(attribute.NewSet(
+			semconv.URLScheme("http"), semconv.ServerAddress("svc.test"), semconv.ServerPort(80)))))
 	})
 }

@@ -137,6 +137,7 @@ type observer struct {
 	retries  metric.Int64Counter
 	giveUps  metric.Int64Counter
 	hedges   metric.Int64Counter
+	shed     metric.Int64Counter // requests refused by adaptive throttling
 	delay    metric.Float64Histogram
 
 	destinations destinations

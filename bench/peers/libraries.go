@@ -16,6 +16,12 @@ import (
 // exponential backoff from c.Base; otherwise they are its defaults (from
 // 50 ms and 1 s). Its per-host budget stays on unless c.NoBudget.
 func NewRetryHTTP(base http.RoundTripper, c Config) http.RoundTripper {
+	return newRetryHTTP(base, c)
+}
+
+// newRetryHTTP is NewRetryHTTP with more options: with c.AttemptTimeout
+// set, retryhttp.WithAttemptTimeout, and then extra.
+func newRetryHTTP(base http.RoundTripper, c Config, extra ...retryhttp.Option) http.RoundTripper {
 	opts := []retryhttp.Option{retryhttp.WithMaxAttempts(c.attempts())}
 	if base != nil {
 		opts = append(opts, retryhttp.WithBase(base))
@@ -27,7 +33,10 @@ func NewRetryHTTP(base http.RoundTripper, c Config) http.RoundTripper {
 	if c.NoBudget {
 		opts = append(opts, retryhttp.WithoutBudget())
 	}
-	return retryhttp.New(opts...)
+	if c.AttemptTimeout > 0 {
+		opts = append(opts, retryhttp.WithAttemptTimeout(c.AttemptTimeout))
+	}
+	return retryhttp.New(append(opts, extra...)...)
 }
 
 // NewRetryableHTTP returns go-retryablehttp's RoundTripper over an

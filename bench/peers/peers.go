@@ -39,6 +39,11 @@ type Config struct {
 	// NoBudget turns off the retry budgets of the libraries that have one
 	// by default (retryhttp and the AWS SDK), to isolate their backoff.
 	NoBudget bool
+	// AttemptTimeout bounds each attempt, where a scenario sets it: in
+	// retryhttp WithAttemptTimeout, in failsafe-go's throttling rows a
+	// timeout policy inside the throttler or breaker. The other rows do
+	// not use it.
+	AttemptTimeout time.Duration
 }
 
 func (c Config) attempts() int {

@@ -150,3 +150,50 @@ func TestTableFormatsMarkdown(t *testing.T) {
 	tb.Fprint(&out)
 	assert.Equal(t, "### t\n\nn\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\n", out.String())
 }
+
+func TestThrottlingOutageSendsAtMostThreeTenths(t *testing.T) {
+	// The target: at most 0.30 server requests per client request in an
+	// outage, over no more connections than without throttling.
+	fail := Fail(http.StatusServiceUnavailable)
+	without := RunThrottle(context.Background(), lib(t, peers.RetryHTTP), fast, fail, 2000, 16, "w")
+	with := RunThrottle(context.Background(), throttler(t, peers.RetryHTTPThrottling), fast, fail, 2000, 16, "t")
+	assert.GreaterOrEqual(t, without.ServerCalls, int64(2000))
+	assert.LessOrEqual(t, with.ServerCalls, int64(600))
+	assert.LessOrEqual(t, with.ServerConns, without.ServerConns)
+	assert.Equal(t, int64(2000-with.Refused), int64(with.Stats.N-with.Refused))
+	assert.Positive(t, with.Refused)
+}
+
+func TestThrottlingShedsNothingAtTenPercentFailures(t *testing.T) {
+	r := RunThrottle(context.Background(), throttler(t, peers.RetryHTTPThrottling), fast, FailRandomly(1, 0.1), 2000, 16, "t")
+	assert.Zero(t, r.Refused)
+	assert.GreaterOrEqual(t, r.Stats.OK, 1998)
+}
+
+func TestThrottlingRecoveryCountsSuccessesAfterHealing(t *testing.T) {
+	r := RunRecovery(context.Background(), throttler(t, peers.RetryHTTPThrottling), fast, 1000, 200*time.Millisecond, 400*time.Millisecond)
+	assert.Positive(t, r.ToSuccesses)
+	assert.Less(t, r.ToSuccesses, 400*time.Millisecond)
+	assert.NotEqual(t, "100.00%", r.AfterOK, "requests refused until the host answered 5 in a row")
+}
+
+func TestThrottlersRefuseDuringAnOutage(t *testing.T) {
+	for _, l := range peers.Throttlers()[1:] {
+		t.Run(l.Name, func(t *testing.T) {
+			r := RunThrottle(context.Background(), l, fast, Fail(http.StatusServiceUnavailable), 300, 4, "r")
+			assert.Positive(t, r.Refused)
+			assert.Less(t, r.ServerCalls, int64(300))
+		})
+	}
+}
+
+func throttler(t *testing.T, name string) peers.Library {
+	t.Helper()
+	for _, l := range peers.Throttlers() {
+		if l.Name == name {
+			return l
+		}
+	}
+	t.Fatalf("no throttler %q", name)
+	return peers.Library{}
+}

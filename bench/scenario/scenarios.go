@@ -42,6 +42,11 @@ type Params struct {
 	Post       int   // requests of each kind in the post and reset scenarios
 	MemoryBody int64 // request body size in the memory scenario
 
+	ThrottleHang           int           // requests in the throttling scenario's hanging outage
+	ThrottleAttemptTimeout time.Duration // the attempt timeout there
+	ThrottleRate           int           // requests started per second in the throttling recovery
+	ThrottleUp             time.Duration // how long that load goes on after healing
+
 	// Fast is the configuration of the scenarios where delays do not
 	// matter: the same small base delay for every library.
 	Fast peers.Config
@@ -65,7 +70,12 @@ func DefaultParams() Params {
 		Chain:        1000,
 		Post:         200,
 		MemoryBody:   256 << 20,
-		Fast:         peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 100 * time.Millisecond},
+
+		ThrottleHang:           400,
+		ThrottleAttemptTimeout: 50 * time.Millisecond,
+		ThrottleRate:           4000,
+		ThrottleUp:             time.Second,
+		Fast:                   peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 100 * time.Millisecond},
 	}
 }
 
@@ -80,16 +90,20 @@ func QuickParams() Params {
 	p.Chain = 200
 	p.Post = 50
 	p.MemoryBody = 64 << 20
+	p.ThrottleHang = 160
+	p.ThrottleRate = 2000
 	return p
 }
 
 // String lists the parameters, for the report.
 func (p Params) String() string {
 	return fmt.Sprintf("seed=%d concurrency=%d transient=%d outage=%d recovery=%v down, %v of load at %d/s "+
-		"retry-after=%d herd=%d (median of %d runs, same base %v) chain=%d (first reading after %d) post=%d reset=%d memory=%d MiB; "+
+		"retry-after=%d herd=%d (median of %d runs, same base %v) chain=%d (first reading after %d) post=%d reset=%d memory=%d MiB "+
+		"throttling: hang=%d (attempt timeout %v), recovery at %d/s for %v after healing; "+
 		"fast backoff: %d attempts, base %v doubling, cap %v",
 		p.Seed, p.Concurrency, p.Transient, p.Outage, p.RecoveryDown, p.RecoveryLoad, p.RecoveryRate,
 		p.RetryAfter, p.Herd, p.HerdRuns, p.HerdBase, p.Chain, p.ChainFirst, p.Post, p.Post, p.MemoryBody>>20,
+		p.ThrottleHang, p.ThrottleAttemptTimeout, p.ThrottleRate, p.ThrottleUp,
 		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap)
 }
 
@@ -111,6 +125,7 @@ func All() []Scenario {
 		{"chain", Chain},
 		{"post", Post},
 		{"reset", Reset},
+		{"throttling", Throttling},
 	}
 }
 

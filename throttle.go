@@ -1,0 +1,471 @@
+package retryhttp
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"iter"
+	"log/slog"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrThrottled is the error, wrapped in an *Error with no attempts, of a
+// request that adaptive throttling (WithAdaptiveThrottling) refused without
+// sending it, because its host has been failing.
+var ErrThrottled = errors.New("retryhttp: throttled: the host has been failing")
+
+// Adaptive throttling defaults; see WithAdaptiveThrottling.
+const (
+	DefaultThrottleMultiplier   = 2.0
+	DefaultThrottleWindow       = 10 * time.Second
+	DefaultThrottleMaxRejection = 0.9
+	DefaultThrottleMinRequests  = 20
+)
+
+const (
+	// throttleBuckets is how many buckets a window is counted in.
+	throttleBuckets = 20
+	// throttleRecovery is how many attempts in a row a shedding host must
+	// accept for its window to be forgotten: the way back to full traffic.
+	throttleRecovery = 5
+	// throttleMaxHosts bounds the hosts whose outcomes are counted.
+	throttleMaxHosts = 1024
+	// throttleCheckEvery is how many accepts a host counts without reading
+	// the clock before it looks whether its window still holds a failure.
+	throttleCheckEvery = 256
+)
+
+// A ThrottleOption configures adaptive throttling; see
+// WithAdaptiveThrottling.
+type ThrottleOption func(*throttling)
+
+// ThrottleMultiplier sets K: a host is sent up to K times as many requests
+// as it accepted over the window before requests are refused. It must be
+// at least 1. The default is 2; a higher K refuses later and less.
+func ThrottleMultiplier(k float64) ThrottleOption {
+	if !(k >= 1) || math.IsInf(k, 1) {
+		panic(fmt.Sprintf("retryhttp: ThrottleMultiplier: must be a finite number of at least 1, got %v", k))
+	}
+	return func(th *throttling) { th.k = k }
+}
+
+// ThrottleWindow sets how far back the outcomes of a host's requests count.
+// It must be at least 100 ms. The default is 10 s. The window turns in 20
+// steps, a twentieth of it at a time.
+func ThrottleWindow(d time.Duration) ThrottleOption {
+	if d < 100*time.Millisecond {
+		panic("retryhttp: ThrottleWindow: must be at least 100ms, got " + d.String())
+	}
+	return func(th *throttling) { th.width = d / throttleBuckets }
+}
+
+// ThrottleMaxRejection sets the highest probability with which a request is
+// refused. It must be in (0, 1): below 1, some requests always reach the
+// host, and find out when it has healed. The default is 0.9.
+func ThrottleMaxRejection(p float64) ThrottleOption {
+	if !(p > 0 && p < 1) {
+		panic(fmt.Sprintf("retryhttp: ThrottleMaxRejection: must be in (0, 1), got %v", p))
+	}
+	return func(th *throttling) { th.maxReject = p }
+}
+
+// ThrottleMinRequests sets how many requests to a host the window must hold
+// before any is refused, so that a few failures of a host seldom called
+// refuse nothing. It must be at least 1. The default is 20.
+func ThrottleMinRequests(n int) ThrottleOption {
+	if n < 1 {
+		panic(fmt.Sprintf("retryhttp: ThrottleMinRequests: must be at least 1, got %d", n))
+	}
+	return func(th *throttling) { th.minRequests = int64(n) }
+}
+
+// throttling is how a Transport throttles: its configuration and the
+// outcomes counted per host.
+type throttling struct {
+	k           float64
+	width       time.Duration // of a bucket: the window over throttleBuckets
+	maxReject   float64
+	minRequests int64
+
+	origin time.Time // the clock's zero: New's time
+
+	maxHosts int
+	hosts    atomic.Pointer[throttleTable] // never modified once stored
+	mu       sync.Mutex                    // serialises changes to hosts
+	seed     maphash.Seed
+}
+
+// A throttleTable maps the destinations of requests, spelled as their
+// URLs spell them, to the counts of their hosts, in open addressing with
+// the slots at most half full: a lookup costs a hash of the host as written
+// and a probe or two, where a map keyed by the normalised destination costs
+// three times as much on every request. Spellings of one destination
+// (SVC.test, svc.test:80) share its counts.
+type throttleTable struct {
+	slots []throttleEntry // a power of two of them
+	n     int
+}
+
+// A throttleEntry is a destination as a request spelled it, and its host's
+// counts; h is nil in an empty slot.
+type throttleEntry struct {
+	scheme, host string
+	hash         uint64
+	h            *hostThrottle
+}
+
+// spelling returns the scheme and host of req as its URL writes them.
+func spelling(req *http.Request) (scheme, host string) {
+	host = req.URL.Host
+	if host == "" {
+		host = req.Host
+	}
+	return req.URL.Scheme, host
+}
+
+// lookup returns the counts of the destination spelled scheme and host,
+// whose hash is hash, or nil.
+func (tb *throttleTable) lookup(scheme, host string, hash uint64) *hostThrottle {
+	mask := uint64(len(tb.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		e := &tb.slots[i]
+		if e.h == nil || (e.hash == hash && e.host == host && e.scheme == scheme) {
+			return e.h
+		}
+	}
+}
+
+// newThrottleTable returns a table of entries, which must have distinct
+// spellings.
+func newThrottleTable(entries []throttleEntry) *throttleTable {
+	size := 8
+	for size < 2*len(entries) {
+		size *= 2
+	}
+	tb := &throttleTable{slots: make([]throttleEntry, size), n: len(entries)}
+	mask := uint64(size - 1)
+	for _, e := range entries {
+		i := e.hash & mask
+		for tb.slots[i].h != nil {
+			i = (i + 1) & mask
+		}
+		tb.slots[i] = e
+	}
+	return tb
+}
+
+// entries returns the entries of tb but those whose counts are drop.
+func (tb *throttleTable) entries(drop *hostThrottle) []throttleEntry {
+	entries := make([]throttleEntry, 0, tb.n+1)
+	for _, e := range tb.slots {
+		if e.h != nil && e.h != drop {
+			entries = append(entries, e)
+		}
+	}
+	return entries
+}
+
+// hash returns the hash of a spelling in th's tables.
+func (th *throttling) hash(scheme, host string) uint64 {
+	return maphash.String(th.seed, host) + uint64(len(scheme))
+}
+
+func newThrottling(opts []ThrottleOption) *throttling {
+	th := &throttling{
+		k:           DefaultThrottleMultiplier,
+		width:       DefaultThrottleWindow / throttleBuckets,
+		maxReject:   DefaultThrottleMaxRejection,
+		minRequests: DefaultThrottleMinRequests,
+		maxHosts:    throttleMaxHosts,
+	}
+	for _, o := range opts {
+		o(th)
+	}
+	th.seed = maphash.MakeSeed()
+	th.hosts.Store(newThrottleTable(nil))
+	return th
+}
+
+// A hostThrottle counts the outcomes of one host's requests over the
+// window, in buckets of time. A host that is not refusing requests (p is 0)
+// counts an accepted request with one atomic add and no clock (pending);
+// the pending accepts join the current bucket when the clock is next read,
+// on a failure, a refusal, or every throttleCheckEvery accepts.
+type hostThrottle struct {
+	key     hostKey       // normalised, as HostBudget keys a destination
+	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
+	pending atomic.Int64  // accepts not yet in a bucket
+	last    atomic.Int64  // when the host last failed or refused, on th.clock: the LRU order
+
+	mu      sync.Mutex // guards the fields below
+	buckets [throttleBuckets]throttleBucket
+	folded  int64 // when pending was last emptied, on th.clock
+	streak  int   // attempts accepted in a row while refusing
+}
+
+// A throttleBucket counts the requests of one step of the window, refused
+// ones included, and the accepted ones among them.
+type throttleBucket struct {
+	step              int64 // the step counted; older counts are stale
+	requests, accepts int64
+}
+
+// admit decides whether req may be sent. It returns the host's counts, if
+// it has any, for record, and the rejection probability when it refuses.
+// A host that was not refusing costs a lookup and a load.
+func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p float64, ok bool) {
+	tb := th.hosts.Load()
+	if tb.n == 0 {
+		return nil, 0, true // no host has failed lately
+	}
+	scheme, host := spelling(req)
+	h = tb.lookup(scheme, host, th.hash(scheme, host))
+	if h == nil || h.p.Load() == 0 {
+		return h, 0, true
+	}
+	now := th.clock(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p = th.update(h, now)
+	if p == 0 || t.rand() >= p {
+		return h, 0, true
+	}
+	h.bucket(th.step(now)).requests++ // a refused request counts as one not accepted
+	h.last.Store(now)
+	th.update(h, now)
+	return h, p, false
+}
+
+// record counts the outcome of an attempt of req to the host of h (nil if
+// it had no counts when the request was admitted): accepted unless the
+// classifier retries it. The error of a caller who gave up says nothing of
+// the host and is not counted.
+func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v Verdict) {
+	if v.Decision != Retry {
+		if h == nil || (err != nil && req.Context().Err() != nil) {
+			return // a host without counts has not failed lately
+		}
+		if h.p.Load() == 0 {
+			if h.pending.Add(1)%throttleCheckEvery == 0 {
+				th.check(t, h)
+			}
+			return
+		}
+		now := th.clock(t)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		th.fold(h, now)
+		b := h.bucket(th.step(now))
+		b.requests++
+		b.accepts++
+		if h.streak++; h.streak >= throttleRecovery {
+			// The host answers again: what it did before no longer counts.
+			h.buckets = [throttleBuckets]throttleBucket{}
+			h.streak = 0
+		}
+		th.update(h, now)
+		return
+	}
+	if err != nil && req.Context().Err() != nil {
+		return
+	}
+	now := th.clock(t)
+	if h == nil {
+		h = th.host(req, now)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th.fold(h, now)
+	h.bucket(th.step(now)).requests++
+	h.streak = 0
+	h.last.Store(now)
+	th.update(h, now)
+}
+
+// check looks, every throttleCheckEvery accepts, whether the window of h
+// still holds a request it did not accept; if not, h is forgotten, so that
+// the requests to a healthy host cost nothing to count.
+func (th *throttling) check(t *Transport, h *hostThrottle) {
+	now := th.clock(t)
+	h.mu.Lock()
+	th.fold(h, now)
+	req, acc := th.sums(h, th.step(now))
+	h.mu.Unlock()
+	if req == acc {
+		th.forget(h)
+	}
+}
+
+// clock returns the time since th.origin on t's clock, monotonic when the
+// clock is.
+func (th *throttling) clock(t *Transport) int64 { return int64(t.now().Sub(th.origin)) }
+
+// step returns the step of the window at now.
+func (th *throttling) step(now int64) int64 { return now / int64(th.width) }
+
+// bucket returns the bucket of step, emptied if it held an older step.
+// h.mu must be held.
+func (h *hostThrottle) bucket(step int64) *throttleBucket {
+	b := &h.buckets[(step%throttleBuckets+throttleBuckets)%throttleBuckets]
+	if b.step != step {
+		*b = throttleBucket{step: step}
+	}
+	return b
+}
+
+// fold moves the pending accepts of h into the current bucket. When they
+// were counted over more than a window, only the share of the window is
+// kept, as if they had come at an even rate. h.mu must be held.
+func (th *throttling) fold(h *hostThrottle, now int64) {
+	n := h.pending.Swap(0)
+	span := now - h.folded
+	h.folded = now
+	if n == 0 {
+		return
+	}
+	if window := int64(th.width) * throttleBuckets; span > window {
+		n = int64(float64(n) * float64(window) / float64(span))
+	}
+	b := h.bucket(th.step(now))
+	b.requests += n
+	b.accepts += n
+}
+
+// sums returns the requests and the accepts in the window ending at step.
+// h.mu must be held.
+func (th *throttling) sums(h *hostThrottle, step int64) (requests, accepts int64) {
+	for i := range h.buckets {
+		if b := &h.buckets[i]; b.step > step-throttleBuckets {
+			requests += b.requests
+			accepts += b.accepts
+		}
+	}
+	return requests, accepts
+}
+
+// update computes the rejection probability of h at now, stores it and
+// returns it: max(0, (requests - K·accepts) / (requests + 1)) over the
+// window, at most maxReject, and 0 while the window holds fewer than
+// minRequests requests. h.mu must be held.
+func (th *throttling) update(h *hostThrottle, now int64) float64 {
+	th.fold(h, now)
+	req, acc := th.sums(h, th.step(now))
+	p := 0.0
+	if req >= th.minRequests {
+		if x := (float64(req) - th.k*float64(acc)) / float64(req+1); x > 0 {
+			p = min(x, th.maxReject)
+		}
+	}
+	h.p.Store(math.Float64bits(p))
+	return p
+}
+
+// host returns the counts of req's destination, making them if it has
+// none. When the table is full, the host that failed least recently is
+// forgotten first.
+func (th *throttling) host(req *http.Request, now int64) *hostThrottle {
+	scheme, host := spelling(req)
+	hash := th.hash(scheme, host)
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	tb := th.hosts.Load()
+	if h := tb.lookup(scheme, host, hash); h != nil {
+		return h
+	}
+	k := makeKey(scheme, host)
+	var h, oldest *hostThrottle
+	for _, e := range tb.slots {
+		switch {
+		case e.h == nil:
+		case e.h.key == k:
+			h = e.h // another spelling of the destination
+		case oldest == nil || e.h.last.Load() < oldest.last.Load():
+			oldest = e.h
+		}
+	}
+	if h == nil {
+		h = &hostThrottle{key: k, folded: now}
+		h.last.Store(now)
+	}
+	if tb.n < th.maxHosts {
+		oldest = nil
+	}
+	th.hosts.Store(newThrottleTable(append(tb.entries(oldest), throttleEntry{scheme, host, hash, h})))
+	return h
+}
+
+// forget removes h from the table, if it is still there.
+func (th *throttling) forget(h *hostThrottle) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	tb := th.hosts.Load()
+	if entries := tb.entries(h); len(entries) < tb.n {
+		th.hosts.Store(newThrottleTable(entries))
+	}
+}
+
+// shed ends req, refused by adaptive throttling with probability p, before
+// any attempt: it closes the body, logs and reports the refusal, and tells
+// a Handler serving the request that a dependency was shed.
+func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	ctx := req.Context()
+	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: throttled",
+			append(requestAttrs(req, 0, nil, nil),
+				slog.String("reason", string(GiveUpThrottled)),
+				slog.Float64("rejection_probability", p))...)
+	}
+	t.reportGiveUp(req, 0, GiveUpThrottled, nil, ErrThrottled, Verdict{})
+	markShed(ctx)
+	return nil, &Error{Err: ErrThrottled}
+}
+
+// A HostRejection is the rejection probability of one destination under
+// adaptive throttling.
+type HostRejection struct {
+	// Scheme is the destination's scheme, in lower case.
+	Scheme string
+	// Host is the destination's host in lower case, with its port unless
+	// that is the scheme's default.
+	Host string
+	// Probability is the probability with which a request to the host is
+	// refused now, from 0 to the highest allowed (ThrottleMaxRejection).
+	Probability float64
+}
+
+// Rejections returns an iterator over the hosts whose outcomes adaptive
+// throttling counts, with the probability that a request to each is refused
+// now, in no particular order, for a gauge. Only hosts that failed within
+// the window are counted, at most 1024; the others are refused nothing.
+// Without WithAdaptiveThrottling it yields nothing. Each host is locked
+// briefly while its probability is computed.
+func (t *Transport) Rejections() iter.Seq[HostRejection] {
+	return func(yield func(HostRejection) bool) {
+		th := t.throttle
+		if th == nil {
+			return
+		}
+		seen := map[*hostThrottle]bool{}
+		for _, e := range th.hosts.Load().slots {
+			h := e.h
+			if h == nil || seen[h] {
+				continue
+			}
+			seen[h] = true
+			now := th.clock(t)
+			h.mu.Lock()
+			p := th.update(h, now)
+			h.mu.Unlock()
+			if !yield(HostRejection{Scheme: h.key.scheme, Host: h.key.host, Probability: p}) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,640 @@
+package retryhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostBase is an in-memory base that answers each host with the status its
+// function gives for the host's n-th attempt (from 0), counting attempts
+// per host.
+type hostBase struct {
+	mu       sync.Mutex
+	attempts map[string]int
+	status   func(host string, n int) int
+}
+
+func newHostBase(status func(host string, n int) int) *hostBase {
+	return &hostBase{attempts: map[string]int{}, status: status}
+}
+
+func (b *hostBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	n := b.attempts[r.URL.Host]
+	b.attempts[r.URL.Host]++
+	b.mu.Unlock()
+	code := b.status(r.URL.Host, n)
+	return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+}
+
+func (b *hostBase) count(host string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.attempts[host]
+}
+
+// always answers every attempt with code.
+func always(code int) func(string, int) int { return func(string, int) int { return code } }
+
+// rejection returns the probability Transport.Rejections reports for host,
+// and whether the host is counted at all.
+func rejection(tr *Transport, host string) (float64, bool) {
+	for r := range tr.Rejections() {
+		if r.Host == host {
+			return r.Probability, true
+		}
+	}
+	return 0, false
+}
+
+// roundTrip sends a GET of url through tr and closes the response body.
+func roundTrip(tr *Transport, url string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := tr.RoundTrip(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+func TestThrottleProbabilityIsTheSREFormula(t *testing.T) {
+	// Single attempts, a random source that never refuses (0.999 is above
+	// the highest probability): the window holds exactly the outcomes sent.
+	tests := []struct {
+		name           string
+		opts           []ThrottleOption
+		fails, accepts int
+		want           float64
+		counted        bool
+	}{
+		{name: "no failure", accepts: 30, want: 0, counted: false},
+		{name: "fewer requests than the minimum", fails: 19, want: 0, counted: true},
+		{name: "every request failing, capped", fails: 30, want: 0.9, counted: true},
+		{name: "12 of 20 failing", fails: 12, accepts: 8, want: (20 - 2*8) / 21.0, counted: true},
+		{name: "half failing", fails: 10, accepts: 10, want: 0, counted: true},
+		{name: "K = 3", opts: []ThrottleOption{ThrottleMultiplier(3)}, fails: 16, accepts: 4, want: (20 - 3*4) / 21.0, counted: true},
+		{name: "K = 1", opts: []ThrottleOption{ThrottleMultiplier(1)}, fails: 5, accepts: 15, want: 5 / 21.0, counted: true},
+		{name: "higher cap", opts: []ThrottleOption{ThrottleMaxRejection(0.99)}, fails: 40, want: 40 / 41.0, counted: true},
+		{name: "lower minimum", opts: []ThrottleOption{ThrottleMinRequests(1)}, fails: 1, want: 0.5, counted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Failures first, so that the host is counted before its
+				// accepts.
+				base := newHostBase(func(_ string, n int) int {
+					if n < tt.fails {
+						return 503
+					}
+					return 200
+				})
+				tr := newTestTransport(base, 0.999, WithMaxAttempts(1), WithAdaptiveThrottling(tt.opts...))
+				for range tt.fails + tt.accepts {
+					_, err := roundTrip(tr, "http://svc.test/")
+					require.NoError(t, err)
+				}
+				assert.Equal(t, tt.fails+tt.accepts, base.count("svc.test"), "attempts sent")
+				p, counted := rejection(tr, "svc.test")
+				assert.Equal(t, tt.counted, counted, "host counted")
+				assert.InDelta(t, tt.want, p, 1e-9)
+			})
+		})
+	}
+}
+
+func TestThrottleRefusesWithoutSending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newHostBase(always(503))
+		var events []GiveUpEvent
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(),
+			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+		for range DefaultThrottleMinRequests {
+			_, err := roundTrip(tr, "http://svc.test/")
+			require.NoError(t, err)
+		}
+		events = nil
+		tr.rand = func() float64 { return 0.5 } // below 20/21: refused
+
+		req, body := withBody(t, context.Background(), http.MethodPut, "http://svc.test/x", "payload", true)
+		resp, err := tr.RoundTrip(req)
+		assert.Nil(t, resp)
+		require.ErrorIs(t, err, ErrThrottled)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Zero(t, e.Attempts)
+		assert.EqualValues(t, 1, body.closes.Load(), "request body closes")
+		assert.Equal(t, DefaultThrottleMinRequests, base.count("svc.test"), "attempts sent")
+		require.Len(t, events, 1)
+		assert.Equal(t, GiveUpThrottled, events[0].Reason)
+		assert.Zero(t, events[0].Attempt)
+		assert.ErrorIs(t, events[0].Err, ErrThrottled)
+		assert.Same(t, req, events[0].Request)
+
+		p, _ := rejection(tr, "svc.test")
+		assert.InDelta(t, 0.9, p, 1e-9)
+	})
+}
+
+func TestThrottleRefusedRequestsCountAsRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 14 failures and 10 accepts: (24 - 20) / 25 = 0.16; every refusal
+		// adds a request that was not accepted.
+		base := newHostBase(func(_ string, n int) int {
+			if n < 14 {
+				return 503
+			}
+			return 200
+		})
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for range 24 {
+			_, err := roundTrip(tr, "http://svc.test/")
+			require.NoError(t, err)
+		}
+		p, _ := rejection(tr, "svc.test")
+		require.InDelta(t, 4/25.0, p, 1e-9)
+		tr.rand = func() float64 { return 0 }
+		for i := 1; i <= 3; i++ {
+			_, err := roundTrip(tr, "http://svc.test/")
+			require.ErrorIs(t, err, ErrThrottled)
+			p, _ := rejection(tr, "svc.test")
+			assert.InDelta(t, float64(4+i)/float64(25+i), p, 1e-9, "after %d refusals", i)
+		}
+		assert.Equal(t, 24, base.count("svc.test"))
+	})
+}
+
+func TestThrottleCountsEveryAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Retries count in the window too: 7 requests of 3 failing attempts
+		// are 21 requests not accepted.
+		base := newHostBase(always(503))
+		tr := newTestTransport(base, 0.95, WithoutBudget(), WithAdaptiveThrottling())
+		for range 7 {
+			_, err := roundTrip(tr, "http://svc.test/")
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 21, base.count("svc.test"))
+		p, _ := rejection(tr, "svc.test")
+		assert.InDelta(t, 0.9, p, 1e-9)
+	})
+}
+
+func TestThrottleWindowSlides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failing := atomic.Bool{}
+		failing.Store(true)
+		base := newHostBase(func(string, int) int {
+			if failing.Load() {
+				return 503
+			}
+			return 200
+		})
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleWindow(time.Second)))
+		for range 30 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		p, _ := rejection(tr, "svc.test")
+		require.InDelta(t, 0.9, p, 1e-9)
+
+		// Half a window later, still within it.
+		time.Sleep(500 * time.Millisecond)
+		p, _ = rejection(tr, "svc.test")
+		assert.InDelta(t, 0.9, p, 1e-9, "half a window later")
+
+		// 20 failures more, half a window after the first 30.
+		for range 20 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		// A window after the first 30, only the last 20 count.
+		time.Sleep(500 * time.Millisecond)
+		p, _ = rejection(tr, "svc.test")
+		assert.InDelta(t, 0.9, p, 1e-9, "the last 20 failures")
+
+		// Then 4 accepts with the last 20 failures: (24 - 8) / 25.
+		failing.Store(false)
+		for range 4 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		p, _ = rejection(tr, "svc.test")
+		assert.InDelta(t, (24-8)/25.0, p, 1e-9, "4 accepts and 20 failures")
+
+		// A window after the last failures, nothing is refused.
+		time.Sleep(time.Second)
+		p, _ = rejection(tr, "svc.test")
+		assert.Zero(t, p, "a window after the last failure")
+	})
+}
+
+func TestThrottleWayBackIsFiveAcceptsInARow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failing := atomic.Bool{}
+		failing.Store(true)
+		base := newHostBase(func(string, int) int {
+			if failing.Load() {
+				return 503
+			}
+			return 200
+		})
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for range 1000 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		failing.Store(false)
+		for i := 1; i < throttleRecovery; i++ {
+			roundTrip(tr, "http://svc.test/")
+			p, _ := rejection(tr, "svc.test")
+			require.InDelta(t, 0.9, p, 1e-9, "after %d accepts", i)
+		}
+		// The fifth accept in a row forgets the 1000 failures.
+		roundTrip(tr, "http://svc.test/")
+		p, counted := rejection(tr, "svc.test")
+		assert.Zero(t, p)
+		assert.True(t, counted)
+
+		// A failure between accepts starts the run again.
+		failing.Store(true)
+		for range 30 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		for i := range 2*throttleRecovery - 1 {
+			failing.Store(i == throttleRecovery-1)
+			roundTrip(tr, "http://svc.test/")
+		}
+		failing.Store(false)
+		p, _ = rejection(tr, "svc.test")
+		assert.Positive(t, p, "a failure among the accepts")
+	})
+}
+
+func TestThrottleForgetsAHealthyHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failing := atomic.Bool{}
+		failing.Store(true)
+		base := newHostBase(func(string, int) int {
+			if failing.Load() {
+				return 503
+			}
+			return 200
+		})
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleWindow(time.Second)))
+		roundTrip(tr, "http://svc.test/")
+		require.Equal(t, 1, tr.throttle.hosts.Load().n)
+		failing.Store(false)
+		for range throttleCheckEvery {
+			roundTrip(tr, "http://svc.test/")
+		}
+		assert.Equal(t, 1, tr.throttle.hosts.Load().n, "the failure is still in the window")
+		time.Sleep(time.Second)
+		for range throttleCheckEvery {
+			roundTrip(tr, "http://svc.test/")
+		}
+		assert.Zero(t, tr.throttle.hosts.Load().n, "a window without failures")
+	})
+}
+
+func TestThrottleIsPerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newHostBase(func(host string, _ int) int {
+			if host == "down.test" {
+				return 503
+			}
+			return 200
+		})
+		tr := newTestTransport(base, 0, WithMaxAttempts(1), WithAdaptiveThrottling())
+		refused := map[string]int{}
+		for range 500 {
+			for _, host := range []string{"down.test", "up.test"} {
+				if _, err := roundTrip(tr, "http://"+host+"/"); errors.Is(err, ErrThrottled) {
+					refused[host]++
+				}
+			}
+		}
+		assert.Zero(t, refused["up.test"])
+		assert.Equal(t, 500, base.count("up.test"))
+		// With a random source of 0, every request is refused once the
+		// probability is positive: the first 20 fail, then the cap of 0.9
+		// is all the random draw sees.
+		assert.Equal(t, 480, refused["down.test"])
+		_, counted := rejection(tr, "up.test")
+		assert.False(t, counted, "a host that never failed is not counted")
+	})
+}
+
+func TestThrottleBoundsItsHosts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newHostBase(always(503))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for i := range throttleMaxHosts + 100 {
+			roundTrip(tr, "http://h"+strconv.Itoa(i)+".test/")
+			time.Sleep(time.Millisecond)
+		}
+		tb := tr.throttle.hosts.Load()
+		assert.Equal(t, throttleMaxHosts, tb.n)
+		// The hosts that failed least recently made room.
+		has := func(host string) bool { return tb.lookup("http", host, tr.throttle.hash("http", host)) != nil }
+		assert.False(t, has("h0.test"))
+		assert.False(t, has("h99.test"))
+		assert.True(t, has("h100.test"))
+		assert.True(t, has("h1123.test"))
+		n := 0
+		for range tr.Rejections() {
+			n++
+		}
+		assert.Equal(t, throttleMaxHosts, n)
+	})
+}
+
+func TestThrottleShedsNothingAtTenPercentFailures(t *testing.T) {
+	// 10% of attempts fail at random, with the real random source: the
+	// window never holds more failures than accepts.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var mu sync.Mutex
+	base := newHostBase(func(string, int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if rng.Float64() < 0.1 {
+			return 503
+		}
+		return 200
+	})
+	tr := New(WithBase(base), WithBackoff(Constant(0)), WithAdaptiveThrottling())
+	var refused, ok atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 2500 {
+				resp, err := roundTrip(tr, "http://svc.test/")
+				switch {
+				case errors.Is(err, ErrThrottled):
+					refused.Add(1)
+				case err == nil && resp.StatusCode == 200:
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, refused.Load())
+	assert.GreaterOrEqual(t, ok.Load(), int64(19900), "successes of 20000")
+}
+
+func TestThrottleOutageSendsFewRequests(t *testing.T) {
+	// Every attempt fails; default budget and options: at most 0.30
+	// attempts per request reach the host, against 1.05 without throttling.
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		max  float64
+	}{
+		{"without throttling", nil, 1.06},
+		{"with throttling", []Option{WithAdaptiveThrottling()}, 0.30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := newHostBase(always(503))
+			tr := New(append([]Option{WithBase(base), WithBackoff(Constant(0)), WithThrottleBackoff(Constant(0))}, tt.opts...)...)
+			var wg sync.WaitGroup
+			var next atomic.Int64
+			for range 16 {
+				wg.Go(func() {
+					for next.Add(1) <= 2000 {
+						roundTrip(tr, "http://svc.test/")
+					}
+				})
+			}
+			wg.Wait()
+			ratio := float64(base.count("svc.test")) / 2000
+			t.Logf("attempts per request: %.3f", ratio)
+			assert.LessOrEqual(t, ratio, tt.max)
+		})
+	}
+}
+
+func TestThrottleIgnoresTheCallersCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newHostBase(always(503))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleMinRequests(1)))
+		roundTrip(tr, "http://svc.test/") // the host is counted
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		canceled := rtFunc(func(r *http.Request) (*http.Response, error) { return nil, r.Context().Err() })
+		tr.base = canceled
+		for range 10 {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			_, err := tr.RoundTrip(req)
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		p, _ := rejection(tr, "svc.test")
+		assert.InDelta(t, 0.5, p, 1e-9, "only the first failure counts")
+	})
+}
+
+func TestThrottleLogsRefusals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		tr := newTestTransport(newHostBase(always(503)), 0, WithMaxAttempts(1), WithLogger(logger),
+			WithAdaptiveThrottling(ThrottleMinRequests(1)))
+		roundTrip(tr, "http://svc.test/a?token=secret")
+		logs.Reset()
+		_, err := roundTrip(tr, "http://svc.test/a?token=secret")
+		require.ErrorIs(t, err, ErrThrottled)
+		out := logs.String()
+		assert.Contains(t, out, `"msg":"retryhttp: throttled"`)
+		assert.Contains(t, out, `"reason":"host is throttled"`)
+		assert.Contains(t, out, `"rejection_probability":0.5`)
+		assert.Contains(t, out, `"url":"http://svc.test/a"`)
+		assert.NotContains(t, out, "secret")
+	})
+}
+
+func TestThrottleConcurrentUse(t *testing.T) {
+	// Many goroutines, hosts failing and healing, under the race detector.
+	var flip atomic.Int64
+	base := newHostBase(func(host string, n int) int {
+		if (n/50+len(host))%2 == 0 || flip.Add(1)%7 == 0 {
+			return 503
+		}
+		return 200
+	})
+	tr := New(WithBase(base), WithBackoff(Constant(0)), WithAdaptiveThrottling(ThrottleMinRequests(5)))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				roundTrip(tr, "http://h"+strconv.Itoa((g+i)%3)+".test/")
+				if i%100 == 0 {
+					for range tr.Rejections() {
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for r := range tr.Rejections() {
+		assert.GreaterOrEqual(t, r.Probability, 0.0)
+		assert.LessOrEqual(t, r.Probability, DefaultThrottleMaxRejection)
+	}
+}
+
+func TestThrottleOptionsPanic(t *testing.T) {
+	for name, f := range map[string]func(){
+		"multiplier below 1": func() { ThrottleMultiplier(0.5) },
+		"multiplier NaN":     func() { ThrottleMultiplier(math.NaN()) },
+		"short window":       func() { ThrottleWindow(time.Millisecond) },
+		"rejection of 1":     func() { ThrottleMaxRejection(1) },
+		"rejection of 0":     func() { ThrottleMaxRejection(0) },
+		"no minimum":         func() { ThrottleMinRequests(0) },
+		"nil option":         func() { WithAdaptiveThrottling(nil) },
+	} {
+		assert.Panics(t, f, name)
+	}
+}
+
+func TestHandlerAnswersAShedDependencyWith503(t *testing.T) {
+	dep := newTestTransport(newHostBase(always(503)), 0, WithMaxAttempts(1),
+		WithAdaptiveThrottling(ThrottleMinRequests(1)))
+	roundTrip(dep, "http://dep.test/") // the dependency is failing
+	for _, tt := range []struct {
+		name   string
+		status int
+		want   int
+		signal string
+	}{
+		{"502 becomes 503", http.StatusBadGateway, 503, "false"},
+		{"500 becomes 503", http.StatusInternalServerError, 503, "false"},
+		{"429 stays", http.StatusTooManyRequests, 429, "false"},
+		{"a fallback's 200 stays", http.StatusOK, 200, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://dep.test/", nil)
+				_, err := dep.RoundTrip(req)
+				require.ErrorIs(t, err, ErrThrottled)
+				w.WriteHeader(tt.status)
+			}))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			assert.Equal(t, tt.want, rec.Code)
+			assert.Equal(t, tt.signal, rec.Header().Get(ShouldRetryHeader))
+		})
+	}
+}
+
+// throttleCases are the states of a Transport with adaptive throttling in
+// which a GET to a healthy host succeeds: no host counted, another host
+// counted (refused requests), and the host itself counted, not refused.
+func throttleCases() []struct {
+	name  string
+	ready func(*Transport)
+} {
+	fail := func(host string) func(*Transport) {
+		return func(tr *Transport) {
+			base := tr.base
+			tr.base = newHostBase(always(503))
+			for range 3 * DefaultThrottleMinRequests {
+				roundTrip(tr, "http://"+host+"/")
+			}
+			tr.base = base
+		}
+	}
+	return []struct {
+		name  string
+		ready func(*Transport)
+	}{
+		{"no-host-failing", func(*Transport) {}},
+		{"another-host-failing", fail("down.test")},
+		{"this-host-failed-once", func(tr *Transport) {
+			base := tr.base
+			tr.base = newHostBase(always(503))
+			roundTrip(tr, "http://svc.test/")
+			tr.base = base
+		}},
+	}
+}
+
+// BenchmarkThrottleOverhead measures what adaptive throttling adds to a
+// bodiless GET that succeeds at once, over the stub, against the same GET
+// without throttling ("off").
+func BenchmarkThrottleOverhead(b *testing.B) {
+	b.Run("off", func(b *testing.B) {
+		tr := New(WithBase(newStub()))
+		get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := tr.RoundTrip(get); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range throttleCases() {
+		b.Run(c.name, func(b *testing.B) {
+			tr := New(WithBase(newStub()), WithMaxAttempts(1), WithAdaptiveThrottling())
+			c.ready(tr)
+			get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.RoundTrip(get); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestThrottledSuccessPathAllocatesNothing pins the zero-allocation promise
+// of a GET that succeeds with adaptive throttling on.
+func TestThrottledSuccessPathAllocatesNothing(t *testing.T) {
+	for _, c := range throttleCases() {
+		t.Run(c.name, func(t *testing.T) {
+			tr := New(WithBase(newStub()), WithMaxAttempts(1), WithAdaptiveThrottling())
+			c.ready(tr)
+			get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+			allocs := testing.AllocsPerRun(1000, func() {
+				if _, err := tr.RoundTrip(get); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.Zero(t, allocs)
+		})
+	}
+}
+
+func TestThrottleSpellingsOfAHostShareItsCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		tr := newTestTransport(base, 0.999, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for i := range 30 {
+			url := "http://svc.test/"
+			if i%2 == 1 {
+				url = "http://SVC.test:80/"
+			}
+			roundTrip(tr, url)
+		}
+		var got []HostRejection
+		for r := range tr.Rejections() {
+			got = append(got, r)
+		}
+		assert.Equal(t, []HostRejection{{Scheme: "http", Host: "svc.test", Probability: 0.9}}, got)
+		assert.Equal(t, 2, tr.throttle.hosts.Load().n, "two spellings")
+	})
+}
