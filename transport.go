@@ -180,6 +180,19 @@ type attemptKey struct{}
 // is configured to. It implements http.RoundTripper: it never modifies req,
 // and closes req.Body exactly once, on every path.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.plain(req) {
+		resp, err := t.send(req)
+		if err == nil && t.doneAtOnce(req, resp) {
+			return resp, nil
+		}
+		return t.roundTrip(req, resp, err, true)
+	}
+	return t.roundTrip(req, nil, nil, false)
+}
+
+// roundTrip is RoundTrip; when sent is true, the first attempt was req
+// itself, and ended in resp or err.
+func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 error, sent bool) (*http.Response, error) {
 	if err := checkRequest(req); err != nil {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
@@ -243,7 +256,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		var resp *http.Response
 		var err error
-		if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
+		if sent {
+			resp, err, sent = resp0, err0, false
+		} else if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
 			var sent int
 			var took Tokens
 			resp, a, sent, took, err = t.sendFirstHedged(req, a, p)
@@ -255,12 +270,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = errors.Join(ErrBaseResend, err)
 		}
 
-		v := t.classifier.Classify(a, resp, err)
+		v := t.classify(a, resp, err)
 		if v.Decision != Retry {
 			if err != nil || failureStatus(resp.StatusCode) {
 				markGaveUp(ctx)
 			} else if t.budget != nil && healthy(resp) {
-				t.budget.Deposit(req, spent)
+				t.deposit(req, spent)
 			}
 			return t.finish(resp, err, attempt, a, &body, g)
 		}
