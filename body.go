@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,8 +23,12 @@ type replay struct {
 	kind replayKind
 	// getBody makes a fresh body for each retry (kindGetBody).
 	getBody func() (io.ReadCloser, error)
-	// sent is the body the last attempt was given (kindGetBody), which
-	// the base closes once it no longer reads it.
+	// watch is set when getBody may return a stream that an earlier
+	// attempt's body shares (kindGetBody): each attempt's body is then
+	// watched for the base's close.
+	watch bool
+	// sent is the body the last attempt was given (kindGetBody, watch),
+	// which the base closes once it no longer reads it.
 	sent *watchedBody
 	// tee copies the caller's body as it is sent (kindTee).
 	tee *tee
@@ -50,7 +56,7 @@ func prepareReplay(req *http.Request, limit int64, retries bool) replay {
 	case !retries:
 		return replay{kind: kindOnce}
 	case req.GetBody != nil:
-		return replay{kind: kindGetBody, getBody: req.GetBody}
+		return replay{kind: kindGetBody, getBody: req.GetBody, watch: !ownBodies(req.GetBody)}
 	}
 	return replay{kind: kindTee, tee: newTee(req.Body, limit, req.ContentLength)}
 }
@@ -62,15 +68,17 @@ func (r *replay) first(req *http.Request) io.ReadCloser {
 	case kindTee:
 		return r.tee.view()
 	case kindGetBody:
-		r.sent = watchBody(req.Body)
-		return r.sent
+		if r.watch {
+			r.sent = watchBody(req.Body)
+			return r.sent
+		}
 	}
 	return req.Body
 }
 
 // modifies reports whether the first attempt must carry another body than
 // the caller's request: a copy, or a body watched for its close.
-func (r *replay) modifies() bool { return r.kind == kindTee || r.kind == kindGetBody }
+func (r *replay) modifies() bool { return r.kind == kindTee || (r.kind == kindGetBody && r.watch) }
 
 // next returns the body for a retry, or an error when the body cannot be
 // sent again. The caller must close it if the retry is abandoned before it
@@ -96,6 +104,9 @@ func (r *replay) next() (io.ReadCloser, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if !r.watch {
+			return b, nil
 		}
 		r.sent = watchBody(b)
 		return r.sent, nil
@@ -366,3 +377,35 @@ func (v *teeView) Close() error {
 // errBodyEnded is what a view that is no longer current returns to a base
 // still reading it.
 var errBodyEnded = errors.New("retryhttp: request body read after its attempt ended")
+
+// newRequestGetBodies holds the code of the GetBody functions that
+// http.NewRequest makes for a *bytes.Buffer, *bytes.Reader or
+// *strings.Reader body. Each call of one returns a reader of its own over
+// a snapshot of the bytes, which no read of another body moves.
+var newRequestGetBodies = func() (code [3]uintptr) {
+	for i, body := range []io.Reader{new(bytes.Buffer), new(bytes.Reader), new(strings.Reader)} {
+		// A body of one byte: an empty one gets no GetBody.
+		switch b := body.(type) {
+		case *bytes.Buffer:
+			b.WriteByte('x')
+		case *bytes.Reader:
+			b.Reset([]byte{'x'})
+		case *strings.Reader:
+			b.Reset("x")
+		}
+		if req, err := http.NewRequest(http.MethodPost, "http://localhost/", body); err == nil && req.GetBody != nil {
+			code[i] = reflect.ValueOf(req.GetBody).Pointer()
+		}
+	}
+	return code
+}()
+
+// ownBodies reports whether getBody is one that http.NewRequest made, whose
+// bodies never share a stream: a retry may ask it for a body while the base
+// still reads the last one, and the first attempt can send the caller's
+// body unwatched. Any other GetBody may rewind and return one shared
+// stream, as the Azure SDK's does.
+func ownBodies(getBody func() (io.ReadCloser, error)) bool {
+	p := reflect.ValueOf(getBody).Pointer()
+	return p != 0 && (p == newRequestGetBodies[0] || p == newRequestGetBodies[1] || p == newRequestGetBodies[2])
+}
