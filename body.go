@@ -126,6 +126,19 @@ func (r *replay) next() (io.ReadCloser, error) {
 	return nil, errBodyNotReplayable
 }
 
+// rewindBody returns a GetBody for a guarded attempt of a request whose
+// GetBody is getBody (see rewindOnly), or nil when there is no body to
+// give.
+func (r *replay) rewindBody(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+	switch {
+	case r.kind == kindTee:
+		return rewindOnly(r.tee.resend)
+	case r.kind != kindNone && getBody != nil:
+		return rewindOnly(getBody)
+	}
+	return nil
+}
+
 // done tells the replay that the request is over: the caller's body is
 // closed once the base no longer uses it.
 func (r *replay) done() {
@@ -294,6 +307,16 @@ func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 	// while the caller reads the response it already has.
 	t.mu.Unlock()
 	return nil, nil, false
+}
+
+// resend returns a body for net/http's own resend of the current attempt,
+// which wrote nothing of it: as next does.
+func (t *tee) resend() (io.ReadCloser, error) {
+	body, _, ok := t.next()
+	if !ok {
+		return nil, errBodyNotReplayable
+	}
+	return body, nil
 }
 
 // release marks the request over, closing src now if the base has closed

@@ -3,8 +3,12 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptrace"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync/atomic"
 )
 
@@ -15,8 +19,10 @@ import (
 // REFUSED_STREAM or PROTOCOL_ERROR or after a GOAWAY, over HTTP/1 after a
 // reused connection failed. A PROTOCOL_ERROR reset does not prove that the
 // server did not process the request, so none of these resends is allowed
-// for a request the Transport guards; whether the first send reached the
-// server is unknown.
+// for a request the Transport guards, but one: net/http's HTTP/1 resend of
+// a request of which nothing was written, on a reused connection that the
+// server had closed, which proves that the first send never reached the
+// server. Whether a stopped send reached the server is unknown.
 var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resending a request that may not be sent twice")
 
 // A guard watches one attempt of a request that may not be sent twice (a
@@ -36,29 +42,106 @@ var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resen
 //     guard cancels the attempt's context there, on the goroutine that is
 //     about to write, and net/http checks the context before it writes.
 //
+// One resend is let through: net/http's HTTP/1 Transport sends a request
+// that it does not consider replayable (no idempotent method, no
+// idempotency key entry) again only when nothing of it was written to a
+// reused connection, its nothingWrittenError; or, for HTTP/2, when no
+// connection was cached, before anything was sent. Its connection loop
+// (Transport.getConn) then obtains the next connection, so a GotConn
+// called from there, after a reused connection, follows a send that
+// provably wrote nothing. Every other resend, among them every one that
+// HTTP/2 makes itself, is stopped.
+//
 // A guard is used by one attempt only: its hooks close over it, and a base
 // that called them late must not reach another request's guard.
 type guard struct {
-	asked  atomic.Bool  // GetConn fired: the base reports through httptrace
-	conns  atomic.Int32 // GotConn calls
+	asked   atomic.Bool  // GetConn fired: the base reports through httptrace
+	conns   atomic.Int32 // GotConn calls
+	reused  atomic.Bool  // the last connection obtained had carried a request before
+	stopped atomic.Bool  // a resend was stopped
+	// proves is set when net/http does not consider the request
+	// replayable, so that its HTTP/1 resend proves nothing was written.
+	proves bool
 	cancel context.CancelCauseFunc
 	trace  httptrace.ClientTrace
 }
 
-// startGuard returns a guard for one attempt and the attempt's context,
-// derived from ctx, carrying the guard's hooks composed with any trace the
-// caller set, whose hooks still fire.
-func startGuard(ctx context.Context) (*guard, context.Context) {
-	g := &guard{}
+// startGuard returns a guard for one attempt, whose header is h, and the
+// attempt's context, derived from ctx, carrying the guard's hooks composed
+// with any trace the caller set, whose hooks still fire.
+func startGuard(ctx context.Context, h http.Header) (*guard, context.Context) {
+	g := &guard{proves: !keyEntry(h)}
 	g.trace.GetConn = func(string) { g.asked.Store(true) }
-	g.trace.GotConn = func(httptrace.GotConnInfo) {
-		if g.conns.Add(1) > 1 {
+	g.trace.GotConn = func(info httptrace.GotConnInfo) {
+		if g.conns.Add(1) > 1 && !(g.proves && g.reused.Load() && calledFrom(http1GetConn)) {
+			g.stopped.Store(true)
 			g.cancel(ErrBaseResend)
 		}
+		g.reused.Store(info.Reused)
 	}
 	ctx, g.cancel = context.WithCancelCause(ctx)
 	return g, httptrace.WithClientTrace(ctx, &g.trace)
 }
+
+// keyEntry reports whether h has an Idempotency-Key or X-Idempotency-Key
+// entry, whatever its value: what makes net/http consider a POST
+// replayable (see http.Request.isReplayable).
+func keyEntry(h http.Header) bool {
+	_, ok := h["Idempotency-Key"]
+	if !ok {
+		_, ok = h["X-Idempotency-Key"]
+	}
+	return ok
+}
+
+// The functions of net/http's HTTP/1 Transport whose calls prove that a
+// guarded request is sent again only because nothing of it was written:
+// the connection loop, which calls GotConn for each HTTP/1 connection it
+// obtains, and the rewind of a body that was read, which calls GetBody.
+// net/http gives no other way to tell its HTTP/1 resend from its HTTP/2
+// ones; should it rename them, no resend is let through.
+const (
+	http1GetConn    = "net/http.(*Transport).getConn"
+	http1RewindBody = "net/http.rewindBody"
+)
+
+// calledFrom reports whether the caller of the hook that calls it was fn,
+// seen through the frames of httptrace's composition of traces.
+func calledFrom(fn string) bool {
+	var pcs [24]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == fn:
+			return true
+		case !strings.HasPrefix(f.Function, "reflect.") && !strings.HasPrefix(f.Function, "runtime.") &&
+			!strings.HasPrefix(f.Function, "net/http/httptrace.") && !strings.HasPrefix(f.Function, "github.com/retryhttp/retryhttp."):
+			return false
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// rewindOnly returns a GetBody for a guarded attempt that gives net/http's
+// HTTP/1 Transport a body from src for its resend of a request of which
+// nothing was written, and refuses every other caller: HTTP/2 asks for a
+// body before it resends after failures that prove nothing (the guard
+// would stop that resend; refusing the body leaves its error as it was).
+func rewindOnly(src func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) {
+		if !calledFrom(http1RewindBody) {
+			return nil, errNoResend
+		}
+		return src()
+	}
+}
+
+// errNoResend is what a guarded attempt's GetBody tells a base that asks
+// for a body to resend with, other than after proof that nothing was sent.
+var errNoResend = errors.New("retryhttp: the request may not be sent twice")
 
 // provedUnsent reports whether the attempt provably never reached the
 // server: a connection was asked for and none was obtained. Without
@@ -76,7 +159,7 @@ func (g *guard) gotConn() bool {
 
 // stoppedResend reports whether the guard stopped a resend by the base.
 func (g *guard) stoppedResend() bool {
-	return g != nil && g.conns.Load() > 1
+	return g != nil && g.stopped.Load()
 }
 
 // end releases the attempt's context once its outcome is known and its

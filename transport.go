@@ -239,7 +239,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 				actx = context.WithValue(ctx, attemptKey{}, attempt)
 			}
 			if guarded {
-				g, actx = startGuard(actx)
+				g, actx = startGuard(actx, header)
 			}
 			a = req.WithContext(actx)
 			a.Header = header
@@ -247,12 +247,13 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 				a.Header = header.Clone()
 				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, p.maxAttempts))
 			}
-			if guarded {
-				// A GetBody would let net/http resend the request by
-				// itself, after failures that prove nothing.
-				a.GetBody = nil
-			}
 			body.setBody(a, next, !guarded)
+			if guarded {
+				// net/http resends a request with a body by itself only
+				// through GetBody: give it one for the resend that proves
+				// nothing was sent, and none after any other failure.
+				a.GetBody = body.rewindBody(req.GetBody)
+			}
 		}
 		var resp *http.Response
 		var err error
