@@ -127,16 +127,20 @@ func (r *replay) next() (io.ReadCloser, error) {
 }
 
 // rewindBody returns a GetBody for a guarded attempt of a request whose
-// GetBody is getBody (see rewindOnly), or nil when there is no body to
-// give.
+// GetBody is getBody, for net/http's HTTP/1 resend of an attempt of which
+// nothing was written, or nil when there is no body to give. A GetBody of
+// http.NewRequest's is given as it is: whoever calls it, its body shares
+// nothing with the one it replaces. Any other comes through rewindOnly.
 func (r *replay) rewindBody(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
 	switch {
 	case r.kind == kindTee:
 		return rewindOnly(r.tee.resend)
-	case r.kind != kindNone && getBody != nil:
-		return rewindOnly(getBody)
+	case r.kind == kindNone || getBody == nil:
+		return nil
+	case ownBodies(getBody):
+		return getBody
 	}
-	return nil
+	return rewindOnly(getBody)
 }
 
 // done tells the replay that the request is over: the caller's body is

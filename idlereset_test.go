@@ -104,6 +104,13 @@ func TestIdleConnClosedByServer(t *testing.T) {
 		{"body with GetBody", `{"order":1}`, func(url string) (*http.Request, error) {
 			return http.NewRequest(http.MethodPost, url, strings.NewReader(`{"order":1}`))
 		}},
+		{"body with a GetBody of its own", `{"order":1}`, func(url string) (*http.Request, error) {
+			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"order":1}`))
+			if err == nil {
+				req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(`{"order":1}`)), nil }
+			}
+			return req, err
+		}},
 		{"body without GetBody", `{"order":1}`, func(url string) (*http.Request, error) {
 			return http.NewRequest(http.MethodPost, url, &plainReader{strings.NewReader(`{"order":1}`)})
 		}},

@@ -127,9 +127,10 @@ func calledFrom(fn string) bool {
 
 // rewindOnly returns a GetBody for a guarded attempt that gives net/http's
 // HTTP/1 Transport a body from src for its resend of a request of which
-// nothing was written, and refuses every other caller: HTTP/2 asks for a
-// body before it resends after failures that prove nothing (the guard
-// would stop that resend; refusing the body leaves its error as it was).
+// nothing was written, and refuses every other caller. HTTP/2 asks for a
+// body before it resends after failures that prove nothing; the guard stops
+// that resend, but src must not be asked while HTTP/2 may still be reading
+// the body it replaces.
 func rewindOnly(src func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
 		if !calledFrom(http1RewindBody) {
