@@ -9,7 +9,9 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrBaseResend is the error of an attempt that the base transport tried to
@@ -53,7 +55,10 @@ var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resen
 // HTTP/2 makes itself, is stopped.
 //
 // A guard is used by one attempt only: its hooks close over it, and a base
-// that called them late must not reach another request's guard.
+// that called them late must not reach another request's guard. It holds
+// what its attempt needs besides, so that a guarded attempt allocates it
+// and its two hooks only: the attempt's request, its context, and the
+// wrapper of the response body that ends the context.
 type guard struct {
 	asked   atomic.Bool  // GetConn fired: the base reports through httptrace
 	conns   atomic.Int32 // GotConn calls
@@ -62,8 +67,10 @@ type guard struct {
 	// proves is set when net/http does not consider the request
 	// replayable, so that its HTTP/1 resend proves nothing was written.
 	proves bool
-	cancel context.CancelCauseFunc
 	trace  httptrace.ClientTrace
+	ctx    guardCtx
+	req    http.Request // the attempt, under ctx
+	body   guardBody
 }
 
 // startGuard returns a guard for one attempt, whose header is h, and the
@@ -75,12 +82,166 @@ func startGuard(ctx context.Context, h http.Header) (*guard, context.Context) {
 	g.trace.GotConn = func(info httptrace.GotConnInfo) {
 		if g.conns.Add(1) > 1 && !(g.proves && g.reused.Load() && calledFrom(http1GetConn)) {
 			g.stopped.Store(true)
-			g.cancel(ErrBaseResend)
+			g.ctx.cancel(ErrBaseResend)
 		}
 		g.reused.Store(info.Reused)
 	}
-	ctx, g.cancel = context.WithCancelCause(ctx)
-	return g, httptrace.WithClientTrace(ctx, &g.trace)
+	g.ctx.parent, g.ctx.trace = ctx, &g.trace
+	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
+		// The caller's trace is composed with the guard's, as
+		// httptrace does it.
+		g.ctx.parent, g.ctx.trace = httptrace.WithClientTrace(ctx, &g.trace), nil
+	}
+	return g, &g.ctx
+}
+
+// request returns the attempt's request: a copy of req under ctx, held by
+// g when there is a guard.
+func (g *guard) request(req *http.Request, ctx context.Context) *http.Request {
+	if g == nil {
+		return req.WithContext(ctx)
+	}
+	g.req = *req.WithContext(ctx)
+	return &g.req
+}
+
+// wrap returns the attempt's response body, made to end the attempt's
+// context when the caller closes it.
+func (g *guard) wrap(body io.ReadCloser) io.ReadCloser {
+	if _, ok := body.(io.Writer); ok {
+		return newCancelBody(body, g.end)
+	}
+	g.body = guardBody{ReadCloser: body, g: g}
+	return &g.body
+}
+
+// guardBody ends a guarded attempt's context when its response body is
+// closed.
+type guardBody struct {
+	io.ReadCloser
+	g *guard
+}
+
+func (b *guardBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.g.end()
+	return err
+}
+
+// traceKey is the context key under which net/http/httptrace keeps a
+// request's trace, learnt by asking httptrace for the trace of a context
+// that records the key it is asked for, so that a guard's context can carry
+// the guard's trace without a context of its own. It is nil if httptrace
+// is found to look traces up some other way; guards then use
+// httptrace.WithClientTrace.
+var traceKey any
+
+func init() {
+	probe := &keyProbe{Context: context.Background()}
+	httptrace.ContextClientTrace(probe)
+	traceKey = probe.key
+	var trace httptrace.ClientTrace
+	if traceKey != nil && httptrace.ContextClientTrace(&guardCtx{parent: context.Background(), trace: &trace}) != &trace {
+		traceKey = nil
+	}
+}
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
+}
+
+// A guardCtx is a guarded attempt's context: the caller's, carrying the
+// guard's trace, and cancelled by the guard. The cancellable context is a
+// context.WithCancelCause of the caller's, made only once something asks
+// for its Done channel or the guard cancels it, so that an attempt over a
+// base that never asks allocates nothing for it.
+type guardCtx struct {
+	parent context.Context
+	trace  *httptrace.ClientTrace // nil: parent carries it
+	// inner and cancelInner are set once, under mu, before made is.
+	inner       context.Context
+	cancelInner context.CancelCauseFunc
+	made        atomic.Bool
+	mu          sync.Mutex
+	ended       bool // ended before inner was made
+}
+
+func (c *guardCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+func (c *guardCtx) Done() <-chan struct{} {
+	if !c.made.Load() {
+		c.mu.Lock()
+		c.makeInner()
+		c.mu.Unlock()
+	}
+	return c.inner.Done()
+}
+
+func (c *guardCtx) Err() error {
+	if c.made.Load() {
+		return c.inner.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.made.Load() {
+		return c.inner.Err()
+	}
+	if c.ended {
+		return context.Canceled
+	}
+	return c.parent.Err()
+}
+
+func (c *guardCtx) Value(key any) any {
+	if c.trace != nil && key != nil && key == traceKey {
+		return c.trace
+	}
+	if c.made.Load() {
+		return c.inner.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// makeInner makes the cancellable context, cancelled at once if the guard
+// has cancelled it already; c.mu is held.
+func (c *guardCtx) makeInner() {
+	if c.made.Load() {
+		return
+	}
+	c.inner, c.cancelInner = context.WithCancelCause(c.parent)
+	if c.ended {
+		c.cancelInner(context.Canceled)
+	}
+	c.made.Store(true)
+}
+
+// cancel cancels the context with cause. Like a CancelCauseFunc, it may be
+// called more than once; the first cause stays.
+func (c *guardCtx) cancel(cause error) {
+	c.mu.Lock()
+	c.makeInner()
+	c.mu.Unlock()
+	c.cancelInner(cause)
+}
+
+// end cancels the context once the attempt is over. A context that nothing
+// has asked to wait on is only marked cancelled: it is made cancelled if
+// asked later.
+func (c *guardCtx) end() {
+	c.mu.Lock()
+	if !c.made.Load() {
+		c.ended = true
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.cancelInner(context.Canceled)
 }
 
 // keyEntry reports whether h has an Idempotency-Key or X-Idempotency-Key
@@ -167,7 +328,7 @@ func (g *guard) stoppedResend() bool {
 // response, if any, is no longer being read.
 func (g *guard) end() {
 	if g != nil {
-		g.cancel(context.Canceled)
+		g.ctx.end()
 	}
 }
 

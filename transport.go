@@ -241,7 +241,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			if guarded {
 				g, actx = startGuard(actx, header)
 			}
-			a = req.WithContext(actx)
+			a = g.request(req, actx)
 			a.Header = header
 			if t.attemptHeader != "" {
 				a.Header = header.Clone()
@@ -455,7 +455,7 @@ func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.
 	}
 	if g != nil {
 		// The body is read in the attempt's context: end it on Close.
-		resp.Body = newCancelBody(resp.Body, g.end)
+		resp.Body = g.wrap(resp.Body)
 	}
 	if attempt > 1 && resp.Request == nil {
 		resp.Request = a
