@@ -134,13 +134,13 @@ func (r *replay) next() (io.ReadCloser, error) {
 func (r *replay) rewindBody(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
 	switch {
 	case r.kind == kindTee:
-		return rewindOnly(r.tee.resend)
+		return rewindOnly(r.tee)
 	case r.kind == kindNone || getBody == nil:
 		return nil
 	case ownBodies(getBody):
 		return getBody
 	}
-	return rewindOnly(getBody)
+	return rewindOnly(getBodyFunc(getBody))
 }
 
 // done tells the replay that the request is over: the caller's body is
@@ -265,17 +265,25 @@ type tee struct {
 	reading bool
 	// gen numbers the current view; older views neither read nor close.
 	gen        uint32
+	first      teeView // the view of generation 0
 	viewClosed bool // the current view was closed
 	final      bool // the request is over: close src with the current view
 	srcClosed  bool
 }
 
 func newTee(src io.ReadCloser, limit, want int64) *tee {
-	return &tee{src: src, limit: limit, want: max(want, 0)}
+	t := &tee{src: src, limit: limit, want: max(want, 0)}
+	t.first.t = t
+	return t
 }
 
 // view returns the current view of the body.
-func (t *tee) view() io.ReadCloser { return &teeView{t: t, gen: t.gen} }
+func (t *tee) view() io.ReadCloser {
+	if t.gen == 0 {
+		return &t.first
+	}
+	return &teeView{t: t, gen: t.gen}
+}
 
 // complete reports whether the copy holds the whole body: src ended, or
 // gave the declared length, within the limit. t.mu must be held.

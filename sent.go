@@ -292,14 +292,24 @@ func calledFrom(fn string) bool {
 // body before it resends after failures that prove nothing; the guard stops
 // that resend, but src must not be asked while HTTP/2 may still be reading
 // the body it replaces.
-func rewindOnly(src func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+func rewindOnly(src bodySource) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
 		if !calledFrom(http1RewindBody) {
 			return nil, errNoResend
 		}
-		return src()
+		return src.resend()
 	}
 }
+
+// A bodySource gives the body of a resend.
+type bodySource interface {
+	resend() (io.ReadCloser, error)
+}
+
+// getBodyFunc is a Request.GetBody as a bodySource.
+type getBodyFunc func() (io.ReadCloser, error)
+
+func (f getBodyFunc) resend() (io.ReadCloser, error) { return f() }
 
 // errNoResend is what a guarded attempt's GetBody tells a base that asks
 // for a body to resend with, other than after proof that nothing was sent.
