@@ -266,8 +266,8 @@ type tee struct {
 	// gen numbers the current view; older views neither read nor close.
 	gen        uint32
 	first      teeView // the view of generation 0
-	viewClosed bool // the current view was closed
-	final      bool // the request is over: close src with the current view
+	viewClosed bool    // the current view was closed
+	final      bool    // the request is over: close src with the current view
 	srcClosed  bool
 }
 
