@@ -49,16 +49,17 @@ const (
 // not made: the copy of the body is not complete.
 var errBodyNotReplayable = errors.New("retryhttp: request body cannot be sent again")
 
-// prepareReplay decides how the body of req, which has one, will be sent on
-// each attempt. It reads nothing.
-func prepareReplay(req *http.Request, limit int64, retries bool) replay {
+// prepare decides how the body of req, which has one, will be sent on each
+// attempt, in r, a zero replay. It reads nothing.
+func (r *replay) prepare(req *http.Request, limit int64, retries bool) {
 	switch {
 	case !retries:
-		return replay{kind: kindOnce}
+		r.kind = kindOnce
 	case req.GetBody != nil:
-		return replay{kind: kindGetBody, getBody: req.GetBody, watch: !ownBodies(req.GetBody)}
+		r.kind, r.getBody, r.watch = kindGetBody, req.GetBody, !ownBodies(req.GetBody)
+	default:
+		r.kind, r.tee = kindTee, newTee(req.Body, limit, req.ContentLength)
 	}
-	return replay{kind: kindTee, tee: newTee(req.Body, limit, req.ContentLength)}
 }
 
 // first returns the body of the first attempt: the caller's, or a view of

@@ -22,13 +22,19 @@ func (t *Transport) deposit(req *http.Request, spent Tokens) {
 	t.budget.Deposit(req, spent)
 }
 
-// plain reports whether req's first attempt is req itself, sent as it is:
-// a valid request without a body, whose method is idempotent, through a
+// plain reports whether req's first attempt is req itself, sent as it is,
+// with nothing prepared for a retry: a valid request that may be sent
+// twice (its method is idempotent or it carries an idempotency key),
+// without a body or with a GetBody of http.NewRequest's, through a
 // Transport that neither numbers nor hedges attempts.
 func (t *Transport) plain(req *http.Request) bool {
-	return req != nil && req.URL != nil && req.Header != nil &&
-		(req.Body == nil || req.Body == http.NoBody) && idempotentMethod(req.Method) &&
-		t.attemptHeader == "" && t.hedge == nil
+	if req == nil || req.URL == nil || req.Header == nil || t.attemptHeader != "" || t.hedge != nil {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !ownBodies(req.GetBody)) {
+		return false
+	}
+	return idempotentMethod(req.Method) || hasIdempotencyKey(req.Header)
 }
 
 // doneAtOnce reports whether resp, the response to the plain first attempt

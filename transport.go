@@ -212,7 +212,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 	}
 	var body replay // the zero replay sends no body
 	if hasBody {
-		body = prepareReplay(req, t.bodyBufferLimit, p.maxAttempts > 1)
+		body.prepare(req, t.bodyBufferLimit, p.maxAttempts > 1)
 	}
 	header, keyed := req.Header, false
 	if t.autoKeys && !p.resendable && !idempotent && !hasIdempotencyKey(header) {
