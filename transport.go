@@ -137,6 +137,8 @@ type Error struct {
 	Err error
 }
 
+// Error describes the failure: the attempts sent and the last attempt's
+// error.
 func (e *Error) Error() string {
 	s := " attempts: "
 	if e.Attempts == 1 {
