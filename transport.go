@@ -192,9 +192,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.roundTrip(req, nil, nil, false)
 }
 
-// roundTrip is RoundTrip; when sent is true, the first attempt was req
-// itself, and ended in resp or err.
-func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 error, sent bool) (*http.Response, error) {
+// roundTrip is RoundTrip; when firstSent is true, the first attempt was
+// req itself, and ended in resp0 or err0.
+func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 error, firstSent bool) (*http.Response, error) {
 	if err := checkRequest(req); err != nil {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
@@ -259,8 +259,8 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		var resp *http.Response
 		var err error
-		if sent {
-			resp, err, sent = resp0, err0, false
+		if firstSent {
+			resp, err, firstSent = resp0, err0, false
 		} else if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
 			var sent int
 			var took Tokens
