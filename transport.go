@@ -40,7 +40,8 @@ const (
 // response exists, an *Error wrapping the last error.
 //
 // A Transport is immutable once New returns it and is safe for concurrent
-// use by many goroutines. Most callers want
+// use by many goroutines. The zero Transport has no base and cannot send:
+// make one with New. Most callers want
 //
 //	client := &http.Client{Transport: retryhttp.New()}
 type Transport struct {
