@@ -20,7 +20,7 @@ func TestGuardContext(t *testing.T) {
 	t.Run("carries the trace", func(t *testing.T) {
 		g, ctx := startGuard(context.Background(), http.Header{})
 		defer g.end()
-		assert.Same(t, &g.trace, httptrace.ContextClientTrace(ctx))
+		assert.Same(t, &g.ctx.trace, httptrace.ContextClientTrace(ctx))
 		assert.Nil(t, ctx.Value(attemptKey{}))
 	})
 	t.Run("ended before anyone waited", func(t *testing.T) {

@@ -73,9 +73,9 @@ func TestMayResendWithGuard(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g, _ := startGuard(t.Context(), http.Header{})
 			defer g.end()
-			g.asked.Store(tt.asked)
+			g.set(guardAsked, tt.asked)
 			g.conns.Store(tt.conns)
-			g.stopped.Store(strings.HasPrefix(tt.name, "a resend stopped"))
+			g.set(guardStopped, strings.HasPrefix(tt.name, "a resend stopped"))
 			assert.Equal(t, tt.want, mayResend(http.MethodPost, http.Header{}, tt.err, g))
 		})
 	}

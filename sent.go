@@ -60,37 +60,55 @@ var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resen
 // and its two hooks only: the attempt's request, its context, and the
 // wrapper of the response body that ends the context.
 type guard struct {
-	asked   atomic.Bool  // GetConn fired: the base reports through httptrace
-	conns   atomic.Int32 // GotConn calls
-	reused  atomic.Bool  // the last connection obtained had carried a request before
-	stopped atomic.Bool  // a resend was stopped
-	// proves is set when net/http does not consider the request
+	flags atomic.Uint32 // guardAsked | guardReused | guardStopped | guardProves
+	conns atomic.Int32  // GotConn calls
+	ctx   guardCtx      // holds the trace
+	req   http.Request  // the attempt, under ctx
+	resp  io.ReadCloser // the attempt's response body, once wrapped
+}
+
+// A guard's flags. It is kept small (512 bytes, a size class of its own)
+// since every guarded attempt allocates one.
+const (
+	guardAsked   = 1 << iota // GetConn fired: the base reports through httptrace
+	guardReused              // the last connection obtained had carried a request before
+	guardStopped             // a resend was stopped
+	// guardProves is set when net/http does not consider the request
 	// replayable, so that its HTTP/1 resend proves nothing was written.
-	proves bool
-	trace  httptrace.ClientTrace
-	ctx    guardCtx
-	req    http.Request // the attempt, under ctx
-	body   guardBody
+	guardProves
+)
+
+// is reports whether every flag of f is set.
+func (g *guard) is(f uint32) bool { return g.flags.Load()&f == f }
+
+// set sets the flags of f when on is true, and clears them otherwise.
+func (g *guard) set(f uint32, on bool) {
+	if on {
+		g.flags.Or(f)
+	} else {
+		g.flags.And(^f)
+	}
 }
 
 // startGuard returns a guard for one attempt, whose header is h, and the
 // attempt's context, derived from ctx, carrying the guard's hooks composed
 // with any trace the caller set, whose hooks still fire.
 func startGuard(ctx context.Context, h http.Header) (*guard, context.Context) {
-	g := &guard{proves: !keyEntry(h)}
-	g.trace.GetConn = func(string) { g.asked.Store(true) }
-	g.trace.GotConn = func(info httptrace.GotConnInfo) {
-		if g.conns.Add(1) > 1 && !(g.proves && g.reused.Load() && calledFrom(http1GetConn)) {
-			g.stopped.Store(true)
+	g := &guard{}
+	g.set(guardProves, !keyEntry(h))
+	g.ctx.trace.GetConn = func(string) { g.set(guardAsked, true) }
+	g.ctx.trace.GotConn = func(info httptrace.GotConnInfo) {
+		if g.conns.Add(1) > 1 && !(g.is(guardProves|guardReused) && calledFrom(http1GetConn)) {
+			g.set(guardStopped, true)
 			g.ctx.cancel(ErrBaseResend)
 		}
-		g.reused.Store(info.Reused)
+		g.set(guardReused, info.Reused)
 	}
-	g.ctx.parent, g.ctx.trace = ctx, &g.trace
+	g.ctx.parent, g.ctx.carries = ctx, true
 	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
 		// The caller's trace is composed with the guard's, as
 		// httptrace does it.
-		g.ctx.parent, g.ctx.trace = httptrace.WithClientTrace(ctx, &g.trace), nil
+		g.ctx.parent, g.ctx.carries = httptrace.WithClientTrace(ctx, &g.ctx.trace), false
 	}
 	return g, &g.ctx
 }
@@ -111,20 +129,19 @@ func (g *guard) wrap(body io.ReadCloser) io.ReadCloser {
 	if _, ok := body.(io.Writer); ok {
 		return newCancelBody(body, g.end)
 	}
-	g.body = guardBody{ReadCloser: body, g: g}
-	return &g.body
+	g.resp = body
+	return (*guardBody)(g)
 }
 
-// guardBody ends a guarded attempt's context when its response body is
-// closed.
-type guardBody struct {
-	io.ReadCloser
-	g *guard
-}
+// guardBody is a guard as its attempt's response body: it ends the
+// attempt's context when the body is closed.
+type guardBody guard
+
+func (b *guardBody) Read(p []byte) (int, error) { return b.resp.Read(p) }
 
 func (b *guardBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.g.end()
+	err := b.resp.Close()
+	(*guard)(b).end()
 	return err
 }
 
@@ -140,8 +157,8 @@ func init() {
 	probe := &keyProbe{Context: context.Background()}
 	httptrace.ContextClientTrace(probe)
 	traceKey = probe.key
-	var trace httptrace.ClientTrace
-	if traceKey != nil && httptrace.ContextClientTrace(&guardCtx{parent: context.Background(), trace: &trace}) != &trace {
+	c := &guardCtx{parent: context.Background(), carries: true}
+	if traceKey != nil && httptrace.ContextClientTrace(c) != &c.trace {
 		traceKey = nil
 	}
 }
@@ -162,14 +179,15 @@ func (p *keyProbe) Value(key any) any {
 // for its Done channel or the guard cancels it, so that an attempt over a
 // base that never asks allocates nothing for it.
 type guardCtx struct {
+	trace  httptrace.ClientTrace // the guard's hooks
 	parent context.Context
-	trace  *httptrace.ClientTrace // nil: parent carries it
 	// inner and cancelInner are set once, under mu, before made is.
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
 	made        atomic.Bool
 	mu          sync.Mutex
 	ended       bool // ended before inner was made
+	carries     bool // the context answers for trace itself; otherwise parent carries it
 }
 
 func (c *guardCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -199,8 +217,8 @@ func (c *guardCtx) Err() error {
 }
 
 func (c *guardCtx) Value(key any) any {
-	if c.trace != nil && key != nil && key == traceKey {
-		return c.trace
+	if c.carries && key != nil && key == traceKey {
+		return &c.trace
 	}
 	if c.made.Load() {
 		return c.inner.Value(key)
@@ -321,7 +339,7 @@ var errNoResend = errors.New("retryhttp: the request may not be sent twice")
 // net/http's may not), it reports false. Call it only after the base's
 // RoundTrip has returned.
 func (g *guard) provedUnsent() bool {
-	return g != nil && g.asked.Load() && g.conns.Load() == 0
+	return g != nil && g.is(guardAsked) && g.conns.Load() == 0
 }
 
 // gotConn reports whether a connection was obtained for the attempt.
@@ -331,7 +349,7 @@ func (g *guard) gotConn() bool {
 
 // stoppedResend reports whether the guard stopped a resend by the base.
 func (g *guard) stoppedResend() bool {
-	return g != nil && g.stopped.Load()
+	return g != nil && g.is(guardStopped)
 }
 
 // end releases the attempt's context once its outcome is known and its
