@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,8 +23,12 @@ type replay struct {
 	kind replayKind
 	// getBody makes a fresh body for each retry (kindGetBody).
 	getBody func() (io.ReadCloser, error)
-	// sent is the body the last attempt was given (kindGetBody), which
-	// the base closes once it no longer reads it.
+	// watch is set when getBody may return a stream that an earlier
+	// attempt's body shares (kindGetBody): each attempt's body is then
+	// watched for the base's close.
+	watch bool
+	// sent is the body the last attempt was given (kindGetBody, watch),
+	// which the base closes once it no longer reads it.
 	sent *watchedBody
 	// tee copies the caller's body as it is sent (kindTee).
 	tee *tee
@@ -43,16 +49,17 @@ const (
 // not made: the copy of the body is not complete.
 var errBodyNotReplayable = errors.New("retryhttp: request body cannot be sent again")
 
-// prepareReplay decides how the body of req, which has one, will be sent on
-// each attempt. It reads nothing.
-func prepareReplay(req *http.Request, limit int64, retries bool) replay {
+// prepare decides how the body of req, which has one, will be sent on each
+// attempt, in r, a zero replay. It reads nothing.
+func (r *replay) prepare(req *http.Request, limit int64, retries bool) {
 	switch {
 	case !retries:
-		return replay{kind: kindOnce}
+		r.kind = kindOnce
 	case req.GetBody != nil:
-		return replay{kind: kindGetBody, getBody: req.GetBody}
+		r.kind, r.getBody, r.watch = kindGetBody, req.GetBody, !ownBodies(req.GetBody)
+	default:
+		r.kind, r.tee = kindTee, newTee(req.Body, limit, req.ContentLength)
 	}
-	return replay{kind: kindTee, tee: newTee(req.Body, limit, req.ContentLength)}
 }
 
 // first returns the body of the first attempt: the caller's, or a view of
@@ -62,15 +69,17 @@ func (r *replay) first(req *http.Request) io.ReadCloser {
 	case kindTee:
 		return r.tee.view()
 	case kindGetBody:
-		r.sent = watchBody(req.Body)
-		return r.sent
+		if r.watch {
+			r.sent = watchBody(req.Body)
+			return r.sent
+		}
 	}
 	return req.Body
 }
 
 // modifies reports whether the first attempt must carry another body than
 // the caller's request: a copy, or a body watched for its close.
-func (r *replay) modifies() bool { return r.kind == kindTee || r.kind == kindGetBody }
+func (r *replay) modifies() bool { return r.kind == kindTee || (r.kind == kindGetBody && r.watch) }
 
 // next returns the body for a retry, or an error when the body cannot be
 // sent again. The caller must close it if the retry is abandoned before it
@@ -97,6 +106,9 @@ func (r *replay) next() (io.ReadCloser, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !r.watch {
+			return b, nil
+		}
 		r.sent = watchBody(b)
 		return r.sent, nil
 	case kindTee:
@@ -113,6 +125,23 @@ func (r *replay) next() (io.ReadCloser, error) {
 		return body, nil
 	}
 	return nil, errBodyNotReplayable
+}
+
+// rewindBody returns a GetBody for a guarded attempt of a request whose
+// GetBody is getBody, for net/http's HTTP/1 resend of an attempt of which
+// nothing was written, or nil when there is no body to give. A GetBody of
+// http.NewRequest's is given as it is: whoever calls it, its body shares
+// nothing with the one it replaces. Any other comes through rewindOnly.
+func (r *replay) rewindBody(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+	switch {
+	case r.kind == kindTee:
+		return rewindOnly(r.tee)
+	case r.kind == kindNone || getBody == nil:
+		return nil
+	case ownBodies(getBody):
+		return getBody
+	}
+	return rewindOnly(getBodyFunc(getBody))
 }
 
 // done tells the replay that the request is over: the caller's body is
@@ -237,17 +266,25 @@ type tee struct {
 	reading bool
 	// gen numbers the current view; older views neither read nor close.
 	gen        uint32
-	viewClosed bool // the current view was closed
-	final      bool // the request is over: close src with the current view
+	first      teeView // the view of generation 0
+	viewClosed bool    // the current view was closed
+	final      bool    // the request is over: close src with the current view
 	srcClosed  bool
 }
 
 func newTee(src io.ReadCloser, limit, want int64) *tee {
-	return &tee{src: src, limit: limit, want: max(want, 0)}
+	t := &tee{src: src, limit: limit, want: max(want, 0)}
+	t.first.t = t
+	return t
 }
 
 // view returns the current view of the body.
-func (t *tee) view() io.ReadCloser { return &teeView{t: t, gen: t.gen} }
+func (t *tee) view() io.ReadCloser {
+	if t.gen == 0 {
+		return &t.first
+	}
+	return &teeView{t: t, gen: t.gen}
+}
 
 // complete reports whether the copy holds the whole body: src ended, or
 // gave the declared length, within the limit. t.mu must be held.
@@ -283,6 +320,16 @@ func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 	// while the caller reads the response it already has.
 	t.mu.Unlock()
 	return nil, nil, false
+}
+
+// resend returns a body for net/http's own resend of the current attempt,
+// which wrote nothing of it: as next does.
+func (t *tee) resend() (io.ReadCloser, error) {
+	body, _, ok := t.next()
+	if !ok {
+		return nil, errBodyNotReplayable
+	}
+	return body, nil
 }
 
 // release marks the request over, closing src now if the base has closed
@@ -366,3 +413,35 @@ func (v *teeView) Close() error {
 // errBodyEnded is what a view that is no longer current returns to a base
 // still reading it.
 var errBodyEnded = errors.New("retryhttp: request body read after its attempt ended")
+
+// newRequestGetBodies holds the code of the GetBody functions that
+// http.NewRequest makes for a *bytes.Buffer, *bytes.Reader or
+// *strings.Reader body. Each call of one returns a reader of its own over
+// a snapshot of the bytes, which no read of another body moves.
+var newRequestGetBodies = func() (code [3]uintptr) {
+	for i, body := range []io.Reader{new(bytes.Buffer), new(bytes.Reader), new(strings.Reader)} {
+		// A body of one byte: an empty one gets no GetBody.
+		switch b := body.(type) {
+		case *bytes.Buffer:
+			b.WriteByte('x')
+		case *bytes.Reader:
+			b.Reset([]byte{'x'})
+		case *strings.Reader:
+			b.Reset("x")
+		}
+		if req, err := http.NewRequest(http.MethodPost, "http://localhost/", body); err == nil && req.GetBody != nil {
+			code[i] = reflect.ValueOf(req.GetBody).Pointer()
+		}
+	}
+	return code
+}()
+
+// ownBodies reports whether getBody is one that http.NewRequest made, whose
+// bodies never share a stream: a retry may ask it for a body while the base
+// still reads the last one, and the first attempt can send the caller's
+// body unwatched. Any other GetBody may rewind and return one shared
+// stream, as the Azure SDK's does.
+func ownBodies(getBody func() (io.ReadCloser, error)) bool {
+	p := reflect.ValueOf(getBody).Pointer()
+	return p != 0 && (p == newRequestGetBodies[0] || p == newRequestGetBodies[1] || p == newRequestGetBodies[2])
+}

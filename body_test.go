@@ -267,3 +267,27 @@ func TestGetBodySameStreamWaitsForClose(t *testing.T) {
 		assert.Equal(t, payload, got[0], "the retry sent the whole body")
 	})
 }
+
+// TestNewRequestGetBodyIsNotWatched checks that the GetBody functions of
+// http.NewRequest, whose bodies share no stream, are told apart from any
+// other, and that a request carrying one is sent as the caller made it.
+func TestNewRequestGetBodyIsNotWatched(t *testing.T) {
+	for _, body := range []io.Reader{bytes.NewBufferString("x"), bytes.NewReader([]byte("x")), strings.NewReader("x")} {
+		req, err := http.NewRequest(http.MethodPut, "http://svc.test/", body)
+		require.NoError(t, err)
+		assert.True(t, ownBodies(req.GetBody), "%T", body)
+	}
+	assert.False(t, ownBodies(func() (io.ReadCloser, error) { return http.NoBody, nil }))
+
+	req, err := http.NewRequest(http.MethodPut, "http://svc.test/", strings.NewReader("payload"))
+	require.NoError(t, err)
+	var got *http.Request
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		got = r
+		r.Body.Close()
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
+	})
+	_, err = newTestTransport(base, 0).RoundTrip(req)
+	require.NoError(t, err)
+	assert.Same(t, req, got, "the first attempt is the caller's request")
+}

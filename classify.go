@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// A Decision is a classifier's answer about one attempt's outcome.
+// A Decision is a classifier's answer about one attempt's outcome. The zero
+// Decision is NoOpinion.
 type Decision int8
 
 const (
@@ -40,6 +41,7 @@ func (d Decision) String() string {
 
 // A Verdict is what a Classifier concludes about one attempt: whether to
 // retry, and facets the budget and backoff use to price and pace the retry.
+// The zero Verdict has no opinion and no facets.
 type Verdict struct {
 	Decision Decision
 	// Throttle reports that the server asked the client to slow down

@@ -11,6 +11,14 @@
 // per process (or per dependency), as with http.Transport, so that its
 // connection pool and retry budget are shared too.
 //
+// # What it returns
+//
+// When retries end, for any reason, the caller gets the last attempt's result
+// as the base transport returned it: the response, even a 503, with its body
+// unread and a nil error; or, when no response exists, an *Error that wraps
+// the last error (errors.Is and errors.As see through it) and counts the
+// attempts. Attempts reports how many attempts produced a response.
+//
 // # Which outcomes are retried
 //
 // Each attempt's outcome is judged by a Classifier, a Chain of small
@@ -40,8 +48,11 @@
 // refused the stream. Once a connection was obtained the request may have
 // run, and it is never resent: no hook that may fire late, no GOAWAY and no
 // error text counts as proof. Such a request is also kept from net/http's own
-// resends: its attempts carry no GetBody, and a resend net/http starts anyway
-// is stopped before it writes (ErrBaseResend). WithIdempotencyKeys gives
+// resends, which are stopped before they write (ErrBaseResend), but one:
+// over HTTP/1, net/http sends it again only when nothing of it was written
+// to a reused connection that the server had closed, which proves the first
+// send never reached the server, and that resend goes out as through a
+// plain transport. WithIdempotencyKeys gives
 // key-less requests a random key, the same on every attempt. NoRetry and
 // MaxAttempts change the number of attempts for one call.
 //
@@ -63,6 +74,20 @@
 // that would pass the request's deadline, is not waited for: the response is
 // returned at once for the caller to act on. No wait ever passes the
 // request's deadline, and cancelling the request ends a wait at once.
+//
+// # How much it retries
+//
+// Retries are paid from a Budget: by default a HostBudget, one token bucket
+// per scheme and host. A retry costs 5 tokens (10 after a timeout); a
+// request that succeeds first time returns 1, and a retry that succeeds
+// returns its cost. With 500 tokens a host that fails outright gets 100
+// retries, then first attempts only: the dependency sees about one request
+// per request instead of three, and retries resume as successes refill the
+// bucket. Only healthy responses refill it (not 408, 429, 5xx, or a response
+// marked X-Should-Retry: false), and a retry whose wait is cancelled gets its
+// tokens back. The first attempt of a request is never refused. Module
+// github.com/retryhttp/retryhttp/redisbudget shares the buckets of a fleet
+// of processes through Redis.
 //
 // # What servers say about retrying
 //
@@ -92,29 +117,6 @@
 // WithAttemptHeader names every attempt ("2/3"), so servers and their logs
 // can tell retries from first attempts.
 //
-// # Retrying at one layer
-//
-// When every service in a chain retries, the retries multiply: three
-// attempts in each of four layers send 81 calls to a failing fifth service.
-// Wrap the handlers of services that call others through a Transport in
-// Handler: a response that fails because the service gave up on a dependency
-// then carries X-Should-Retry: false, and the layers above do not retry it.
-// Only the layer next to the failure retries.
-//
-// # How much it retries
-//
-// Retries are paid from a Budget: by default a HostBudget, one token bucket
-// per scheme and host. A retry costs 5 tokens (10 after a timeout); a
-// request that succeeds first time returns 1, and a retry that succeeds
-// returns its cost. With 500 tokens a host that fails outright gets 100
-// retries, then first attempts only: the dependency sees about one request
-// per request instead of three, and retries resume as successes refill the
-// bucket. Only healthy responses refill it (not 408, 429, 5xx, or a response
-// marked X-Should-Retry: false), and a retry whose wait is cancelled gets its
-// tokens back. The first attempt of a request is never refused. Module
-// github.com/retryhttp/retryhttp/redisbudget shares the buckets of a fleet
-// of processes through Redis.
-//
 // # Observing retries
 //
 // WithOnRetry sees each retry before its wait, and WithOnGiveUp each request
@@ -127,6 +129,15 @@
 // and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
 //
+// # Retrying at one layer
+//
+// When every service in a chain retries, the retries multiply: three
+// attempts in each of four layers send 81 calls to a failing fifth service.
+// Wrap the handlers of services that call others through a Transport in
+// Handler: a response that fails because the service gave up on a dependency
+// then carries X-Should-Retry: false, and the layers above do not retry it.
+// Only the layer next to the failure retries.
+//
 // # Hedging
 //
 // WithHedging sends another copy of a slow request, a hedge, when no attempt
@@ -137,14 +148,6 @@
 // budget, and a host's hedges are capped at 5% of its requests. The first
 // success or final response wins, and the other attempts are cancelled.
 // NoHedge turns it off for one call; WithOnHedge sees each hedge.
-//
-// # What it returns
-//
-// When retries end, for any reason, the caller gets the last attempt's result
-// as the base transport returned it: the response, even a 503, with its body
-// unread and a nil error; or, when no response exists, an *Error that wraps
-// the last error (errors.Is and errors.As see through it) and counts the
-// attempts. Attempts reports how many attempts produced a response.
 //
 // # Testing retries
 //

@@ -51,6 +51,7 @@ type h2Server struct {
 	mu       sync.Mutex
 	requests int
 	conns    []*h2Conn
+	closed   bool             // close has run: a connection accepted now is closed at once
 	settled  map[*h2Conn]bool // a header block arrived whole, or the connection ended
 	changed  chan struct{}    // a connection settled
 	wg       sync.WaitGroup
@@ -81,6 +82,12 @@ func (s *h2Server) start() *h2Server {
 			}
 			c := &h2Conn{Conn: nc}
 			s.mu.Lock()
+			if s.closed {
+				// Accepted just as the server closed: close did not see it.
+				s.mu.Unlock()
+				nc.Close()
+				return
+			}
 			s.conns = append(s.conns, c)
 			s.mu.Unlock()
 			s.wg.Add(1)
@@ -139,6 +146,7 @@ func (s *h2Server) received() int {
 func (s *h2Server) close() {
 	s.ln.Close()
 	s.mu.Lock()
+	s.closed = true
 	for _, c := range s.conns {
 		c.Close()
 	}

@@ -8,13 +8,23 @@ import (
 	"time"
 )
 
-// Hedging defaults; see WithHedging.
+// Hedging defaults, used by WithHedging unless a HedgeOption changes them.
 const (
-	DefaultHedgeQuantile    = 0.95
-	DefaultHedgeMinDelay    = time.Millisecond
-	DefaultHedgeMinSamples  = 100
+	// DefaultHedgeQuantile is the quantile of a host's recent latency
+	// after which a request is hedged (HedgeQuantile).
+	DefaultHedgeQuantile = 0.95
+	// DefaultHedgeMinDelay is the shortest delay before a hedge
+	// (HedgeMinDelay).
+	DefaultHedgeMinDelay = time.Millisecond
+	// DefaultHedgeMinSamples is how many latencies of a host must be known
+	// before its requests are hedged on a quantile (HedgeMinSamples).
+	DefaultHedgeMinSamples = 100
+	// DefaultHedgeMaxFraction caps a host's hedges at this fraction of its
+	// requests (HedgeMaxFraction).
 	DefaultHedgeMaxFraction = 0.05
-	DefaultHedgeWindow      = 1000
+	// DefaultHedgeWindow is how many latencies of a host a window holds
+	// (HedgeWindow).
+	DefaultHedgeWindow = 1000
 	// defaultHedgeHosts bounds the hosts whose latency is tracked.
 	defaultHedgeHosts = 1024
 )

@@ -49,8 +49,8 @@ func mayResend(method string, h http.Header, err error, g *guard) bool {
 	}
 	if g.gotConn() {
 		// A dial error now may be a resend's, after a send that reached
-		// the server.
-		return refusedStream(err)
+		// the server; and only the one send's refusal proves anything.
+		return g.conns.Load() == 1 && refusedStream(err)
 	}
 	return g.provedUnsent() || neverSent(err) || refusedStream(err)
 }

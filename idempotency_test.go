@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -66,13 +67,15 @@ func TestMayResendWithGuard(t *testing.T) {
 		{"refused stream on the one send", true, 1, refused, true},
 		{"a resend stopped", true, 2, refused, false},
 		{"a resend stopped, dial error", true, 2, dialRefused, false},
+		{"a resend let through, then a refused stream", true, 2, refused, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, _ := startGuard(t.Context())
+			g, _ := startGuard(t.Context(), http.Header{})
 			defer g.end()
-			g.asked.Store(tt.asked)
+			g.set(guardAsked, tt.asked)
 			g.conns.Store(tt.conns)
+			g.set(guardStopped, strings.HasPrefix(tt.name, "a resend stopped"))
 			assert.Equal(t, tt.want, mayResend(http.MethodPost, http.Header{}, tt.err, g))
 		})
 	}

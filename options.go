@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Defaults used by New. doc.go and README.md tabulate them with their reasons.
+// Defaults used by New; the package documentation tabulates every default
+// with its reason.
 const (
 	// DefaultMaxAttempts is the number of attempts, the first included.
 	DefaultMaxAttempts = 3

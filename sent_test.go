@@ -207,7 +207,7 @@ func TestGuardProvedUnsent(t *testing.T) {
 	assert.False(t, nilGuard.stoppedResend())
 	nilGuard.end()
 
-	g, ctx := startGuard(context.Background())
+	g, ctx := startGuard(context.Background(), http.Header{})
 	defer g.end()
 	assert.False(t, g.provedUnsent(), "no evidence yet")
 	ct := httptrace.ContextClientTrace(ctx)

@@ -40,7 +40,8 @@ const (
 // response exists, an *Error wrapping the last error.
 //
 // A Transport is immutable once New returns it and is safe for concurrent
-// use by many goroutines. Most callers want
+// use by many goroutines. The zero Transport has no base and cannot send:
+// make one with New. Most callers want
 //
 //	client := &http.Client{Transport: retryhttp.New()}
 type Transport struct {
@@ -138,6 +139,8 @@ type Error struct {
 	Err error
 }
 
+// Error describes the failure: the attempts sent and the last attempt's
+// error.
 func (e *Error) Error() string {
 	s := " attempts: "
 	if e.Attempts == 1 {
@@ -181,6 +184,19 @@ type attemptKey struct{}
 // is configured to. It implements http.RoundTripper: it never modifies req,
 // and closes req.Body exactly once, on every path.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.plain(req) {
+		resp, err := t.send(req)
+		if err == nil && t.doneAtOnce(req, resp) {
+			return resp, nil
+		}
+		return t.roundTrip(req, resp, err, true)
+	}
+	return t.roundTrip(req, nil, nil, false)
+}
+
+// roundTrip is RoundTrip; when firstSent is true, the first attempt was
+// req itself, and ended in resp0 or err0.
+func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 error, firstSent bool) (*http.Response, error) {
 	if err := checkRequest(req); err != nil {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
@@ -208,7 +224,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body replay // the zero replay sends no body
 	if hasBody {
-		body = prepareReplay(req, t.bodyBufferLimit, p.maxAttempts > 1)
+		body.prepare(req, t.bodyBufferLimit, p.maxAttempts > 1)
 	}
 	header, keyed := req.Header, false
 	if t.autoKeys && !p.resendable && !idempotent && !hasIdempotencyKey(header) {
@@ -235,24 +251,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				actx = context.WithValue(ctx, attemptKey{}, attempt)
 			}
 			if guarded {
-				g, actx = startGuard(actx)
+				g, actx = startGuard(actx, header)
 			}
-			a = req.WithContext(actx)
+			a = g.request(req, actx)
 			a.Header = header
 			if t.attemptHeader != "" {
 				a.Header = header.Clone()
 				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, p.maxAttempts))
 			}
-			if guarded {
-				// A GetBody would let net/http resend the request by
-				// itself, after failures that prove nothing.
-				a.GetBody = nil
-			}
 			body.setBody(a, next, !guarded)
+			if guarded {
+				// net/http resends a request with a body by itself only
+				// through GetBody: give it one for the resend that proves
+				// nothing was sent, and none after any other failure.
+				a.GetBody = body.rewindBody(req.GetBody)
+			}
 		}
 		var resp *http.Response
 		var err error
-		if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
+		if firstSent {
+			resp, err, firstSent = resp0, err0, false
+		} else if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
 			var sent int
 			var took Tokens
 			resp, a, sent, took, err = t.sendFirstHedged(req, a, p)
@@ -264,7 +283,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = errors.Join(ErrBaseResend, err)
 		}
 
-		v := t.classifier.Classify(a, resp, err)
+		v := t.classify(a, resp, err)
 		if t.throttle != nil {
 			t.throttle.record(t, th, req, err, v)
 		}
@@ -272,7 +291,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err != nil || failureStatus(resp.StatusCode) {
 				markGaveUp(ctx)
 			} else if t.budget != nil && healthy(resp) {
-				t.budget.Deposit(req, spent)
+				t.deposit(req, spent)
 			}
 			return t.finish(resp, err, attempt, a, &body, g)
 		}
@@ -451,7 +470,7 @@ func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.
 	}
 	if g != nil {
 		// The body is read in the attempt's context: end it on Close.
-		resp.Body = newCancelBody(resp.Body, g.end)
+		resp.Body = g.wrap(resp.Body)
 	}
 	if attempt > 1 && resp.Request == nil {
 		resp.Request = a

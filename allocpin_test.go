@@ -1,0 +1,61 @@
+package retryhttp
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// allocsPerRoundTrip counts the allocations of a round trip of the request
+// make returns, through tr, the request's body readied by reset each time.
+func allocsPerRoundTrip(t *testing.T, tr http.RoundTripper, req *http.Request, reset func()) float64 {
+	t.Helper()
+	return testing.AllocsPerRun(100, func() {
+		reset()
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	})
+}
+
+// TestKeyedPostAllocatesNothing pins the cost of a POST with an
+// idempotency key and http.NewRequest's GetBody that succeeds at once: it
+// is sent as the caller made it, and nothing is prepared for a retry.
+func TestKeyedPostAllocatesNothing(t *testing.T) {
+	req, reset := post(bytes.Repeat([]byte("p"), 1024), true, "k-1")
+	assert.Zero(t, allocsPerRoundTrip(t, New(WithBase(newStub())), req, reset))
+}
+
+// TestKeyedSharedGetBodyAllocations pins the cost of a keyed POST whose
+// GetBody may rewind a shared stream: its body is watched for the base's
+// close, on a copy of the request.
+func TestKeyedSharedGetBodyAllocations(t *testing.T) {
+	req, reset := postShared(bytes.Repeat([]byte("p"), 1024), "k-1")
+	assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(newStub())), req, reset), 2.0)
+}
+
+// TestKeylessPostAllocations pins the cost of the guard of a key-less POST
+// that succeeds at once: the guard, which holds the attempt's request,
+// context and response wrapper, and its two httptrace hooks; a body without
+// GetBody adds its copier and the GetBody that lets net/http resend the
+// copy when it proves nothing was written.
+func TestKeylessPostAllocations(t *testing.T) {
+	payload := bytes.Repeat([]byte("p"), 1024)
+	for _, tt := range []struct {
+		name    string
+		getBody bool
+		max     float64
+	}{
+		{"GetBody", true, 3},
+		{"no GetBody", false, 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, reset := post(payload, tt.getBody, "")
+			assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(newStub())), req, reset), tt.max)
+		})
+	}
+}

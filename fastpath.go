@@ -1,0 +1,54 @@
+package retryhttp
+
+import "net/http"
+
+// classify is t.classifier.Classify, with the default classifier's answer
+// to a success given without a dynamic call: every request pays for it.
+func (t *Transport) classify(a *http.Request, resp *http.Response, err error) Verdict {
+	if resp != nil && resp.StatusCode < 300 {
+		if _, ok := t.classifier.(defaultClassifier); ok {
+			return Verdict{Decision: DontRetry}
+		}
+	}
+	return t.classifier.Classify(a, resp, err)
+}
+
+// deposit is t.budget.Deposit, called directly on the default budget.
+func (t *Transport) deposit(req *http.Request, spent Tokens) {
+	if h, ok := t.budget.(*HostBudget); ok {
+		h.Deposit(req, spent)
+		return
+	}
+	t.budget.Deposit(req, spent)
+}
+
+// plain reports whether req's first attempt is req itself, sent as it is,
+// with nothing prepared for a retry: a valid request that may be sent
+// twice (its method is idempotent or it carries an idempotency key),
+// without a body or with a GetBody of http.NewRequest's, through a
+// Transport that neither numbers, hedges nor throttles attempts.
+func (t *Transport) plain(req *http.Request) bool {
+	if req == nil || req.URL == nil || req.Header == nil || t.attemptHeader != "" || t.hedge != nil || t.throttle != nil {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !ownBodies(req.GetBody)) {
+		return false
+	}
+	return idempotentMethod(req.Method) || hasIdempotencyKey(req.Header)
+}
+
+// doneAtOnce reports whether resp, the response to the plain first attempt
+// req, ends the request as a success the default classifier would not
+// retry, and refills the budget as such a success does.
+func (t *Transport) doneAtOnce(req *http.Request, resp *http.Response) bool {
+	if resp.StatusCode >= 300 {
+		return false
+	}
+	if _, ok := t.classifier.(defaultClassifier); !ok {
+		return false
+	}
+	if t.budget != nil {
+		t.deposit(req, 0)
+	}
+	return true
+}

@@ -1,0 +1,54 @@
+package retryhttp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptrace"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestGuardContext checks the guarded attempt's context: it carries the
+// guard's trace without a context of its own, is cancelled with its parent
+// and by the guard, and reads as cancelled once the attempt has ended, even
+// if nothing had asked for its Done channel before.
+func TestGuardContext(t *testing.T) {
+	require.NotNil(t, traceKey, "httptrace's key was learnt: the guard's context carries its trace itself")
+
+	t.Run("carries the trace", func(t *testing.T) {
+		g, ctx := startGuard(context.Background(), http.Header{})
+		defer g.end()
+		assert.Same(t, &g.ctx.trace, httptrace.ContextClientTrace(ctx))
+		assert.Nil(t, ctx.Value(attemptKey{}))
+	})
+	t.Run("ended before anyone waited", func(t *testing.T) {
+		g, ctx := startGuard(context.Background(), http.Header{})
+		require.NoError(t, ctx.Err())
+		g.end()
+		assert.ErrorIs(t, ctx.Err(), context.Canceled)
+		select {
+		case <-ctx.Done():
+		default:
+			t.Fatal("Done is not closed after the attempt ended")
+		}
+	})
+	t.Run("cancelled with its parent", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		g, ctx := startGuard(parent, http.Header{})
+		defer g.end()
+		done := ctx.Done()
+		cancel()
+		<-done
+		assert.ErrorIs(t, ctx.Err(), context.Canceled)
+	})
+	t.Run("a child made under it is cancelled by the guard", func(t *testing.T) {
+		g, ctx := startGuard(context.Background(), http.Header{})
+		child, cancel := context.WithCancelCause(ctx) // as net/http makes one
+		defer cancel(nil)
+		g.ctx.cancel(ErrBaseResend)
+		<-child.Done()
+		assert.ErrorIs(t, context.Cause(ctx), ErrBaseResend)
+	})
+}
