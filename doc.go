@@ -149,6 +149,15 @@
 // success or final response wins, and the other attempts are cancelled.
 // NoHedge turns it off for one call; WithOnHedge sees each hedge.
 //
+// # Failing fast when a host is down
+//
+// WithAdaptiveThrottling refuses, without sending them, a share of the
+// requests to a host that has been failing, as the host's recent attempts
+// show (the client-side throttling of Google's SRE book): a refused request
+// fails at once with an error wrapping ErrThrottled. Probes always get
+// through, and the host is trusted again as soon as it accepts a few
+// attempts in a row.
+//
 // # Testing retries
 //
 // Package github.com/retryhttp/retryhttp/httptest provides local servers, and
@@ -176,6 +185,8 @@
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget
+//	adaptive throttle  off; when on: per host over 10 s, K = 2, at most   WithAdaptiveThrottling
+//	                   90% refused, none before 20 requests
 //	resendable         idempotent methods and keyed requests only         WithResendable, Resendable
 //	classifier         DefaultClassifier()                                WithClassifier
 //	base transport     go-cleanhttp's pooled transport                    WithBase
