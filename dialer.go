@@ -1,0 +1,237 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// A Dialer connects to a host name's addresses one after another in the
+// order its resolver returns them, as net.Dialer does, except for the
+// connection of a retry: the addresses at which the request's earlier
+// attempts failed are dialled last, so that a retry reaches another
+// instance of the service first (a host name with several addresses: DNS
+// round robin, a headless Kubernetes Service). It is what the default base
+// dials with; give it to an *http.Transport of your own in one line:
+//
+//	base.DialContext = retryhttp.NewDialer().DialContext
+//
+// A Transport learns where each attempt went through net/http/httptrace
+// when its base is an *http.Transport, so this works when that transport,
+// given with WithBase, dials with the Dialer.
+//
+// A Dialer is safe for concurrent use; its fields must not change once it
+// is in use.
+type Dialer struct {
+	// Resolver looks up the host's addresses. Nil means net.DefaultResolver.
+	Resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
+	// Dialer dials each address, an "ip:port". Nil means a net.Dialer with
+	// a 30 s timeout and 30 s keep-alives, go-cleanhttp's.
+	Dialer interface {
+		DialContext(ctx context.Context, network, address string) (net.Conn, error)
+	}
+}
+
+// NewDialer returns a Dialer over net.DefaultResolver and a net.Dialer with
+// go-cleanhttp's timeouts.
+func NewDialer() *Dialer { return &Dialer{} }
+
+// defaultNetDialer is the net.Dialer of a Dialer without one, with
+// go-cleanhttp's settings.
+var defaultNetDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// DialContext connects to address, a "host:port", on network. When host is
+// a name, its addresses are dialled in the resolver's order, those at which
+// an earlier attempt of the request being sent failed moved to the end, and
+// the first connection made is returned; when every address fails, the
+// errors are joined. A literal IP address is dialled as it is.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	dial := d.Dialer
+	if dial == nil {
+		dial = defaultNetDialer
+	}
+	failed := failedPeers(ctx)
+	if d.Resolver == nil && len(failed) == 0 {
+		// Nothing to avoid: the dialer's own way, Happy Eyeballs included.
+		return dial.DialContext(ctx, network, address)
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return dial.DialContext(ctx, network, address)
+	}
+	var r interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	} = net.DefaultResolver
+	if d.Resolver != nil {
+		r = d.Resolver
+	}
+	ipNet := "ip"
+	switch network {
+	case "tcp4", "udp4":
+		ipNet = "ip4"
+	case "tcp6", "udp6":
+		ipNet = "ip6"
+	}
+	addrs, err := r.LookupNetIP(ctx, ipNet, host)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	addrs = avoidFailed(addrs, failed)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(dialTimeout(dial))
+	}
+	var errs []error
+	for i, a := range addrs {
+		// Each address gets its share of the time left, as net.Dialer
+		// gives it, so that one that swallows packets cannot use it all.
+		actx, cancel := context.WithDeadline(ctx, partialDeadline(time.Now(), deadline, len(addrs)-i))
+		c, err := dial.DialContext(actx, network, net.JoinHostPort(a.Unmap().String(), port))
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// dialTimeout is how long dial may take over all addresses: a net.Dialer's
+// Timeout, or 30 s.
+func dialTimeout(dial interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}) time.Duration {
+	if nd, ok := dial.(*net.Dialer); ok && nd.Timeout > 0 {
+		return nd.Timeout
+	}
+	return defaultNetDialer.Timeout
+}
+
+// minDialShare is the least time an address gets when others remain, as
+// in net.Dialer.
+const minDialShare = 2 * time.Second
+
+// partialDeadline returns the deadline of one of left addresses still to
+// dial before deadline: an equal share of the time left, at least
+// minDialShare unless that passes deadline.
+func partialDeadline(now, deadline time.Time, left int) time.Time {
+	share := deadline.Sub(now) / time.Duration(left)
+	if share < minDialShare {
+		share = minDialShare
+	}
+	if d := now.Add(share); d.Before(deadline) {
+		return d
+	}
+	return deadline
+}
+
+// avoidFailed returns addrs with those in failed moved to the end, each
+// group in its order. addrs is not modified.
+func avoidFailed(addrs []netip.Addr, failed []netip.AddrPort) []netip.Addr {
+	if len(failed) == 0 {
+		return addrs
+	}
+	good := make([]netip.Addr, 0, len(addrs))
+	var bad []netip.Addr
+	for _, a := range addrs {
+		if slicesContainsAddr(failed, a.Unmap()) {
+			bad = append(bad, a)
+		} else {
+			good = append(good, a)
+		}
+	}
+	return append(good, bad...)
+}
+
+// slicesContainsAddr reports whether an entry of failed has the address a.
+func slicesContainsAddr(failed []netip.AddrPort, a netip.Addr) bool {
+	for _, f := range failed {
+		if f.Addr() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// failedKey is the context key under which a retry carries the peers at
+// which the request's earlier attempts failed, for a Dialer.
+type failedKey struct{}
+
+// failedPeers returns the peers at which the earlier attempts of the
+// request whose context is ctx failed.
+func failedPeers(ctx context.Context) []netip.AddrPort {
+	p, _ := ctx.Value(failedKey{}).([]netip.AddrPort)
+	return p
+}
+
+// A peerTrace records which connection carried one attempt, through
+// net/http/httptrace's GotConn, which an *http.Transport calls on the
+// goroutine of RoundTrip. The lock covers bases that call it from another.
+type peerTrace struct {
+	mu    sync.Mutex
+	conn  net.Conn
+	trace httptrace.ClientTrace
+}
+
+// tracePeer returns a copy of a whose context records the connection that
+// carries it, composed with any trace the caller set.
+func tracePeer(a *http.Request) (*http.Request, *peerTrace) {
+	p := &peerTrace{}
+	p.trace.GotConn = p.gotConn
+	return a.WithContext(httptrace.WithClientTrace(a.Context(), &p.trace)), p
+}
+
+func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
+	p.mu.Lock()
+	p.conn = info.Conn
+	p.mu.Unlock()
+}
+
+// peer returns the remote address of the attempt's connection, the zero
+// AddrPort when it is unknown: no connection was obtained, the base does
+// not report through httptrace, or the connection is not over IP.
+func (p *peerTrace) peer() netip.AddrPort {
+	if p == nil {
+		return netip.AddrPort{}
+	}
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	if c == nil {
+		return netip.AddrPort{}
+	}
+	return addrPortOf(c.RemoteAddr())
+}
+
+// addrPortOf returns the IP address and port of a, the zero AddrPort when a
+// is not an IP address.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	case nil:
+		return netip.AddrPort{}
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
