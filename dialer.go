@@ -2,12 +2,14 @@ package retryhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,14 +62,14 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	failed := failedPeers(ctx)
 	if d.Resolver == nil && len(failed) == 0 {
 		// Nothing to avoid: the dialer's own way, Happy Eyeballs included.
-		return dial.DialContext(ctx, network, address)
+		return newDialedConn(dial.DialContext(ctx, network, address))
 	}
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return dial.DialContext(ctx, network, address)
+		return newDialedConn(dial.DialContext(ctx, network, address))
 	}
 	var r interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
@@ -102,7 +104,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		c, err := dial.DialContext(actx, network, net.JoinHostPort(a.Unmap().String(), port))
 		cancel()
 		if err == nil {
-			return c, nil
+			return newDialedConn(c, nil)
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -180,12 +182,85 @@ func failedPeers(ctx context.Context) []netip.AddrPort {
 	return p
 }
 
+// errRetired is the error of a write on a connection the Transport retired.
+var errRetired = errors.New("retryhttp: connection retired after a failed response")
+
+// A dialedConn is a connection a Dialer made, which a Transport can retire
+// once a failed response without a body has put it back in net/http's
+// pool, before another request is sent down it. A response with a body
+// needs none of this: closed unread, it closes its connection.
+//
+// state is twice the number of requests begun on the connection, plus one
+// once the response to the last has begun to arrive, or -1 once retired.
+// Over HTTP/1 a request's first write follows the previous response's
+// reads, so a write while the count is odd begins a request.
+type dialedConn struct {
+	net.Conn
+	state atomic.Int64
+}
+
+// newDialedConn wraps the result of a dial.
+func newDialedConn(c net.Conn, err error) (net.Conn, error) {
+	if err != nil {
+		return nil, err
+	}
+	dc := &dialedConn{Conn: c}
+	dc.state.Store(1)
+	return dc, nil
+}
+
+func (c *dialedConn) Write(p []byte) (int, error) {
+	for {
+		s := c.state.Load()
+		if s < 0 {
+			return 0, errRetired
+		}
+		if s&1 == 0 || c.state.CompareAndSwap(s, s+1) {
+			return c.Conn.Write(p)
+		}
+	}
+}
+
+func (c *dialedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		if s := c.state.Load(); s >= 0 && s&1 == 0 {
+			c.state.CompareAndSwap(s, s+1)
+		}
+	}
+	return n, err
+}
+
+// retire closes the connection if no request has begun on it since the
+// one that began when its state was began, and reports whether it did. A
+// request that took the connection from the pool meanwhile and has not
+// written yet fails its first write with nothing sent, which net/http
+// resends on another connection as it does when a server closes an idle
+// connection.
+func (c *dialedConn) retire(began int64) bool {
+	if began < 0 || began&1 == 0 {
+		return false
+	}
+	for {
+		s := c.state.Load()
+		if s != began+1 && s != began+2 {
+			return false
+		}
+		if c.state.CompareAndSwap(s, -1) {
+			c.Conn.Close()
+			return true
+		}
+	}
+}
+
 // A peerTrace records which connection carried one attempt, through
 // net/http/httptrace's GotConn, which an *http.Transport calls on the
 // goroutine of RoundTrip. The lock covers bases that call it from another.
 type peerTrace struct {
 	mu    sync.Mutex
 	conn  net.Conn
+	dc    *dialedConn // the connection, when a Dialer made it
+	began int64       // dc's state when the attempt got it
 	trace httptrace.ClientTrace
 }
 
@@ -198,9 +273,33 @@ func tracePeer(a *http.Request) (*http.Request, *peerTrace) {
 }
 
 func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
+	c := info.Conn
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	dc, _ := c.(*dialedConn)
 	p.mu.Lock()
-	p.conn = info.Conn
+	p.conn, p.dc = info.Conn, dc
+	if dc != nil {
+		p.began = dc.state.Load()
+	}
 	p.mu.Unlock()
+}
+
+// retire closes the HTTP/1 connection that carried resp, a failure, when a
+// Dialer made it and no other request has begun on it: a response without
+// a body put it back in the pool before the Transport saw it.
+func (p *peerTrace) retire(resp *http.Response) {
+	if p == nil || resp.ProtoMajor != 1 {
+		// Over HTTP/2 the connection carries other requests' streams.
+		return
+	}
+	p.mu.Lock()
+	dc, began := p.dc, p.began
+	p.mu.Unlock()
+	if dc != nil {
+		dc.retire(began)
+	}
 }
 
 // peer returns the remote address of the attempt's connection, the zero

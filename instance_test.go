@@ -47,6 +47,7 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 		wantConns int // after two requests
 	}{
 		{"5xx then success", httptest.First(1, httptest.Status(http.StatusServiceUnavailable)), 2, 2},
+		{"5xx with an empty body, through a Dialer", httptest.First(1, httptest.Respond(http.StatusBadGateway, nil, "")), 2, 2},
 		{"success", httptest.Pass(), 1, 1},
 		{"final 5xx", httptest.Status(http.StatusInternalServerError), 1, 1},
 		{"throttled", httptest.First(1, httptest.RetryAfter(http.StatusTooManyRequests, 0)), 2, 1},
@@ -54,7 +55,7 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(nil, tc.fault)
 			defer srv.Close()
-			base := &http.Transport{}
+			base := &http.Transport{DialContext: retryhttp.NewDialer().DialContext}
 			defer base.CloseIdleConnections()
 			max := 3
 			if tc.name == "final 5xx" {

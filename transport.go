@@ -302,6 +302,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp != nil && leave {
 			// Closed unread, the body takes its connection with it.
 			resp.Body.Close()
+			pt.retire(resp)
 		} else if resp != nil {
 			discard(resp)
 		}
