@@ -62,14 +62,16 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	failed := failedPeers(ctx)
 	if d.Resolver == nil && len(failed) == 0 {
 		// Nothing to avoid: the dialer's own way, Happy Eyeballs included.
-		return newDialedConn(dial.DialContext(ctx, network, address))
+		c, err := dial.DialContext(ctx, network, address)
+		return newDialedConn(c, err, nil)
 	}
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return newDialedConn(dial.DialContext(ctx, network, address))
+		c, err := dial.DialContext(ctx, network, address)
+		return newDialedConn(c, err, nil)
 	}
 	var r interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
@@ -104,7 +106,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		c, err := dial.DialContext(actx, network, net.JoinHostPort(a.Unmap().String(), port))
 		cancel()
 		if err == nil {
-			return newDialedConn(c, nil)
+			return newDialedConn(c, nil, addrs)
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -197,16 +199,34 @@ var errRetired = errors.New("retryhttp: connection retired after a failed respon
 type dialedConn struct {
 	net.Conn
 	state atomic.Int64
+	// addrs are the addresses the host name resolved to when the Dialer
+	// resolved it, nil when the underlying dialer did.
+	addrs []netip.Addr
 }
 
-// newDialedConn wraps the result of a dial.
-func newDialedConn(c net.Conn, err error) (net.Conn, error) {
+// newDialedConn wraps the result of a dial to one of addrs.
+func newDialedConn(c net.Conn, err error, addrs []netip.Addr) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc := &dialedConn{Conn: c}
+	dc := &dialedConn{Conn: c, addrs: addrs}
 	dc.state.Store(1)
 	return dc, nil
+}
+
+// elsewhere reports whether the host c was dialled for has an address
+// other than failed ones, and c's is one of them: a retry avoiding them
+// may refuse c.
+func (c *dialedConn) elsewhere(failed []netip.AddrPort) bool {
+	if !slicesContainsAddr(failed, addrPortOf(c.RemoteAddr()).Addr()) {
+		return false
+	}
+	for _, a := range c.addrs {
+		if !slicesContainsAddr(failed, a.Unmap()) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *dialedConn) Write(p []byte) (int, error) {
@@ -253,21 +273,46 @@ func (c *dialedConn) retire(began int64) bool {
 	}
 }
 
+// refuse retires an idle HTTP/1 connection that the request which just
+// took it from the pool has not written on, and reports whether it did.
+func (c *dialedConn) refuse() bool {
+	s := c.state.Load()
+	if s < 0 || s&1 == 0 || !c.state.CompareAndSwap(s, -1) {
+		return false
+	}
+	c.Conn.Close()
+	return true
+}
+
+// multiplexed reports whether c speaks HTTP/2, whose requests share it.
+func multiplexed(c net.Conn) bool {
+	tc, ok := c.(*tls.Conn)
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
+}
+
 // A peerTrace records which connection carried one attempt, through
 // net/http/httptrace's GotConn, which an *http.Transport calls on the
 // goroutine of RoundTrip. The lock covers bases that call it from another.
 type peerTrace struct {
-	mu    sync.Mutex
-	conn  net.Conn
-	dc    *dialedConn // the connection, when a Dialer made it
-	began int64       // dc's state when the attempt got it
-	trace httptrace.ClientTrace
+	mu     sync.Mutex
+	conn   net.Conn
+	dc     *dialedConn      // the connection, when a Dialer made it
+	began  int64            // dc's state when the attempt got it
+	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
+	trace  httptrace.ClientTrace
 }
 
 // tracePeer returns a copy of a whose context records the connection that
-// carries it, composed with any trace the caller set.
-func tracePeer(a *http.Request) (*http.Request, *peerTrace) {
-	p := &peerTrace{}
+// carries it, composed with any trace the caller set. A pooled HTTP/1
+// connection that a Dialer made to an address in refuse is retired as the
+// attempt gets it, before anything is written: net/http then sends the
+// attempt on another connection, as it does when a server closed an idle
+// one, so that a retry does not meet an instance that failed the request
+// through another connection to it. The caller passes refuse only for
+// attempts that net/http may resend by itself: without a body, or with
+// GetBody, and not guarded.
+func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTrace) {
+	p := &peerTrace{refuse: refuse}
 	p.trace.GotConn = p.gotConn
 	return a.WithContext(httptrace.WithClientTrace(a.Context(), &p.trace)), p
 }
@@ -278,6 +323,10 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 		c = tc.NetConn()
 	}
 	dc, _ := c.(*dialedConn)
+	if dc != nil && info.Reused && len(p.refuse) > 0 && !multiplexed(info.Conn) &&
+		dc.elsewhere(p.refuse) && dc.refuse() {
+		return
+	}
 	p.mu.Lock()
 	p.conn, p.dc = info.Conn, dc
 	if dc != nil {

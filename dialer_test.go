@@ -72,7 +72,7 @@ func TestDialedConnRetire(t *testing.T) {
 	t.Run("no request since", func(t *testing.T) {
 		client, server := net.Pipe()
 		defer server.Close()
-		c, _ := newDialedConn(client, nil)
+		c, _ := newDialedConn(client, nil, nil)
 		dc := c.(*dialedConn)
 		exchange(dc, server) // an earlier request
 		began := dc.state.Load()
@@ -85,7 +85,7 @@ func TestDialedConnRetire(t *testing.T) {
 	t.Run("another request began", func(t *testing.T) {
 		client, server := net.Pipe()
 		defer server.Close()
-		c, _ := newDialedConn(client, nil)
+		c, _ := newDialedConn(client, nil, nil)
 		dc := c.(*dialedConn)
 		defer dc.Close()
 		began := dc.state.Load()
@@ -94,4 +94,25 @@ func TestDialedConnRetire(t *testing.T) {
 		assert.False(t, dc.retire(began))
 		exchange(dc, server) // the connection still works
 	})
+}
+
+// fixedAddrConn is a net.Conn whose remote address is fixed.
+type fixedAddrConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c fixedAddrConn) RemoteAddr() net.Addr { return c.remote }
+
+func TestDialedConnElsewhere(t *testing.T) {
+	a1, a2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	conn := func(addrs []netip.Addr) *dialedConn {
+		return &dialedConn{Conn: fixedAddrConn{remote: net.TCPAddrFromAddrPort(netip.AddrPortFrom(a1, 80))}, addrs: addrs}
+	}
+	failedA1 := []netip.AddrPort{netip.AddrPortFrom(a1, 80)}
+	assert.True(t, conn([]netip.Addr{a1, a2}).elsewhere(failedA1), "another address remains")
+	assert.False(t, conn([]netip.Addr{a1}).elsewhere(failedA1), "the only address")
+	assert.False(t, conn(nil).elsewhere(failedA1), "addresses unknown")
+	assert.False(t, conn([]netip.Addr{a1, a2}).elsewhere([]netip.AddrPort{netip.AddrPortFrom(a2, 80)}), "its address did not fail")
+	assert.False(t, conn([]netip.Addr{a1, a2}).elsewhere(append(failedA1, netip.AddrPortFrom(a2, 80))), "every address failed")
 }

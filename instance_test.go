@@ -301,3 +301,84 @@ func TestTracedAttemptKeepsCallerTrace(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, int32(1), got.Load())
 }
+
+// TestRetryRefusesAPooledConnectionToAFailedAddress proves that a retry
+// does not take an idle connection to the address that failed it: net/http
+// sends the retry on a connection to another address instead.
+func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	addrs := resolver{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
+	lns, port := listenAll(t, addrs)
+	var failing atomic.Bool
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	first := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if failing.Load() {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		arrived <- struct{}{}
+		<-release
+	}), httptest.Pass())
+	first.Listener.Close()
+	first.Listener = lns[0]
+	first.Start()
+	defer first.Close()
+	second := httptest.NewUnstartedServer(nil, httptest.Pass())
+	second.Listener.Close()
+	second.Listener = lns[1]
+	second.Start()
+	defer second.Close()
+
+	base := &http.Transport{DialContext: (&retryhttp.Dialer{Resolver: addrs}).DialContext}
+	defer base.CloseIdleConnections()
+	url := "http://svc.test:" + port + "/"
+	// Two requests at once leave two idle connections to the first address.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			resp, err := base.RoundTrip(req)
+			if assert.NoError(t, err) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	<-arrived
+	<-arrived
+	close(release)
+	wg.Wait()
+	require.Equal(t, 2, first.Connections())
+
+	failing.Store(true)
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	code, attempts := roundTrip(t, rt, url)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 2, attempts, "the retry went to the second address")
+	assert.Equal(t, 3, first.Attempts(), "attempts at the first address")
+}
+
+// TestRetryOverHTTP2RetiresTheConnection proves that over HTTP/2, where
+// every request to a host shares one connection, the retry of a 5xx marks
+// the connection it is sent on as not to be reused: the requests after it
+// get a new connection.
+func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := httptest.NewHTTP2Server(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	defer srv.Close()
+	base := srv.Client().Transport.(*http.Transport)
+	defer base.CloseIdleConnections()
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 2, resp.ProtoMajor)
+	assert.Equal(t, 2, retryhttp.Attempts(resp))
+	assert.Equal(t, 1, srv.Connections(), "the retry rode the connection that failed")
+	code, attempts := roundTrip(t, rt, srv.URL)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 1, attempts)
+	assert.Equal(t, 2, srv.Connections(), "the next request got a new connection")
+}

@@ -221,6 +221,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		next    = body.first(req) // the next attempt's body
 		attempt = 1
 		failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
+		retire  bool             // an HTTP/2 attempt failed: retire its connection
 	)
 	for {
 		a := req
@@ -237,6 +238,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				g, actx = startGuard(actx)
 			}
 			a = req.WithContext(actx)
+			if retire {
+				// An HTTP/2 connection carries other requests too: the
+				// retry marks the one it is sent on as not to be reused.
+				a.Close = true
+			}
 			a.Header = header
 			if t.attemptHeader != "" {
 				a.Header = header.Clone()
@@ -259,7 +265,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			attempt, spent = sent, took
 		} else {
 			if t.peers {
-				a, pt = tracePeer(a)
+				var refuse []netip.AddrPort
+				if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
+					refuse = failed
+				}
+				a, pt = tracePeer(a, refuse)
 			}
 			resp, err = t.send(a)
 		}
@@ -303,6 +313,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// Closed unread, the body takes its connection with it.
 			resp.Body.Close()
 			pt.retire(resp)
+			retire = retire || resp.ProtoMajor == 2
 		} else if resp != nil {
 			discard(resp)
 		}
