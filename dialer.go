@@ -293,7 +293,10 @@ func multiplexed(c net.Conn) bool {
 // A peerTrace records which connection carried one attempt, through
 // net/http/httptrace's GotConn, which an *http.Transport calls on the
 // goroutine of RoundTrip. The lock covers bases that call it from another.
+// It is also the attempt's context, so that PeerFromContext finds it
+// without a context of its own.
 type peerTrace struct {
+	context.Context
 	mu     sync.Mutex
 	conn   net.Conn
 	dc     *dialedConn      // the connection, when a Dialer made it
@@ -312,9 +315,21 @@ type peerTrace struct {
 // attempts that net/http may resend by itself: without a body, or with
 // GetBody, and not guarded.
 func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTrace) {
-	p := &peerTrace{refuse: refuse}
+	p := &peerTrace{Context: a.Context(), refuse: refuse}
 	p.trace.GotConn = p.gotConn
-	return a.WithContext(httptrace.WithClientTrace(a.Context(), &p.trace)), p
+	return a.WithContext(httptrace.WithClientTrace(p, &p.trace)), p
+}
+
+// peerKey is the context key under which an attempt's context finds its
+// peerTrace.
+type peerKey struct{}
+
+// Value returns p for peerKey, and the parent's values otherwise.
+func (p *peerTrace) Value(key any) any {
+	if key == (peerKey{}) {
+		return p
+	}
+	return p.Context.Value(key)
 }
 
 func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {

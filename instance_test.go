@@ -382,3 +382,36 @@ func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
 	assert.Equal(t, 1, attempts)
 	assert.Equal(t, 2, srv.Connections(), "the next request got a new connection")
 }
+
+// unwrapping is a base over an *http.Transport that records the peer of
+// each attempt, as read under the Transport, and unwraps to its transport.
+type unwrapping struct {
+	base  *http.Transport
+	peers []netip.AddrPort
+}
+
+func (u *unwrapping) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := u.base.RoundTrip(r)
+	u.peers = append(u.peers, retryhttp.PeerFromContext(r.Context()))
+	return resp, err
+}
+
+func (u *unwrapping) Unwrap() http.RoundTripper { return u.base }
+
+// TestPeerFromContextUnderAWrapper proves that a base which unwraps to an
+// *http.Transport has its attempts traced, and reads each attempt's peer.
+func TestPeerFromContextUnderAWrapper(t *testing.T) {
+	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	defer srv.Close()
+	u := &unwrapping{base: &http.Transport{}}
+	defer u.base.CloseIdleConnections()
+	var events []netip.AddrPort
+	rt := retryhttp.New(retryhttp.WithBase(u), retryhttp.WithBackoff(retryhttp.Constant(0)),
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { events = append(events, e.Peer) }))
+	code, _ := roundTrip(t, rt, srv.URL)
+	require.Equal(t, http.StatusOK, code)
+	want := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	assert.Equal(t, []netip.AddrPort{want, want}, u.peers, "peers read under the Transport")
+	assert.Equal(t, []netip.AddrPort{want}, events)
+	assert.False(t, retryhttp.PeerFromContext(context.Background()).IsValid())
+}

@@ -100,15 +100,37 @@ func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpRe
 	t.onGiveUp(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v, Peer: peer})
 }
 
+// PeerFromContext returns the remote address of the connection that
+// carries the attempt whose request context is ctx, once the base has
+// obtained one, and otherwise the zero AddrPort. A RoundTripper under a
+// Transport (in its base, as otelretry's spans are) reads it when the
+// attempt's RoundTrip returns. Attempts are traced only over an
+// *http.Transport, as RetryEvent.Peer says.
+func PeerFromContext(ctx context.Context) netip.AddrPort {
+	p, _ := ctx.Value(peerKey{}).(*peerTrace)
+	return p.peer()
+}
+
 // tracesPeers reports whether t learns each attempt's connection through
-// net/http/httptrace: when the base is an *http.Transport (the default base
-// is one), which reports it, and whose Dialer, if it is retryhttp's, sends a
-// retry to another address. It costs an attempt four small allocations, a
-// few hundred bytes beside net/http's own, so other bases, which may report
-// nothing, are not traced: their RetryEvent.Peer is the zero AddrPort.
+// net/http/httptrace: when its base is an *http.Transport (the default base
+// is one), or a RoundTripper whose Unwrap method leads to one, which reports
+// it, and whose Dialer, if it is retryhttp's, sends a retry to another
+// address. It costs an attempt four small allocations, a few hundred bytes
+// beside net/http's own, so other bases, which may report nothing, are not
+// traced: their RetryEvent.Peer is the zero AddrPort.
 func tracesPeers(t *Transport) bool {
-	_, std := t.base.(*http.Transport)
-	return std
+	rt := t.base
+	for range 8 { // a bound, should wrappers unwrap to each other
+		switch b := rt.(type) {
+		case *http.Transport:
+			return true
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = b.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // AttemptFromContext returns the number of the attempt whose request

@@ -202,8 +202,9 @@ type RetryEvent struct {
 	// Peer is the remote address of the failed attempt's connection
 	// (OpenTelemetry's network.peer.address and network.peer.port), the
 	// zero AddrPort when it is unknown: the attempt got no connection, or
-	// the base is not an *http.Transport (the default base is one), or the
-	// attempt was hedged. Behind a proxy it is the proxy's address.
+	// the base is not an *http.Transport (the default base is one) nor
+	// unwraps to one (an Unwrap() http.RoundTripper method), or the attempt
+	// was hedged. Behind a proxy it is the proxy's address.
 	Peer netip.AddrPort
 }
 
