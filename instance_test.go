@@ -415,3 +415,38 @@ func TestPeerFromContextUnderAWrapper(t *testing.T) {
 	assert.Equal(t, []netip.AddrPort{want}, events)
 	assert.False(t, retryhttp.PeerFromContext(context.Background()).IsValid())
 }
+
+// opaque hides its transport from the Transport, which then does not trace
+// the attempts.
+type opaque struct{ http.RoundTripper }
+
+// BenchmarkPeerTrace compares a loopback GET through a Transport that
+// traces each attempt's connection (its base is an *http.Transport) with
+// one that does not (the same transport, hidden).
+func BenchmarkPeerTrace(b *testing.B) {
+	srv := httptest.NewServer(nil, httptest.Pass())
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		wrap func(*http.Transport) http.RoundTripper
+	}{
+		{"traced", func(t *http.Transport) http.RoundTripper { return t }},
+		{"untraced", func(t *http.Transport) http.RoundTripper { return opaque{t} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			rt := retryhttp.New(retryhttp.WithBase(tc.wrap(base)))
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}

@@ -313,7 +313,28 @@ func Instances(ctx context.Context, p Params) []Table {
 		}
 	}
 	tables = append(tables, t)
-	return tables
+	return append(tables, outageConnections(ctx, p))
+}
+
+// outageConnections runs the outage (every attempt answers 503) and sets
+// the connections each library opened against the bound of a retry that
+// leaves its connection: the concurrency plus the retries sent.
+func outageConnections(ctx context.Context, p Params) Table {
+	t := Table{
+		Title: "instances: an outage costs a connection per retry, no more",
+		Note: fmt.Sprintf("%d GETs, %d at a time, to a server that answers 503 to everything; every library over "+
+			"the same kind of base transport (128 idle connections per host). Retries are the server's requests "+
+			"beyond one per GET; the bound is %d plus the retries. Fast backoff; budgets as each library has them "+
+			"by default.", p.Outage, p.Concurrency, p.Concurrency),
+		Header: []string{"library", "amplification", "retries", "connections", "bound"},
+	}
+	for _, lib := range peers.All() {
+		r := RunOutage(ctx, lib, peers.NewBase(), p.Fast, p.Outage, p.Concurrency)
+		retries := r.ServerCalls - int64(r.Requests)
+		t.Add(lib.Name, r.Amplification, strconv.FormatInt(retries, 10), strconv.FormatInt(r.ServerConns, 10),
+			strconv.FormatInt(int64(p.Concurrency)+retries, 10))
+	}
+	return t
 }
 
 // instanceRow formats r as a table row.
