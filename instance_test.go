@@ -450,3 +450,17 @@ func BenchmarkPeerTrace(b *testing.B) {
 		})
 	}
 }
+
+// TestGiveUpEventNamesThePeer proves that the address of the last
+// attempt's connection reaches the give-up hook.
+func TestGiveUpEventNamesThePeer(t *testing.T) {
+	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	defer srv.Close()
+	var peers []netip.AddrPort
+	rt := retryhttp.New(retryhttp.WithMaxAttempts(1),
+		retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { peers = append(peers, e.Peer) }))
+	defer rt.CloseIdleConnections()
+	code, _ := roundTrip(t, rt, srv.URL)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, []netip.AddrPort{netip.MustParseAddrPort(srv.Listener.Addr().String())}, peers)
+}

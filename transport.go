@@ -221,7 +221,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		next    = body.first(req) // the next attempt's body
 		attempt = 1
 		failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
-		retire  bool             // an HTTP/2 attempt failed: retire its connection
+		retire  bool             // an HTTP/2 attempt failed: retries retire their connection
 	)
 	for {
 		a := req
