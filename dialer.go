@@ -27,10 +27,23 @@ import (
 // when its base is an *http.Transport, so this works when that transport,
 // given with WithBase, dials with the Dialer.
 //
+// Besides, a retry refuses a pooled HTTP/1 connection to an address that
+// failed the request, while another address remains, and a failed response
+// without a body, which net/http pools before the Transport sees it, costs
+// its connection as one with a body does. For the first, the Dialer must
+// know the name's addresses: it resolves the name itself for a retry, and
+// for every dial when Resolver is set; with a nil Resolver a first attempt
+// is dialled by name through Dialer (a net.Dialer's Happy Eyeballs
+// included), and its connection is not refused.
+//
+// The connections it returns wrap those of Dialer: they have a NetConn
+// method, as *tls.Conn has, that returns the underlying connection.
+//
 // A Dialer is safe for concurrent use; its fields must not change once it
 // is in use.
 type Dialer struct {
-	// Resolver looks up the host's addresses. Nil means net.DefaultResolver.
+	// Resolver looks up the host's addresses, for every dial when set, and
+	// for a retry's dial when nil, through net.DefaultResolver.
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
@@ -41,9 +54,20 @@ type Dialer struct {
 	}
 }
 
-// NewDialer returns a Dialer over net.DefaultResolver and a net.Dialer with
-// go-cleanhttp's timeouts.
+// NewDialer returns a Dialer with a nil Resolver and a net.Dialer with
+// go-cleanhttp's timeouts: a first attempt's dial is the net.Dialer's own.
 func NewDialer() *Dialer { return &Dialer{} }
+
+// resolver and contextDialer are the methods a Dialer uses of its Resolver
+// and Dialer.
+type (
+	resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
+	contextDialer interface {
+		DialContext(ctx context.Context, network, address string) (net.Conn, error)
+	}
+)
 
 // defaultNetDialer is the net.Dialer of a Dialer without one, with
 // go-cleanhttp's settings.
@@ -73,9 +97,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		c, err := dial.DialContext(ctx, network, address)
 		return newDialedConn(c, err, nil)
 	}
-	var r interface {
-		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-	} = net.DefaultResolver
+	var r resolver = net.DefaultResolver
 	if d.Resolver != nil {
 		r = d.Resolver
 	}
@@ -118,9 +140,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 
 // dialTimeout is how long dial may take over all addresses: a net.Dialer's
 // Timeout, or 30 s.
-func dialTimeout(dial interface {
-	DialContext(ctx context.Context, network, address string) (net.Conn, error)
-}) time.Duration {
+func dialTimeout(dial contextDialer) time.Duration {
 	if nd, ok := dial.(*net.Dialer); ok && nd.Timeout > 0 {
 		return nd.Timeout
 	}
@@ -203,6 +223,9 @@ type dialedConn struct {
 	// resolved it, nil when the underlying dialer did.
 	addrs []netip.Addr
 }
+
+// NetConn returns the connection c wraps.
+func (c *dialedConn) NetConn() net.Conn { return c.Conn }
 
 // newDialedConn wraps the result of a dial to one of addrs.
 func newDialedConn(c net.Conn, err error, addrs []netip.Addr) (net.Conn, error) {
