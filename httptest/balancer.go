@@ -1,6 +1,7 @@
 package httptest
 
 import (
+	"context"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -33,11 +34,13 @@ type Balancer struct {
 	backends []string
 	counts   []atomic.Int64
 
-	mu    sync.Mutex
-	rng   *rand.Rand
-	conns map[net.Conn]struct{}
-	done  bool
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	rng    *rand.Rand
+	conns  map[net.Conn]struct{}
+	done   bool
+	wg     sync.WaitGroup
+	ctx    context.Context // ends dials to backends on Close
+	cancel context.CancelFunc
 }
 
 // NewBalancer starts and returns a balancer over backends, each a
@@ -54,6 +57,7 @@ func NewBalancer(seed uint64, backends ...string) *Balancer {
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		conns:    make(map[net.Conn]struct{}),
 	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	for i, be := range backends {
 		b.backends[i] = hostPort(be)
 	}
@@ -102,6 +106,7 @@ func (b *Balancer) TotalConnections() int {
 // balancer, and waits until their pipes have ended.
 func (b *Balancer) Close() {
 	b.ln.Close()
+	b.cancel()
 	b.mu.Lock()
 	b.done = true
 	for c := range b.conns {
@@ -145,7 +150,8 @@ func (b *Balancer) pipe(c net.Conn, backend string) {
 		b.mu.Unlock()
 		c.Close()
 	}()
-	u, err := net.Dial("tcp", backend)
+	var d net.Dialer
+	u, err := d.DialContext(b.ctx, "tcp", backend)
 	if err != nil {
 		return
 	}
