@@ -227,6 +227,15 @@ type dialedConn struct {
 // NetConn returns the connection c wraps.
 func (c *dialedConn) NetConn() net.Conn { return c.Conn }
 
+// CloseWrite shuts down the writing side of the connection c wraps, when it
+// can, as net/http's body of a 101 Switching Protocols response offers.
+func (c *dialedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 // newDialedConn wraps the result of a dial to one of addrs.
 func newDialedConn(c net.Conn, err error, addrs []netip.Addr) (net.Conn, error) {
 	if err != nil {

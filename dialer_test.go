@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -115,4 +116,21 @@ func TestDialedConnElsewhere(t *testing.T) {
 	assert.False(t, conn(nil).elsewhere(failedA1), "addresses unknown")
 	assert.False(t, conn([]netip.Addr{a1, a2}).elsewhere([]netip.AddrPort{netip.AddrPortFrom(a2, 80)}), "its address did not fail")
 	assert.False(t, conn([]netip.Addr{a1, a2}).elsewhere(append(failedA1, netip.AddrPortFrom(a2, 80))), "every address failed")
+}
+
+func TestDialedConnUnwraps(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	c, err := NewDialer().DialContext(t.Context(), "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	_, ok := c.(interface{ NetConn() net.Conn }).NetConn().(*net.TCPConn)
+	assert.True(t, ok, "NetConn returns the TCP connection")
+	assert.NoError(t, c.(interface{ CloseWrite() error }).CloseWrite())
+	client, server := net.Pipe()
+	defer server.Close()
+	p, _ := newDialedConn(client, nil, nil)
+	defer p.Close()
+	assert.ErrorIs(t, p.(interface{ CloseWrite() error }).CloseWrite(), errors.ErrUnsupported)
 }
