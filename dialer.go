@@ -382,6 +382,17 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 	p.mu.Unlock()
 }
 
+// multiplexed reports whether the attempt's connection speaks HTTP/2.
+func (p *peerTrace) multiplexed() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	return c != nil && multiplexed(c)
+}
+
 // retire closes the HTTP/1 connection that carried resp, a failure, when a
 // Dialer made it and no other request has begun on it: a response without
 // a body put it back in the pool before the Transport saw it.

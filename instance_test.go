@@ -464,3 +464,25 @@ func TestGiveUpEventNamesThePeer(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, []netip.AddrPort{netip.MustParseAddrPort(srv.Listener.Addr().String())}, peers)
 }
+
+// TestRetryOverHTTP2AfterAnErrorRetiresTheConnection proves that a retry
+// after an attempt that failed with an error over HTTP/2 (a stream reset)
+// marks its connection too.
+func TestRetryOverHTTP2AfterAnErrorRetiresTheConnection(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := httptest.NewHTTP2Server(nil, httptest.First(1, httptest.ResetAfterRead()))
+	defer srv.Close()
+	base := srv.Client().Transport.(*http.Transport)
+	defer base.CloseIdleConnections()
+	var errs []error
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { errs = append(errs, e.Err) }))
+	code, attempts := roundTrip(t, rt, srv.URL)
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, errs, 1)
+	require.Error(t, errs[0], "the first attempt failed with an error")
+	assert.Equal(t, 2, attempts)
+	code, _ = roundTrip(t, rt, srv.URL)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 2, srv.Connections(), "the next request got a new connection")
+}

@@ -316,6 +316,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			retire = retire || resp.ProtoMajor == 2
 		} else if resp != nil {
 			discard(resp)
+		} else if leave {
+			retire = retire || pt.multiplexed()
 		}
 		if leave && peer.IsValid() {
 			failed = append(failed, peer)
