@@ -335,18 +335,28 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	url := "http://svc.test:" + port + "/"
 	// Two requests at once leave two idle connections to the first address.
 	var wg sync.WaitGroup
+	failed := make(chan error, 2)
 	for range 2 {
 		wg.Go(func() {
 			req, _ := http.NewRequest(http.MethodGet, url, nil)
 			resp, err := base.RoundTrip(req)
-			if assert.NoError(t, err) {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+			if err != nil {
+				failed <- err
+				return
 			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		})
 	}
-	<-arrived
-	<-arrived
+	for range 2 {
+		select {
+		case <-arrived:
+		case err := <-failed:
+			close(release)
+			wg.Wait()
+			t.Fatal(err)
+		}
+	}
 	close(release)
 	wg.Wait()
 	require.Equal(t, 2, first.Connections())
