@@ -117,6 +117,21 @@
 // WithAttemptHeader names every attempt ("2/3"), so servers and their logs
 // can tell retries from first attempts.
 //
+// # Where a retry goes
+//
+// A 5xx may belong to the instance of a service that answered it. Behind a
+// balancer that pins each connection to one instance (a Kubernetes Service,
+// a network load balancer) a retry sent down the same connection meets the
+// same instance, so the response of a 5xx that is retried is closed unread,
+// which closes its connection; a final response, and a throttled one (429,
+// 503 with Retry-After), keep theirs, so that an outage costs one connection
+// per retry the budget grants. A Dialer, which the default base dials with,
+// dials the addresses at which a request failed last when it retries it,
+// and refuses a pooled connection to one of them. Over HTTP/2, whose one
+// connection carries every request, the retry marks the connection it is
+// sent on as not to be reused. Each attempt's peer address is in
+// RetryEvent.Peer, GiveUpEvent.Peer and PeerFromContext.
+//
 // # Observing retries
 //
 // WithOnRetry sees each retry before its wait, and WithOnGiveUp each request

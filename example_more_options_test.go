@@ -70,11 +70,12 @@ func ExampleWithLogger() {
 	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
-	// Debug records, without the time and the address, whose port changes.
+	// Debug records, without the time, the URL and the peer's port, which
+	// change from run to run.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "url" || a.Key == "delay" {
+			if a.Key == slog.TimeKey || a.Key == "url" || a.Key == "delay" || a.Key == "network.peer.port" {
 				return slog.Attr{}
 			}
 			return a
@@ -87,7 +88,7 @@ func ExampleWithLogger() {
 	status, _ := get(client, srv.URL+"/items?token=secret")
 	fmt.Println(status)
 	// Output:
-	// level=DEBUG msg="retryhttp: retrying" method=GET attempt=1 status=503
+	// level=DEBUG msg="retryhttp: retrying" method=GET attempt=1 status=503 network.peer.address=127.0.0.1
 	// 200
 }
 

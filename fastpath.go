@@ -26,9 +26,10 @@ func (t *Transport) deposit(req *http.Request, spent Tokens) {
 // with nothing prepared for a retry: a valid request that may be sent
 // twice (its method is idempotent or it carries an idempotency key),
 // without a body or with a GetBody of http.NewRequest's, through a
-// Transport that neither numbers, hedges nor throttles attempts.
+// Transport that neither numbers, hedges nor throttles attempts, nor
+// traces their peers (whose addresses a retry must avoid).
 func (t *Transport) plain(req *http.Request) bool {
-	if req == nil || req.URL == nil || req.Header == nil || t.attemptHeader != "" || t.hedge != nil || t.throttle != nil {
+	if req == nil || req.URL == nil || req.Header == nil || t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.peers {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !ownBodies(req.GetBody)) {

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"net/http"
+	"net/netip"
 )
 
 // A GiveUpReason says why a Transport stopped retrying a request whose last
@@ -63,6 +64,9 @@ type GiveUpEvent struct {
 	Err error
 	// Verdict is the classifier's verdict on the last attempt.
 	Verdict Verdict
+	// Peer is the remote address of the last attempt's connection, as
+	// RetryEvent.Peer.
+	Peer netip.AddrPort
 }
 
 // WithOnGiveUp calls fn when the Transport stops retrying a request whose
@@ -93,7 +97,7 @@ func both[E any](first, second func(E)) func(E) {
 }
 
 // reportGiveUp calls the give-up hooks, if any.
-func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict) {
+func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
 	if t.onGiveUp == nil {
 		return
 	}
@@ -101,7 +105,40 @@ func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpRe
 	if resp != nil {
 		status = resp.StatusCode
 	}
-	t.onGiveUp(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v})
+	t.onGiveUp(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v, Peer: peer})
+}
+
+// PeerFromContext returns the remote address of the connection that
+// carries the attempt whose request context is ctx, once the base has
+// obtained one, and otherwise the zero AddrPort. A RoundTripper under a
+// Transport (in its base, as otelretry's spans are) reads it when the
+// attempt's RoundTrip returns. Attempts are traced only over an
+// *http.Transport, as RetryEvent.Peer says.
+func PeerFromContext(ctx context.Context) netip.AddrPort {
+	p, _ := ctx.Value(peerKey{}).(*peerTrace)
+	return p.peer()
+}
+
+// tracesPeers reports whether t learns each attempt's connection through
+// net/http/httptrace: when its base is an *http.Transport (the default base
+// is one), or a RoundTripper whose Unwrap method leads to one, which reports
+// it, and whose Dialer, if it is retryhttp's, sends a retry to another
+// address. It costs an attempt four small allocations, a few hundred bytes
+// beside net/http's own, so other bases, which may report nothing, are not
+// traced: their RetryEvent.Peer is the zero AddrPort.
+func tracesPeers(t *Transport) bool {
+	rt := t.base
+	for range 8 { // a bound, should wrappers unwrap to each other
+		switch b := rt.(type) {
+		case *http.Transport:
+			return true
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = b.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // AttemptFromContext returns the number of the attempt whose request

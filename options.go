@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -199,6 +200,13 @@ type RetryEvent struct {
 	Err error
 	// Verdict is the classifier's verdict on the failed attempt.
 	Verdict Verdict
+	// Peer is the remote address of the failed attempt's connection
+	// (OpenTelemetry's network.peer.address and network.peer.port), the
+	// zero AddrPort when it is unknown: the attempt got no connection, or
+	// the base is not an *http.Transport (the default base is one) nor
+	// unwraps to one (an Unwrap() http.RoundTripper method), or the attempt
+	// was hedged. Behind a proxy it is the proxy's address.
+	Peer netip.AddrPort
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -418,11 +419,11 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	ctx := req.Context()
 	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
 		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: throttled",
-			append(requestAttrs(req, 0, nil, nil),
+			append(requestAttrs(req, 0, nil, nil, netip.AddrPort{}),
 				slog.String("reason", string(GiveUpThrottled)),
 				slog.Float64("rejection_probability", p))...)
 	}
-	t.reportGiveUp(req, 0, GiveUpThrottled, nil, ErrThrottled, Verdict{})
+	t.reportGiveUp(req, 0, GiveUpThrottled, nil, ErrThrottled, Verdict{}, netip.AddrPort{})
 	markShed(ctx)
 	return nil, &Error{Err: ErrThrottled}
 }

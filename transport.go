@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
@@ -64,6 +65,7 @@ type Transport struct {
 	hedge           *hedging // nil: no hedging
 	throttle        *throttling
 	logger          *slog.Logger
+	peers           bool // each attempt's connection is traced
 
 	// now and rand are the clock and the random source of jitter, uniform in
 	// [0, 1). In-package tests replace them.
@@ -97,6 +99,7 @@ func New(opts ...Option) *Transport {
 	if t.base == nil {
 		t.base = defaultBase()
 	}
+	t.peers = tracesPeers(t)
 	return t
 }
 
@@ -113,6 +116,7 @@ const defaultIdlePerHost = 100
 func defaultBase() *http.Transport {
 	base := cleanhttp.DefaultPooledTransport()
 	base.MaxIdleConnsPerHost = defaultIdlePerHost
+	base.DialContext = NewDialer().DialContext
 	return base
 }
 
@@ -241,6 +245,8 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		prev    time.Duration     // the previous retry's delay
 		next    = body.first(req) // the next attempt's body
 		attempt = 1
+		failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
+		retire  bool             // an HTTP/2 attempt failed: retries retire their connection
 	)
 	for {
 		a := req
@@ -249,11 +255,19 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			actx := ctx
 			if attempt > 1 {
 				actx = context.WithValue(ctx, attemptKey{}, attempt)
+				if len(failed) > 0 {
+					actx = context.WithValue(actx, failedKey{}, failed)
+				}
 			}
 			if guarded {
 				g, actx = startGuard(actx, header)
 			}
 			a = g.request(req, actx)
+			if retire {
+				// An HTTP/2 connection carries other requests too: the
+				// retry marks the one it is sent on as not to be reused.
+				a.Close = true
+			}
 			a.Header = header
 			if t.attemptHeader != "" {
 				a.Header = header.Clone()
@@ -269,6 +283,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		var resp *http.Response
 		var err error
+		var pt *peerTrace
 		if firstSent {
 			resp, err, firstSent = resp0, err0, false
 		} else if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
@@ -277,6 +292,13 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			resp, a, sent, took, err = t.sendFirstHedged(req, a, p)
 			attempt, spent = sent, took
 		} else {
+			if t.peers {
+				var refuse []netip.AddrPort
+				if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
+					refuse = failed
+				}
+				a, pt = tracePeer(a, refuse)
+			}
 			resp, err = t.send(a)
 		}
 		if err != nil && g.stoppedResend() {
@@ -300,24 +322,36 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		delay, reason := t.plan(a, resp, err, attempt, prev, v, g, p)
 		if reason != "" {
-			return t.giveUp(req, a, attempt, reason, resp, err, v, &body, g)
+			return t.giveUp(req, a, pt, attempt, reason, resp, err, v, &body, g)
 		}
 		nb, berr := body.next()
 		if berr != nil {
-			return t.giveUp(req, a, attempt, GiveUpBodyNotReplayable, resp, err, v, &body, g)
+			return t.giveUp(req, a, pt, attempt, GiveUpBodyNotReplayable, resp, err, v, &body, g)
 		}
 		if t.budget != nil {
 			took, berr := t.budget.Withdraw(req, v)
 			if berr != nil {
 				closeBody(nb)
-				return t.giveUp(req, a, attempt, GiveUpBudgetExhausted, resp, err, v, &body, g)
+				return t.giveUp(req, a, pt, attempt, GiveUpBudgetExhausted, resp, err, v, &body, g)
 			}
 			spent = took
 		}
 
-		t.notify(req, attempt, delay, resp, err, v)
-		if resp != nil {
+		peer := pt.peer()
+		t.notify(req, attempt, delay, resp, err, v, peer)
+		leave := err != nil || instanceFailure(resp, v)
+		if resp != nil && leave {
+			// Closed unread, the body takes its connection with it.
+			resp.Body.Close()
+			pt.retire(resp)
+			retire = retire || resp.ProtoMajor == 2
+		} else if resp != nil {
 			discard(resp)
+		} else if leave {
+			retire = retire || pt.multiplexed()
+		}
+		if leave && peer.IsValid() {
+			failed = append(failed, peer)
 		}
 		g.end()
 		if werr := wait(ctx, delay); werr != nil {
@@ -327,7 +361,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 				// The retry was paid for but never sent.
 				t.budget.Deposit(req, spent)
 			}
-			t.reportGiveUp(req, attempt, GiveUpCanceled, resp, err, v)
+			t.reportGiveUp(req, attempt, GiveUpCanceled, resp, err, v, peer)
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -378,9 +412,10 @@ func (t *Transport) policy(req *http.Request) policy {
 // worth retrying with verdict v, for the given reason: it logs the reason,
 // reports it to the give-up hooks, tells a Handler serving the request that
 // a dependency was given up on, and returns the last result.
-func (t *Transport) giveUp(req, a *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, body *replay, g *guard) (*http.Response, error) {
-	t.logGiveUp(a, attempt, reason, resp, err)
-	t.reportGiveUp(req, attempt, reason, resp, err, v)
+func (t *Transport) giveUp(req, a *http.Request, pt *peerTrace, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, body *replay, g *guard) (*http.Response, error) {
+	peer := pt.peer()
+	t.logGiveUp(a, attempt, reason, resp, err, peer)
+	t.reportGiveUp(req, attempt, reason, resp, err, v, peer)
 	markGaveUp(a.Context())
 	return t.finish(resp, err, attempt, a, body, g)
 }
@@ -478,6 +513,19 @@ func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.
 	return resp, nil
 }
 
+// instanceFailure reports whether resp, an attempt about to be retried
+// with verdict v, failed in a way that may belong to the instance of the
+// service that served it (a 5xx), so that the retry should go elsewhere: its
+// connection is closed rather than pooled, since behind a balancer that pins
+// each connection to one instance (a Kubernetes Service, a network load
+// balancer) a retry sent down it again meets the same instance. A throttled
+// response (429, 503 with Retry-After) keeps its connection: the server
+// answered as it meant to and asked for less load, not for another
+// connection, and its quota is seldom the instance's alone.
+func instanceFailure(resp *http.Response, v Verdict) bool {
+	return resp != nil && resp.StatusCode >= 500 && !v.Throttle
+}
+
 // discard drains a little of a response that will not be returned, so its
 // connection can be reused, and closes it. A body that stalls is closed
 // after drainTimeout, which ends a blocked read in net/http's bodies.
@@ -505,31 +553,32 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // notify tells the hook and the logger about a retry about to be made.
-func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, resp *http.Response, err error, v Verdict) {
+func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
 	}
 	if t.onRetry != nil {
-		t.onRetry(RetryEvent{Request: req, Attempt: attempt, Delay: delay, StatusCode: status, Err: err, Verdict: v})
+		t.onRetry(RetryEvent{Request: req, Attempt: attempt, Delay: delay, StatusCode: status, Err: err, Verdict: v, Peer: peer})
 	}
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: retrying",
-			append(requestAttrs(req, attempt, resp, err), slog.Duration("delay", delay))...)
+			append(requestAttrs(req, attempt, resp, err, peer), slog.Duration("delay", delay))...)
 	}
 }
 
 // logGiveUp logs a retryable failure that is not retried, and why.
-func (t *Transport) logGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error) {
+func (t *Transport) logGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, peer netip.AddrPort) {
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not retrying",
-			append(requestAttrs(req, attempt, resp, err), slog.String("reason", string(reason)))...)
+			append(requestAttrs(req, attempt, resp, err, peer), slog.String("reason", string(reason)))...)
 	}
 }
 
 // requestAttrs describes an attempt for the log without headers, user
-// information or query strings, which may hold secrets.
-func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error) []slog.Attr {
+// information or query strings, which may hold secrets, and with the
+// connection's remote address when it is known.
+func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error, peer netip.AddrPort) []slog.Attr {
 	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
 	if u.Host == "" {
 		u.Host = req.Host
@@ -545,6 +594,9 @@ func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error
 	}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode))
+	}
+	if peer.IsValid() {
+		attrs = append(attrs, slog.String("network.peer.address", peer.Addr().String()), slog.Int("network.peer.port", int(peer.Port())))
 	}
 	if err != nil {
 		// A *url.Error's message repeats the URL, query string included.

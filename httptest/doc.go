@@ -51,6 +51,15 @@
 // attempt the upstream answered counts as executed even when the proxy
 // then resets the connection.
 //
+// # Several instances behind a balancer
+//
+// NewBalancer starts a TCP balancer on loopback in front of several
+// backends, each connection piped to one of them for its life, as a
+// Kubernetes Service or a network load balancer does, picked by a seeded
+// generator and counted per backend. Make one backend fail (a Server
+// answering Status(503)) to prove that a client's retries leave the
+// instance that failed them.
+//
 // # Inside testing/synctest
 //
 // Real sockets cannot be used inside a synctest bubble. NewTransport

@@ -25,7 +25,11 @@
 // propagators, injects each attempt's own span context into its headers. Under otelhttp a layer reads
 // the attempt's number (retryhttp.AttemptFromContext) and gives every resend
 // the attribute http.request.resend_count: 1 on the first retry, 2 on the
-// second. There is no span around the whole call: the conventions ask for
+// second. When the base is an *http.Transport (the default), the layer
+// also gives each attempt's span network.peer.address and network.peer.port,
+// the remote address of the connection that carried it
+// (retryhttp.PeerFromContext), so that a retry that left a failing instance
+// shows it. There is no span around the whole call: the conventions ask for
 // none. The attempt spans are children of the span in the request's
 // context, if any; without one, each attempt is a trace of its own, as the
 // conventions' examples show.

@@ -128,6 +128,7 @@ func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
 func defaultBase() http.RoundTripper {
 	base := cleanhttp.DefaultPooledTransport()
 	base.MaxIdleConnsPerHost = 100
+	base.DialContext = retryhttp.NewDialer().DialContext
 	return base
 }
 
@@ -161,6 +162,10 @@ type spans struct {
 // the method.
 func (s *spans) CloseIdleConnections() { s.layer.CloseIdleConnections() }
 
+// Unwrap returns the base, so that the Transport traces each attempt's
+// connection when the base is an *http.Transport.
+func (s *spans) Unwrap() http.RoundTripper { return s.layer.base }
+
 // attempts is the layer under otelhttp: it sees each attempt with its span
 // in the request's context.
 type attempts struct {
@@ -179,7 +184,13 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	a.o.countAttempt(ctx, r)
-	return a.base.RoundTrip(r)
+	resp, err := a.base.RoundTrip(r)
+	if peer := retryhttp.PeerFromContext(ctx); peer.IsValid() && madeSpan(ctx) {
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(semconv.NetworkPeerAddress(peer.Addr().String()), semconv.NetworkPeerPort(int(peer.Port())))
+		}
+	}
+	return resp, err
 }
 
 // madeSpan reports whether otelhttp made a span for the attempt whose

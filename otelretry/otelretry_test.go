@@ -3,6 +3,8 @@ package otelretry_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -412,4 +414,36 @@ func TestHedgeOfAHedge(t *testing.T) {
 		assert.EqualValues(t, 2, sum(t, m[otelretry.HedgesName]))
 		assert.EqualValues(t, 3, sum(t, m[otelretry.AttemptsName]))
 	})
+}
+
+// TestAttemptSpansNamePeer proves that each attempt's span over a real
+// connection carries the connection's remote address and port.
+func TestAttemptSpansNamePeer(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	tel := newTelemetry(t)
+	tr := retryhttp.New(otelretry.Instrument(nil, otelretry.WithTracerProvider(tel.tp), otelretry.WithMeterProvider(tel.mp)),
+		retryhttp.WithBackoff(retryhttp.Constant(0)))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := do(t, tr, req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	want := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	spans := tel.clientSpans()
+	require.Len(t, spans, 2)
+	for i, s := range spans {
+		addr, ok := attr(s.Attributes(), semconv.NetworkPeerAddressKey)
+		require.True(t, ok, "attempt %d has network.peer.address", i+1)
+		assert.Equal(t, want.Addr().String(), addr.AsString())
+		port, ok := attr(s.Attributes(), semconv.NetworkPeerPortKey)
+		require.True(t, ok, "attempt %d has network.peer.port", i+1)
+		assert.EqualValues(t, want.Port(), port.AsInt64())
+	}
 }

@@ -126,6 +126,7 @@ func All() []Scenario {
 		{"post", Post},
 		{"reset", Reset},
 		{"throttling", Throttling},
+		{"instances", Instances},
 	}
 }
 

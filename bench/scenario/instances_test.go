@@ -1,0 +1,45 @@
+package scenario
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/bench/peers"
+)
+
+// TestRetryHTTPLeavesTheBadBackend checks the targets of the instances
+// scenario for retryhttp, one bad backend of five behind the balancer.
+func TestRetryHTTPLeavesTheBadBackend(t *testing.T) {
+	f := balancedFleet(1, 5, false)
+	defer f.closeFn()
+	r := RunInstances(context.Background(), lib(t, peers.RetryHTTP), f, fast, DefaultInstanceParams())
+	assert.GreaterOrEqual(t, float64(r.Serial.OK)/float64(r.Serial.N), 0.995, "success at concurrency 1")
+	assert.GreaterOrEqual(t, float64(r.Concurrent.OK)/float64(r.Concurrent.N), 0.995, "success at concurrency 8")
+	assert.LessOrEqual(t, r.BadPerRequest, 0.05, "attempts at the bad backend per request")
+}
+
+// TestPlainStaysOnTheBadBackend checks that the balancer pins: without
+// retries, a client on the bad backend fails every request.
+func TestPlainStaysOnTheBadBackend(t *testing.T) {
+	f := balancedFleet(1, 5, false)
+	defer f.closeFn()
+	ip := DefaultInstanceParams()
+	r := RunInstances(context.Background(), lib(t, peers.Plain), f, fast, ip)
+	assert.Less(t, r.Serial.OK, r.Serial.N)
+	assert.Zero(t, (r.Serial.N-r.Serial.OK)%ip.PerClient, "a client fails all its requests or none")
+}
+
+// TestRetryHTTPLeavesTheBadAddress checks the three-address target: every
+// request succeeds within two attempts, at concurrency 1 and 8.
+func TestRetryHTTPLeavesTheBadAddress(t *testing.T) {
+	f, err := namedFleet(true)
+	require.NoError(t, err)
+	defer f.closeFn()
+	r := RunInstances(context.Background(), lib(t, peers.RetryHTTP), f, fast, DefaultInstanceParams())
+	assert.Equal(t, r.Serial.N, r.Serial.OK, "success at concurrency 1")
+	assert.Equal(t, r.Concurrent.N, r.Concurrent.OK, "success at concurrency 8")
+	assert.Equal(t, 2, r.WorstAttempts, "most attempts of a request")
+}
