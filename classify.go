@@ -152,9 +152,14 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 // golang.org/x/net/http2's stream errors), never from its text, which a
 // server can fill with anything.
 //
+// A context.DeadlineExceeded is retried, with the Timeout facet, only while
+// the request's own context is alive: it is then a timeout of the base's
+// (net/http's ResponseHeaderTimeout reports itself so over HTTP/1), not the
+// caller giving up.
+//
 // Never retried: certificate verification failures and other TLS errors, a
-// host that does not exist (NXDOMAIN), and context.Canceled or
-// context.DeadlineExceeded. Any other error has no opinion, which makes it
+// host that does not exist (NXDOMAIN), context.Canceled, and
+// context.DeadlineExceeded once the request's context is done. Any other error has no opinion, which makes it
 // final at the end of the default chain: an unsupported scheme or an invalid
 // header is a programming error that a retry cannot fix.
 //
@@ -163,7 +168,7 @@ func ErrorClassifier() Classifier { return errorClassifier{} }
 
 type errorClassifier struct{}
 
-func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Verdict {
+func (errorClassifier) Classify(req *http.Request, _ *http.Response, err error) Verdict {
 	if err == nil {
 		return Verdict{}
 	}
@@ -174,8 +179,17 @@ func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Ve
 	if errors.Is(err, ErrAttemptTimeout) {
 		return Verdict{Decision: Retry, Timeout: true}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
 		return final
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// net/http's own timeouts (the base's ResponseHeaderTimeout over
+		// HTTP/1 among them) report themselves as DeadlineExceeded too:
+		// only the request's context says whether the caller gave up.
+		if req == nil || req.Context().Err() != nil {
+			return final
+		}
+		return Verdict{Decision: Retry, Timeout: true}
 	}
 	if isTLSError(err) {
 		return final
