@@ -140,6 +140,10 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 
 // ErrorClassifier judges transport errors by their type.
 //
+// A ProxyConnectError is judged by its status, as StatusClassifier judges
+// a response: a proxy that refused a CONNECT with 502, 503 or 429 is
+// retried, one that wants credentials (407) is not.
+//
 // Retried: ErrAttemptTimeout (with the Timeout facet), dial failures
 // (including a refused connection), connection resets and aborts, broken
 // pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
@@ -178,6 +182,9 @@ func (errorClassifier) Classify(req *http.Request, _ *http.Response, err error) 
 	// Our own per-attempt timeout comes first: it wraps a context error.
 	if errors.Is(err, ErrAttemptTimeout) {
 		return Verdict{Decision: Retry, Timeout: true}
+	}
+	if pe := proxyRefusal(err); pe != nil {
+		return statusVerdict(pe.StatusCode, pe.Header)
 	}
 	if errors.Is(err, context.Canceled) {
 		return final
@@ -253,11 +260,17 @@ func (statusClassifier) Classify(_ *http.Request, resp *http.Response, _ error) 
 	if resp == nil {
 		return Verdict{}
 	}
-	switch code := resp.StatusCode; {
+	return statusVerdict(resp.StatusCode, resp.Header)
+}
+
+// statusVerdict judges a status code with header h, as StatusClassifier
+// describes.
+func statusVerdict(code int, h http.Header) Verdict {
+	switch {
 	case code == http.StatusTooManyRequests:
 		return Verdict{Decision: Retry, Throttle: true}
 	case code == http.StatusServiceUnavailable:
-		return Verdict{Decision: Retry, Throttle: hasRetryAfter(resp.Header)}
+		return Verdict{Decision: Retry, Throttle: hasRetryAfter(h)}
 	case code == http.StatusGatewayTimeout:
 		return Verdict{Decision: Retry, Timeout: true}
 	case code == http.StatusRequestTimeout:

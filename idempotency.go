@@ -83,8 +83,9 @@ func neverSent(err error) bool {
 	if errors.As(err, &opErr) && opErr.Op == "dial" {
 		return true
 	}
-	// A refused connection cannot happen once a connection exists.
-	return errors.Is(err, syscall.ECONNREFUSED)
+	// A refused connection cannot happen once a connection exists, and a
+	// proxy that refused the CONNECT made none to the destination.
+	return errors.Is(err, syscall.ECONNREFUSED) || proxyRefusal(err) != nil
 }
 
 // newIdempotencyKey returns a random version 4 UUID, the form servers that

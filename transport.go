@@ -111,6 +111,7 @@ const defaultIdlePerHost = 100
 func defaultBase() *http.Transport {
 	base := cleanhttp.DefaultPooledTransport()
 	base.MaxIdleConnsPerHost = defaultIdlePerHost
+	reportProxyRefusals(base, true)
 	return base
 }
 
@@ -408,14 +409,14 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 	}
 	delay = max(delay, v.RetryAfter)
 	now := t.now()
-	if resp != nil {
-		floor, tooLong := retryAfterFloor(resp.Header, now, t.retryAfterLimit)
+	if h := signalHeader(resp, err); h != nil {
+		floor, tooLong := retryAfterFloor(h, now, t.retryAfterLimit)
 		if tooLong {
 			return 0, GiveUpRetryAfterLimit
 		}
 		delay = max(delay, floor)
 		if t.rateLimitHints && v.Throttle {
-			if reset, ok := rateLimitReset(resp.Header, now); ok {
+			if reset, ok := rateLimitReset(h, now); ok {
 				if reset > t.retryAfterLimit {
 					return 0, GiveUpRateLimitResetLimit
 				}
