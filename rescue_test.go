@@ -1,12 +1,17 @@
 package retryhttp
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -163,4 +168,152 @@ func TestCallerDeadlineIsNotRetried(t *testing.T) {
 	require.ErrorAs(t, err, &rerr)
 	assert.Equal(t, 1, rerr.Attempts)
 	assert.Equal(t, int64(1), calls.Load())
+}
+
+// storeServer answers 503 to its first request at once, without reading
+// its body (net/http's server then closes the connection rather than read
+// more than 256 KiB of it), and stores the body of the others. It returns
+// what it stored, and a channel closed once the first connection is.
+func storeServer(t *testing.T) (*httptest.Server, *atomic.Int64, func() []byte, <-chan struct{}) {
+	t.Helper()
+	var calls atomic.Int64
+	var mu sync.Mutex
+	var stored []byte
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, "shedding load", http.StatusServiceUnavailable)
+			return
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		stored = b
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	closed := make(chan struct{})
+	var once sync.Once
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			once.Do(func() { close(closed) })
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &calls, func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return stored
+	}, closed
+}
+
+// gatedReader gives its first free bytes at once, and the rest once gate
+// is closed, as a file or a pipe that is slower than the network would.
+type gatedReader struct {
+	data []byte
+	free int
+	gate <-chan struct{}
+	off  int
+}
+
+func (r *gatedReader) Read(p []byte) (int, error) {
+	if r.off == len(r.data) {
+		return 0, io.EOF
+	}
+	if r.off >= r.free {
+		<-r.gate
+	}
+	end := len(r.data)
+	if r.off < r.free {
+		end = r.free
+	}
+	n := copy(p, r.data[r.off:end])
+	r.off += n
+	return n, nil
+}
+
+func TestEarlyRejectedUploadIsFinishedAndResent(t *testing.T) {
+	payload := make([]byte, 512<<10)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	tests := []struct {
+		name   string
+		length int64 // -1: chunked
+		expect bool
+	}{
+		{"Content-Length", int64(len(payload)), false},
+		{"chunked", -1, false},
+		{"Expect: 100-continue", int64(len(payload)), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, calls, stored, closed := storeServer(t)
+			tr := New(fastRetries...)
+			defer tr.CloseIdleConnections()
+			// A reader http.NewRequest does not recognise: no GetBody.
+			src := &countingBody{Reader: &gatedReader{data: payload, free: 320 << 10, gate: closed}}
+			req, err := http.NewRequest(http.MethodPut, srv.URL+"/object", src)
+			require.NoError(t, err)
+			require.Nil(t, req.GetBody)
+			req.ContentLength = tt.length
+			if tt.expect {
+				req.Header.Set("Expect", "100-continue")
+			}
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusCreated, resp.StatusCode)
+			assert.Equal(t, int64(2), calls.Load())
+			assert.Equal(t, 2, Attempts(resp))
+			assert.True(t, bytes.Equal(payload, stored()), "stored %d bytes of %d", len(stored()), len(payload))
+			assert.Equal(t, int32(1), src.closes.Load(), "the caller's body is closed once")
+		})
+	}
+}
+
+// stallingUpload gives its first bytes, then blocks until it is closed, as
+// a pipe whose writer waits for the response would.
+type stallingUpload struct {
+	io.Reader
+	stall  *stallingBody
+	closes atomic.Int32
+}
+
+func newStallingUpload(first string) *stallingUpload {
+	stall := &stallingBody{closed: make(chan struct{})}
+	return &stallingUpload{Reader: io.MultiReader(strings.NewReader(first), stall), stall: stall}
+}
+
+func (b *stallingUpload) Close() error {
+	b.closes.Add(1)
+	return b.stall.Close()
+}
+
+func TestUnfinishedUploadThatStallsIsNotResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var attempts int
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			attempts++
+			b := make([]byte, 4)
+			_, _ = io.ReadFull(r.Body, b)
+			r.Body.Close()
+			return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody, Request: r}, nil
+		})
+		src := newStallingUpload("0123456789")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://svc.test/", src)
+		require.NoError(t, err)
+		start := time.Now()
+		resp, err := New(WithBase(base)).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Equal(t, 1, attempts)
+		assert.Equal(t, finishTimeout, time.Since(start), "the copy waits for the body within its bound")
+		synctest.Wait()
+		assert.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
+	})
 }
