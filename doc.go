@@ -161,7 +161,7 @@
 //	backoff            exponential from 50 ms, x2, cap 20 s, full jitter  WithBackoff
 //	throttle backoff   exponential from 1 s, x2, cap 20 s, full jitter    WithThrottleBackoff
 //	Retry-After limit  1 minute                                           WithRetryAfterLimit
-//	budget             per scheme and host, at most 1024 hosts:           WithBudget, WithoutBudget
+//	budget             per scheme and host, the 1024 last used:           WithBudget, WithoutBudget
 //	                   500 tokens; a retry costs 5, 10 after a
 //	                   timeout; a first-attempt success refunds 1,
 //	                   a successful retry its cost

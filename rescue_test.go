@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -171,17 +170,24 @@ func TestCallerDeadlineIsNotRetried(t *testing.T) {
 }
 
 // storeServer answers 503 to its first request at once, without reading
-// its body (net/http's server then closes the connection rather than read
-// more than 256 KiB of it), and stores the body of the others. It returns
-// what it stored, and a channel closed once the first connection is.
+// its body, and closes its connection, as a server shedding load does; it
+// stores the body of the others. It returns what it stored, and a channel
+// closed once the first connection is.
 func storeServer(t *testing.T) (*httptest.Server, *atomic.Int64, func() []byte, <-chan struct{}) {
 	t.Helper()
 	var calls atomic.Int64
 	var mu sync.Mutex
 	var stored []byte
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	closed := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
-			http.Error(w, "shedding load", http.StatusServiceUnavailable)
+			defer close(closed)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			conn.Close()
 			return
 		}
 		b, err := io.ReadAll(r.Body)
@@ -194,14 +200,6 @@ func storeServer(t *testing.T) (*httptest.Server, *atomic.Int64, func() []byte, 
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 	}))
-	closed := make(chan struct{})
-	var once sync.Once
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			once.Do(func() { close(closed) })
-		}
-	}
-	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, &calls, func() []byte {
 		mu.Lock()
