@@ -111,6 +111,7 @@ func All() []Scenario {
 		{"chain", Chain},
 		{"post", Post},
 		{"reset", Reset},
+		{"rescue", Rescue},
 	}
 }
 
