@@ -73,28 +73,35 @@ func (p *connectProxy) close() {
 // the connection is closed with the listener.
 type silentFirst struct {
 	net.Listener
-	once sync.Once
-	held net.Conn
+	mu   sync.Mutex
+	held net.Conn // the first connection, once accepted
+	done bool     // the first connection was accepted
 }
 
 func (l *silentFirst) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		first := !l.done
+		if first {
+			l.done, l.held = true, c
+		}
+		l.mu.Unlock()
+		if !first {
+			return c, nil
+		}
 	}
-	first := false
-	l.once.Do(func() { first = true })
-	if !first {
-		return c, nil
-	}
-	l.held = c
-	return l.Listener.Accept()
 }
 
 func (l *silentFirst) Close() error {
+	l.mu.Lock()
 	if l.held != nil {
 		l.held.Close()
 	}
+	l.mu.Unlock()
 	return l.Listener.Close()
 }
 
