@@ -149,8 +149,8 @@ func RescueTable(rows []RescueRow) Table {
 			"TLS, a CONNECT proxy). Each library over a fresh base like http.DefaultTransport, 3 attempts, its own "+
 			"default delays and budget; each cell is one request, bounded by %v: what the caller got (a status, "+
 			"\"error\", \"timeout\") · the executions the destination saw. **Bold**: a success. ⚠: a request that "+
-			"may not be executed twice (a POST without a usable key) executed more than once. Where retryhttp does "+
-			"not rescue what a peer does, the last column names its rule.", len(rows), cellTimeout),
+			"may not be executed twice (a POST without a usable key) executed more than once. Where retryhttp gets "+
+			"no success, the last column names the rule by which it declines, if one does.", len(rows), cellTimeout),
 		Header: []string{"failure"},
 	}
 	for _, l := range libs {
