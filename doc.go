@@ -18,8 +18,12 @@
 // DefaultClassifier, retries 408, 429 and 5xx responses except 501, 505 and
 // 511, and transport errors that are transient by type: refused or failed
 // dials, connection resets, a connection closed mid-exchange, network
-// timeouts, and HTTP/2 streams the server refused (REFUSED_STREAM) or aborted
-// (INTERNAL_ERROR), read from the error's type, never its text. It never
+// timeouts (the base's own, such as ResponseHeaderTimeout, while the
+// caller's context is alive), a proxy that refused the CONNECT with 502,
+// 503 or 429 (a ProxyConnectError; never sent to the destination, so
+// retried whatever the method), and HTTP/2 streams the server refused
+// (REFUSED_STREAM) or aborted (INTERNAL_ERROR), read from the error's type,
+// never its text. It never
 // retries certificate or other
 // TLS errors, a host that does not exist, errors it does not know (an
 // unsupported scheme, an invalid header), or anything after the caller's own
@@ -48,8 +52,10 @@
 // The body must also be replayable: Request.GetBody is used when set (as
 // http.NewRequest does for in-memory bodies); otherwise the body is copied,
 // up to WithBodyBufferLimit, as the first attempt sends it (nothing is read
-// ahead, so full-duplex bodies flow), and resent only if that attempt sent
-// it whole within the limit.
+// ahead, so full-duplex bodies flow), and resent only once the copy is
+// whole within the limit: an attempt that sent part of it (a server that
+// answered before reading it all) has the copy finished from the caller's
+// body, waiting at most a second for it, before the retry.
 //
 // # How long it waits
 //
