@@ -1,6 +1,9 @@
 package retryhttp
 
-import "sync/atomic"
+import (
+	"maps"
+	"sync/atomic"
+)
 
 // The per-host tables (HostBudget's buckets, hedging's latency trackers)
 // are bounded, and make room for a new host by forgetting the host least
@@ -38,11 +41,9 @@ func insertLRU[K comparable, V any](m map[K]V, k K, v V, max int, c *lruClock, u
 			}
 		}
 	}
-	next = make(map[K]V, len(m)+1)
-	for mk, mv := range m {
-		if !evicted || mk != goneKey {
-			next[mk] = mv
-		}
+	next = maps.Clone(m) // copies the map's memory: far cheaper than inserting each entry
+	if evicted {
+		delete(next, goneKey)
 	}
 	next[k] = v
 	return next, goneKey, gone, evicted

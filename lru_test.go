@@ -135,3 +135,20 @@ func TestHostInUseKeepsItsBudgetAmongDeadHosts(t *testing.T) {
 	assert.Equal(t, 50, ok, "requests to the host in use that succeeded")
 	assert.LessOrEqual(t, tr.Budget().(*HostBudget).Hosts(), 1024)
 }
+
+// BenchmarkLatencyTableNewHosts measures a request to a host the full
+// latency table has not met, which takes the place of the least recently
+// used: one pass over the table and a copy of it.
+func BenchmarkLatencyTableNewHosts(b *testing.B) {
+	table := newLatencyTable(defaultHedgeHosts)
+	keys := make([]hostKey, 4*defaultHedgeHosts)
+	for i := range keys {
+		keys[i] = hostKey{"https", fmt.Sprintf("h%d.example", i)}
+		table.host(keys[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		table.host(keys[i%len(keys)])
+	}
+}
