@@ -35,7 +35,9 @@
 // A retry resends the request, so it must be safe to execute twice. GET,
 // HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent by definition. POST,
 // PATCH and other methods are retried only when they carry an
-// Idempotency-Key or X-Idempotency-Key header, when they are declared safe to
+// Idempotency-Key or X-Idempotency-Key header (a blank value is no key; an
+// entry with no value at all, net/http's way to declare a request
+// idempotent without sending the header, counts), when they are declared safe to
 // resend (WithResendable for an API, Resendable for one call), or when the
 // failure proves the request never reached the server: net/http asked for a
 // connection for the attempt and obtained none (a refused dial, a connection
