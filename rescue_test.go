@@ -208,29 +208,15 @@ func storeServer(t *testing.T) (*httptest.Server, *atomic.Int64, func() []byte, 
 	}, closed
 }
 
-// gatedReader gives its first free bytes at once, and the rest once gate
-// is closed, as a file or a pipe that is slower than the network would.
-type gatedReader struct {
-	data []byte
-	free int
+// afterGate reads r once gate is closed.
+type afterGate struct {
 	gate <-chan struct{}
-	off  int
+	r    io.Reader
 }
 
-func (r *gatedReader) Read(p []byte) (int, error) {
-	if r.off == len(r.data) {
-		return 0, io.EOF
-	}
-	if r.off >= r.free {
-		<-r.gate
-	}
-	end := len(r.data)
-	if r.off < r.free {
-		end = r.free
-	}
-	n := copy(p, r.data[r.off:end])
-	r.off += n
-	return n, nil
+func (g afterGate) Read(p []byte) (int, error) {
+	<-g.gate
+	return g.r.Read(p)
 }
 
 func TestEarlyRejectedUploadIsFinishedAndResent(t *testing.T) {
@@ -253,7 +239,11 @@ func TestEarlyRejectedUploadIsFinishedAndResent(t *testing.T) {
 			tr := New(fastRetries...)
 			defer tr.CloseIdleConnections()
 			// A reader http.NewRequest does not recognise: no GetBody.
-			src := &countingBody{Reader: &gatedReader{data: payload, free: 320 << 10, gate: closed}}
+			// The first 320 KiB come at once, the rest once the server has
+			// closed the first connection: a file or pipe slower than the
+			// network.
+			src := &countingBody{Reader: io.MultiReader(bytes.NewReader(payload[:320<<10]),
+				afterGate{gate: closed, r: bytes.NewReader(payload[320<<10:])})}
 			req, err := http.NewRequest(http.MethodPut, srv.URL+"/object", src)
 			require.NoError(t, err)
 			require.Nil(t, req.GetBody)
