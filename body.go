@@ -18,7 +18,10 @@ import (
 // the first attempt sends it (see tee): nothing is read before the first
 // attempt starts, so a caller that writes more of its body only once the
 // response has begun (a full-duplex exchange) is never blocked by the copy.
-// A retry resends the copy only when it is complete.
+// A retry resends the copy only when it is complete: when an attempt ended
+// with part of the body sent (a server that answered before reading it, a
+// connection lost mid-upload), the copy is finished from the caller's body,
+// within the limit and within finishTimeout, before the retry.
 type replay struct {
 	kind replayKind
 	// getBody makes a fresh body for each retry (kindGetBody).
@@ -262,8 +265,12 @@ type tee struct {
 	n     int64 // bytes read from src
 	eof   bool  // src reported io.EOF
 	over  bool  // src had more than limit bytes: buf was dropped
-	// reading reports a Read of src under way, outside mu.
+	// reading reports a Read of src under way, outside mu; idle, made
+	// when a copy is finished, is signalled when one ends.
 	reading bool
+	idle    *sync.Cond
+	// abandoned tells the reader finishing the copy to stop.
+	abandoned bool
 	// gen numbers the current view; older views neither read nor close.
 	gen        uint32
 	first      teeView // the view of generation 0
@@ -293,9 +300,10 @@ func (t *tee) complete() bool {
 }
 
 // next returns the body of a retry, ending the current view: the complete
-// copy (returned as buf too), or a new view of src if nothing has been read
-// from it. It reports false, leaving the current view as it is, when
-// neither is possible.
+// copy (returned as buf too), finished from src if the base read only part
+// of it, or a new view of src if nothing has been read from it. It reports
+// false when none is possible: src is longer than the limit, or cannot be
+// read to its end in time.
 func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 	t.mu.Lock()
 	switch {
@@ -315,9 +323,13 @@ func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 		v := &teeView{t: t, gen: t.gen}
 		t.mu.Unlock()
 		return v, nil, true
+	case !t.over && !t.srcClosed:
+		// The attempt ended with part of the body sent: a server that
+		// answered before reading it all, a connection lost mid-upload.
+		// What was sent is in the copy and the rest in the caller's body:
+		// finish the copy from it.
+		return t.finish()
 	}
-	// The current view stays current: the base may still be sending it
-	// while the caller reads the response it already has.
 	t.mu.Unlock()
 	return nil, nil, false
 }
@@ -330,6 +342,73 @@ func (t *tee) resend() (io.ReadCloser, error) {
 		return nil, errBodyNotReplayable
 	}
 	return body, nil
+}
+
+// finishTimeout bounds how long finishing a copy waits for the caller's
+// body: a body that a caller fills only as the exchange goes on (a pipe)
+// must not stall the retry decision.
+const finishTimeout = time.Second
+
+// finish ends the current view, so that the base reads no more of it, and
+// reads the rest of src into the copy, within the limit and finishTimeout.
+// It returns the complete copy as next does, or reports false if the copy
+// cannot be completed; the request then ends, and src is closed as usual.
+// t.mu must be held; finish unlocks it.
+func (t *tee) finish() (body io.ReadCloser, buf []byte, ok bool) {
+	t.gen++
+	t.viewClosed = true // no view is current: release closes src at once
+	if t.idle == nil {
+		t.idle = sync.NewCond(&t.mu)
+	}
+	t.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.readRest()
+	}()
+	timer := time.NewTimer(finishTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.mu.Lock()
+		t.abandoned = true // the reader stops after its read under way
+		t.mu.Unlock()
+		return nil, nil, false
+	}
+	t.mu.Lock()
+	if !t.complete() {
+		t.mu.Unlock()
+		return nil, nil, false
+	}
+	buf = t.buf
+	if buf == nil {
+		buf = []byte{}
+	}
+	t.closeSrcUnlock(true)
+	return bufferedBody(buf), buf, true
+}
+
+// readRest reads src into the copy until it is complete, over the limit,
+// or failed, after waiting for a read of the base's that is under way.
+func (t *tee) readRest() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.reading {
+		t.idle.Wait()
+	}
+	p := make([]byte, 32<<10)
+	for !t.over && !t.complete() && !t.srcClosed && !t.abandoned {
+		q := p
+		if t.want > 0 && t.want > t.n {
+			q = p[:min(int64(len(p)), t.want-t.n)] // never read past the declared length
+		}
+		if _, err := t.readLocked(q); err != nil && err != io.EOF {
+			t.over, t.buf = true, nil // the body cannot be read whole: no copy
+			return
+		}
+	}
 }
 
 // release marks the request over, closing src now if the base has closed
@@ -363,22 +442,27 @@ type teeView struct {
 func (v *teeView) Read(p []byte) (int, error) {
 	t := v.t
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	switch {
 	case v.gen != t.gen || t.srcClosed:
-		t.mu.Unlock()
 		return 0, errBodyEnded
 	case t.eof:
-		t.mu.Unlock()
 		return 0, io.EOF
 	}
+	return t.readLocked(p)
+}
+
+// readLocked reads src into p, copying what it reads. t.mu must be held; it
+// is released during the read.
+func (t *tee) readLocked(p []byte) (int, error) {
 	t.reading = true
 	t.mu.Unlock()
-
 	n, err := t.src.Read(p)
-
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.reading = false
+	if t.idle != nil {
+		t.idle.Broadcast()
+	}
 	t.n += int64(n)
 	if !t.over {
 		if int64(len(t.buf))+int64(n) > t.limit {

@@ -104,7 +104,8 @@ func TestBodyCopyResentOnlyWhenComplete(t *testing.T) {
 	}{
 		{"sent whole: resent from the copy", -1, 1 << 10, 2},
 		{"never read: the caller's body is sent", 0, 1 << 10, 2},
-		{"cut short: not resent", 3, 1 << 10, 1},
+		{"cut short: finished from the caller's body and resent", 3, 1 << 10, 2},
+		{"cut short, longer than the limit: not resent", 3, 4, 1},
 		{"longer than the limit: not resent", -1, 4, 1},
 	}
 	for _, tt := range tests {

@@ -79,7 +79,8 @@ func BucketRefund(tokens float64) BucketOption {
 }
 
 // BucketMaxHosts sets the number of per-host buckets a HostBudget keeps at
-// most; see HostBudget. It must be at least 1. The default is 1024.
+// most, forgetting the host least recently used to make room for a new one;
+// see HostBudget. It must be at least 1. The default is 1024.
 // NewBucket checks it but has no other use for it.
 func BucketMaxHosts(n int) BucketOption {
 	return func(c *bucketConfig) { c.maxHosts = n }
@@ -176,10 +177,11 @@ func (l *limits) credit(spent Tokens) Tokens {
 type Bucket struct {
 	balance atomic.Int64 // in Tokens; evicted once a HostBudget has dropped the bucket
 	limits
+	used lastUse // when a HostBudget last used the bucket
 }
 
 // evicted is the balance of a bucket that a HostBudget has dropped from its
-// table. Only a full bucket is dropped, by swapping its balance for evicted
+// table. A bucket is dropped by swapping its balance for evicted
 // atomically, so that a request still holding the bucket can tell that it is
 // no longer in use instead of drawing from it.
 const evicted = math.MinInt64

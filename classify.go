@@ -142,6 +142,10 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 
 // ErrorClassifier judges transport errors by their type.
 //
+// A ProxyConnectError is judged by its status, as StatusClassifier judges
+// a response: a proxy that refused a CONNECT with 502, 503 or 429 is
+// retried, one that wants credentials (407) is not.
+//
 // Retried: ErrAttemptTimeout (with the Timeout facet), dial failures
 // (including a refused connection), connection resets and aborts, broken
 // pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
@@ -154,9 +158,14 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 // golang.org/x/net/http2's stream errors), never from its text, which a
 // server can fill with anything.
 //
+// A context.DeadlineExceeded is retried, with the Timeout facet, only while
+// the request's own context is alive: it is then a timeout of the base's
+// (net/http's ResponseHeaderTimeout reports itself so over HTTP/1), not the
+// caller giving up.
+//
 // Never retried: certificate verification failures and other TLS errors, a
-// host that does not exist (NXDOMAIN), and context.Canceled or
-// context.DeadlineExceeded. Any other error has no opinion, which makes it
+// host that does not exist (NXDOMAIN), context.Canceled, and
+// context.DeadlineExceeded once the request's context is done. Any other error has no opinion, which makes it
 // final at the end of the default chain: an unsupported scheme or an invalid
 // header is a programming error that a retry cannot fix.
 //
@@ -165,7 +174,7 @@ func ErrorClassifier() Classifier { return errorClassifier{} }
 
 type errorClassifier struct{}
 
-func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Verdict {
+func (errorClassifier) Classify(req *http.Request, _ *http.Response, err error) Verdict {
 	if err == nil {
 		return Verdict{}
 	}
@@ -176,8 +185,20 @@ func (errorClassifier) Classify(_ *http.Request, _ *http.Response, err error) Ve
 	if errors.Is(err, ErrAttemptTimeout) {
 		return Verdict{Decision: Retry, Timeout: true}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if pe := proxyRefusal(err); pe != nil {
+		return statusVerdict(pe.StatusCode, pe.Header)
+	}
+	if errors.Is(err, context.Canceled) {
 		return final
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// net/http's own timeouts (the base's ResponseHeaderTimeout over
+		// HTTP/1 among them) report themselves as DeadlineExceeded too:
+		// only the request's context says whether the caller gave up.
+		if req == nil || req.Context().Err() != nil {
+			return final
+		}
+		return Verdict{Decision: Retry, Timeout: true}
 	}
 	if isTLSError(err) {
 		return final
@@ -241,11 +262,17 @@ func (statusClassifier) Classify(_ *http.Request, resp *http.Response, _ error) 
 	if resp == nil {
 		return Verdict{}
 	}
-	switch code := resp.StatusCode; {
+	return statusVerdict(resp.StatusCode, resp.Header)
+}
+
+// statusVerdict judges a status code with header h, as StatusClassifier
+// describes.
+func statusVerdict(code int, h http.Header) Verdict {
+	switch {
 	case code == http.StatusTooManyRequests:
 		return Verdict{Decision: Retry, Throttle: true}
 	case code == http.StatusServiceUnavailable:
-		return Verdict{Decision: Retry, Throttle: hasRetryAfter(resp.Header)}
+		return Verdict{Decision: Retry, Throttle: hasRetryAfter(h)}
 	case code == http.StatusGatewayTimeout:
 		return Verdict{Decision: Retry, Timeout: true}
 	case code == http.StatusRequestTimeout:

@@ -14,6 +14,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,6 +59,16 @@ func TestStatusClassifier(t *testing.T) {
 	}
 }
 
+func TestErrorClassifierDeadlineOfTheCaller(t *testing.T) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://x.test/", nil)
+	require.NoError(t, err)
+	final := Verdict{Decision: DontRetry}
+	assert.Equal(t, final, ErrorClassifier().Classify(req, nil, context.DeadlineExceeded))
+	assert.Equal(t, final, DefaultClassifier().Classify(req, nil, &url.Error{Op: "Get", URL: "http://x.test/", Err: context.DeadlineExceeded}))
+}
+
 func TestErrorClassifier(t *testing.T) {
 	retry := Verdict{Decision: Retry}
 	timeout := Verdict{Decision: Retry, Timeout: true}
@@ -95,7 +106,7 @@ func TestErrorClassifier(t *testing.T) {
 		{"TLS to plain server", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, final},
 		{"TLS alert", tls.AlertError(40), final},
 		{"canceled", context.Canceled, final},
-		{"deadline", context.DeadlineExceeded, final},
+		{"a base's deadline, the caller's context alive", context.DeadlineExceeded, timeout},
 		{"unknown", errors.New("net/http: invalid header field name"), none},
 	}
 	for _, tt := range tests {

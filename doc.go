@@ -26,8 +26,12 @@
 // DefaultClassifier, retries 408, 429 and 5xx responses except 501, 505 and
 // 511, and transport errors that are transient by type: refused or failed
 // dials, connection resets, a connection closed mid-exchange, network
-// timeouts, and HTTP/2 streams the server refused (REFUSED_STREAM) or aborted
-// (INTERNAL_ERROR), read from the error's type, never its text. It never
+// timeouts (the base's own, such as ResponseHeaderTimeout, while the
+// caller's context is alive), a proxy that refused the CONNECT with 502,
+// 503 or 429 (a ProxyConnectError; never sent to the destination, so
+// retried whatever the method), and HTTP/2 streams the server refused
+// (REFUSED_STREAM) or aborted (INTERNAL_ERROR), read from the error's type,
+// never its text. It never
 // retries certificate or other
 // TLS errors, a host that does not exist, errors it does not know (an
 // unsupported scheme, an invalid header), or anything after the caller's own
@@ -39,7 +43,9 @@
 // A retry resends the request, so it must be safe to execute twice. GET,
 // HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent by definition. POST,
 // PATCH and other methods are retried only when they carry an
-// Idempotency-Key or X-Idempotency-Key header, when they are declared safe to
+// Idempotency-Key or X-Idempotency-Key header (a blank value is no key; an
+// entry with no value at all, net/http's way to declare a request
+// idempotent without sending the header, counts), when they are declared safe to
 // resend (WithResendable for an API, Resendable for one call), or when the
 // failure proves the request never reached the server: net/http asked for a
 // connection for the attempt and obtained none (a refused dial, a connection
@@ -59,8 +65,10 @@
 // The body must also be replayable: Request.GetBody is used when set (as
 // http.NewRequest does for in-memory bodies); otherwise the body is copied,
 // up to WithBodyBufferLimit, as the first attempt sends it (nothing is read
-// ahead, so full-duplex bodies flow), and resent only if that attempt sent
-// it whole within the limit.
+// ahead, so full-duplex bodies flow), and resent only once the copy is
+// whole within the limit: an attempt that sent part of it (a server that
+// answered before reading it all) has the copy finished from the caller's
+// body, waiting at most a second for it, before the retry.
 //
 // # How long it waits
 //
@@ -188,7 +196,7 @@
 //	backoff            exponential from 50 ms, x2, cap 20 s, full jitter  WithBackoff
 //	throttle backoff   exponential from 1 s, x2, cap 20 s, full jitter    WithThrottleBackoff
 //	Retry-After limit  1 minute                                           WithRetryAfterLimit
-//	budget             per scheme and host, at most 1024 hosts:           WithBudget, WithoutBudget
+//	budget             per scheme and host, the 1024 last used:           WithBudget, WithoutBudget
 //	                   500 tokens; a retry costs 5, 10 after a
 //	                   timeout; a first-attempt success refunds 1,
 //	                   a successful retry its cost

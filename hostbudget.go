@@ -1,8 +1,9 @@
 package retryhttp
 
 import (
+	"hash/maphash"
 	"iter"
-	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,13 +26,26 @@ import (
 //
 // The number of buckets is bounded by BucketMaxHosts (1024 by default), so
 // that a stream of distinct hosts cannot grow the budget without limit. When
-// a host needs a bucket and the table is full, the HostBudget first evicts
-// every full bucket, which loses nothing since a full bucket is
-// indistinguishable from a new one. Such a sweep visits every bucket, so it
-// runs at most once per BucketMaxHosts/8 (at least 1) retries that find the
-// table full. A host that still finds no room draws from a single overflow
-// Bucket, configured like the others and refilled by the successes of every
-// host without a bucket of its own, until a later sweep makes room for it.
+// a host needs a bucket and the table is full, the host least recently used
+// (by a retry or a deposit) is forgotten to make room: a host in use keeps
+// its bucket however many others come and go, as a healthy host called
+// among a stream of dead ones (webhooks to customers' endpoints, a crawler)
+// must. What a forgotten host owed (its bucket's capacity less its balance)
+// is not forgiven at once: it is kept in a table of debts of fixed size
+// (eight slots per bucket, 8 bytes each, made when a host is first
+// forgotten), and a host that gets a bucket again starts with its debt,
+// which its successes then refund as they refund any bucket. When the table
+// of debts has no room, a new debt takes the place of the smallest among
+// those it could take (a group of eight chosen by a hash of the host): a
+// host that is down and still called owes the capacity, and is remembered
+// ahead of the hosts that failed once. So a host that is down, called again
+// after BucketMaxHosts others, finds its debt again, and forgetting it does
+// not give it more retries than a table without a bound would, unless
+// several times BucketMaxHosts hosts that owe as much are forgotten at
+// once. A host never finds another's debt. Finding the
+// host least recently used visits every bucket, as adding a host copies the
+// table anyway; that is one pass over at most BucketMaxHosts entries per
+// host added, paid only by a retry to a host without a bucket.
 //
 // A HostBudget must be created with NewHostBudget. It is safe for concurrent
 // use by multiple goroutines. Deposit, and Withdraw for a host that already
@@ -42,23 +56,18 @@ type HostBudget struct {
 	limits
 	maxHosts int
 	table    atomic.Pointer[map[hostKey]*Bucket] // never modified once stored
-	overflow *Bucket
+	clock    lruClock
+	// debts holds what forgotten hosts owe; nil until a host is forgotten.
+	debts atomic.Pointer[debtTable]
 
-	mu         sync.Mutex // serialises changes to table
-	sweepEvery int
-	sweepDebt  int // retries that must find the table full before the next sweep; guarded by mu
+	mu sync.Mutex // serialises changes to table and debts
 }
 
 // NewHostBudget returns a HostBudget configured by opts, in which every host
 // starts with a full bucket. It panics if an option's value is invalid.
 func NewHostBudget(opts ...BucketOption) *HostBudget {
 	l, maxHosts := newLimits(opts)
-	h := &HostBudget{
-		limits:     l,
-		maxHosts:   maxHosts,
-		overflow:   newBucket(l, l.capacity),
-		sweepEvery: max(1, maxHosts/8),
-	}
+	h := &HostBudget{limits: l, maxHosts: maxHosts}
 	h.table.Store(&map[hostKey]*Bucket{})
 	return h
 }
@@ -128,6 +137,7 @@ func (h *HostBudget) Withdraw(req *http.Request, v Verdict) (Tokens, error) {
 	}
 	k := requestKey(req)
 	if b := h.lookup(k); b != nil {
+		b.used.touch(&h.clock)
 		switch ok, live := b.take(cost); {
 		case ok:
 			return cost, nil
@@ -139,7 +149,12 @@ func (h *HostBudget) Withdraw(req *http.Request, v Verdict) (Tokens, error) {
 	return h.withdrawSlow(k, cost)
 }
 
-// withdrawSlow is Withdraw for a host without a bucket in use.
+func bucketUse(b *Bucket) *lastUse { return &b.used }
+
+// withdrawSlow is Withdraw for a host without a bucket in use: it gives the
+// host a bucket, holding the capacity less any debt the host left when it
+// was forgotten, in the place of the host least recently used if the table
+// is full.
 func (h *HostBudget) withdrawSlow(k hostKey, cost Tokens) (Tokens, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -148,20 +163,16 @@ func (h *HostBudget) withdrawSlow(k hostKey, cost Tokens) (Tokens, error) {
 	m := *h.table.Load()
 	b := m[k]
 	if b == nil {
-		var next map[hostKey]*Bucket
-		if len(m) >= h.maxHosts {
-			next = h.sweep(m)
-		} else {
-			next = maps.Clone(m)
+		balance := h.capacity
+		if d := h.debts.Load(); d != nil {
+			balance -= min(d.recall(k), h.capacity)
 		}
-		if next == nil {
-			b = h.overflow
-		} else {
-			// A new bucket is full, and cost is at most its capacity.
-			next[k] = newBucket(h.limits, h.capacity-cost)
-			h.table.Store(&next)
-			return cost, nil
+		b = newBucket(h.limits, balance)
+		next, goneKey, gone, evicted := insertLRU(m, k, b, h.maxHosts, &h.clock, bucketUse)
+		if evicted {
+			h.forget(goneKey, gone)
 		}
+		h.table.Store(&next)
 	}
 	if ok, _ := b.take(cost); !ok {
 		return 0, ErrBudgetExhausted
@@ -169,40 +180,34 @@ func (h *HostBudget) withdrawSlow(k hostKey, cost Tokens) (Tokens, error) {
 	return cost, nil
 }
 
-// sweep evicts the full buckets of m, the table, which is full, unless a
-// sweep ran too recently. It returns a copy of m without them, or nil if it
-// evicted nothing. h.mu must be held.
-func (h *HostBudget) sweep(m map[hostKey]*Bucket) map[hostKey]*Bucket {
-	if h.sweepDebt > 0 {
-		h.sweepDebt--
-		return nil
-	}
-	h.sweepDebt = h.sweepEvery - 1
-	n := 0
-	for _, b := range m {
-		if b.balance.CompareAndSwap(int64(h.capacity), evicted) {
-			n++
+// forget evicts b, the bucket of k just left out of the table, keeping
+// what k owes in the table of debts. h.mu must be held.
+func (h *HostBudget) forget(k hostKey, b *Bucket) {
+	var owed Tokens
+	for {
+		cur := b.balance.Load()
+		if b.balance.CompareAndSwap(cur, evicted) {
+			owed = h.capacity - Tokens(cur)
+			break
 		}
 	}
-	if n == 0 {
-		return nil
+	if owed <= 0 {
+		return // a full bucket is indistinguishable from a new one
 	}
-	// A new map rather than a clone with the evicted buckets deleted, so
-	// that later clones copy only the buckets left.
-	next := make(map[hostKey]*Bucket, len(m)-n+1)
-	for k, b := range m {
-		if b.balance.Load() != evicted { // evicted just now: only sweeps evict
-			next[k] = b
-		}
+	d := h.debts.Load()
+	if d == nil {
+		d = newDebtTable(h.maxHosts)
+		h.debts.Store(d)
 	}
-	return next
+	d.add(k, owed)
 }
 
 // Deposit puts back spent, the cost of a retry of req that succeeded, or the
 // refund if spent is 0 (a first attempt succeeded), into the bucket of req's
-// host, without exceeding the capacity. A host without a bucket of its own
-// refills the overflow bucket, which is full unless the table of buckets has
-// been full. On a full bucket Deposit only reads the balance.
+// host, without exceeding the capacity. A host without a bucket has a full
+// one, or a debt its next bucket will hold and its successes then refund:
+// for it Deposit does nothing. On a full bucket Deposit only reads the
+// balance.
 func (h *HostBudget) Deposit(req *http.Request, spent Tokens) {
 	amount := h.credit(spent)
 	if amount <= 0 {
@@ -212,34 +217,38 @@ func (h *HostBudget) Deposit(req *http.Request, spent Tokens) {
 	if len(m) == 0 {
 		// No host has a bucket: the steady state of healthy traffic, which
 		// then costs no key at all.
-		h.overflow.put(amount)
 		return
 	}
 	k := requestKey(req)
 	b := m[k]
 	if b == nil {
-		h.overflow.put(amount)
 		return
 	}
+	b.used.touch(&h.clock)
 	if b.put(amount) {
 		return
 	}
 	// Evicted since the lookup; the host may have a new bucket by now.
+	// Evictions happen under mu: a bucket found under it stays.
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if b = h.lookup(k); b == nil {
-		b = h.overflow
+	if b = h.lookup(k); b != nil {
+		b.put(amount)
 	}
-	b.put(amount)
 }
 
 // Balance returns the balance the next request to u would see: that of its
-// host's bucket, or the capacity if the host has none.
+// host's bucket, or, if the host has none, the capacity less what the host
+// owed when it was forgotten.
 func (h *HostBudget) Balance(u *url.URL) Tokens {
-	if b := h.lookup(makeKey(u.Scheme, u.Host)); b != nil {
+	k := makeKey(u.Scheme, u.Host)
+	if b := h.lookup(k); b != nil {
 		if n := b.balance.Load(); n != evicted {
 			return Tokens(n)
 		}
+	}
+	if d := h.debts.Load(); d != nil {
+		return h.capacity - min(d.owed(k), h.capacity)
 	}
 	return h.capacity
 }
@@ -259,8 +268,8 @@ type HostBalance struct {
 // own, at most BucketMaxHosts, with their balances, in no particular order,
 // for a gauge of the budget. It iterates over a snapshot of the table of
 // buckets, reading each balance as it goes, and takes no lock: it never
-// delays the requests. Hosts without a bucket, whose balance is the
-// capacity, and the overflow bucket are not included.
+// delays the requests. Hosts without a bucket, and the debts of forgotten
+// hosts, are not included.
 func (h *HostBudget) Balances() iter.Seq[HostBalance] {
 	return func(yield func(HostBalance) bool) {
 		for k, b := range *h.table.Load() {
@@ -275,8 +284,84 @@ func (h *HostBudget) Balances() iter.Seq[HostBalance] {
 	}
 }
 
-// Hosts returns the number of per-host buckets, not counting the overflow
-// bucket.
+// Hosts returns the number of per-host buckets.
 func (h *HostBudget) Hosts() int {
 	return len(*h.table.Load())
+}
+
+// A debtTable keeps what forgotten hosts owed, in groups of debtWays
+// slots. A hash of a host chooses its group and gives it a fingerprint, so
+// that a host never finds another's debt. A new debt takes an empty slot of
+// its group, or else the place of the smallest debt there, which is
+// forgiven: the hosts that are down, whose debts are large, are remembered
+// ahead of those that failed once. The slots are changed under
+// HostBudget.mu, and read without it.
+type debtTable struct {
+	seed  maphash.Seed
+	slots []atomic.Uint64 // a fingerprint (high 32 bits, never 0) and a debt in Tokens (low 32)
+}
+
+// debtWays is the number of slots in a group of a debtTable, and
+// debtSlotsPerHost the slots per bucket of the HostBudget: groups then
+// hold a debt per host forgotten most of the time even when four times as
+// many hosts as the table holds are forgotten at once.
+const (
+	debtWays         = 8
+	debtSlotsPerHost = 8
+)
+
+func newDebtTable(maxHosts int) *debtTable {
+	return &debtTable{seed: maphash.MakeSeed(), slots: make([]atomic.Uint64, maxHosts*debtSlotsPerHost)}
+}
+
+// group returns k's fingerprint and its group of slots.
+func (d *debtTable) group(k hostKey) (fp uint32, g []atomic.Uint64) {
+	h := maphash.String(d.seed, k.host) ^ maphash.String(d.seed, k.scheme)*0x9e3779b97f4a7c15
+	i := int(h%uint64(len(d.slots)/debtWays)) * debtWays
+	return uint32(h>>32) | 1, d.slots[i : i+debtWays]
+}
+
+// add keeps what k owed.
+func (d *debtTable) add(k hostKey, owed Tokens) {
+	fp, g := d.group(k)
+	e := uint64(fp)<<32 | uint64(min(owed, math.MaxUint32))
+	least := -1
+	for i := range g {
+		v := g[i].Load()
+		if v == 0 || uint32(v>>32) == fp {
+			g[i].Store(e)
+			return
+		}
+		if least < 0 || uint32(v) < uint32(g[least].Load()) {
+			least = i
+		}
+	}
+	g[least].Store(e)
+}
+
+// slot returns the slot holding k's debt, or nil.
+func (d *debtTable) slot(k hostKey) *atomic.Uint64 {
+	fp, g := d.group(k)
+	for i := range g {
+		if uint32(g[i].Load()>>32) == fp {
+			return &g[i]
+		}
+	}
+	return nil
+}
+
+// recall takes what k owes, for k's new bucket to hold.
+func (d *debtTable) recall(k hostKey) Tokens {
+	if s := d.slot(k); s != nil {
+		return Tokens(uint32(s.Swap(0)))
+	}
+	return 0
+}
+
+// owed returns what k owes.
+func (d *debtTable) owed(k hostKey) Tokens {
+	if s := d.slot(k); s != nil {
+		return Tokens(uint32(s.Load()))
+	}
+	return 0
 }

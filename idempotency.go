@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 )
 
@@ -21,15 +22,32 @@ func idempotentMethod(m string) bool {
 	return false
 }
 
-// hasIdempotencyKey reports whether h names an idempotency key. Like
-// net/http, it tests the presence of the canonical Idempotency-Key or
-// X-Idempotency-Key entry, whatever its value.
+// hasIdempotencyKey reports whether h names an idempotency key: a canonical
+// Idempotency-Key or X-Idempotency-Key entry with a value that is not blank,
+// or with no value at all. An entry whose value slice is empty is net/http's
+// way (see http.Transport) to declare a request idempotent without sending
+// the header, and stays such a declaration; a key that is empty or only
+// spaces and tabs is sent on the wire, where no server can deduplicate on
+// it, and counts as no key.
 func hasIdempotencyKey(h http.Header) bool {
-	if _, ok := h["Idempotency-Key"]; ok {
+	return keyIn(h, "Idempotency-Key") || keyIn(h, "X-Idempotency-Key")
+}
+
+// keyIn reports whether h's entry name holds an idempotency key.
+func keyIn(h http.Header, name string) bool {
+	vs, ok := h[name]
+	if !ok {
+		return false
+	}
+	if len(vs) == 0 {
 		return true
 	}
-	_, ok := h["X-Idempotency-Key"]
-	return ok
+	for _, v := range vs {
+		if strings.Trim(v, " \t") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // mayResend reports whether a request whose attempt ended in err (nil when a
@@ -65,8 +83,9 @@ func neverSent(err error) bool {
 	if errors.As(err, &opErr) && opErr.Op == "dial" {
 		return true
 	}
-	// A refused connection cannot happen once a connection exists.
-	return errors.Is(err, syscall.ECONNREFUSED)
+	// A refused connection cannot happen once a connection exists, and a
+	// proxy that refused the CONNECT made none to the destination.
+	return errors.Is(err, syscall.ECONNREFUSED) || proxyRefusal(err) != nil
 }
 
 // newIdempotencyKey returns a random version 4 UUID, the form servers that

@@ -82,6 +82,8 @@ type hostLatency struct {
 
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
+
+	used lastUse // by the latencyTable
 }
 
 // record adds the latency of a request sent at start and answered at end
@@ -232,10 +234,15 @@ func (h *hostLatency) scarce() bool { return h.credit.Load() < hedgeBurst*hedgeU
 func (h *hostLatency) unhedge() { h.credit.Add(hedgeUnit) }
 
 // A latencyTable keeps a hostLatency per destination, at most max of them:
-// a host past that gets none, and is not hedged on a quantile.
+// a new host takes the place of the one least recently used, whose
+// latencies and hedge credit are forgotten. A host forgotten and met again
+// starts as a new one: it is hedged after a fixed delay at once, and on its
+// quantile once it has enough samples again, with a fresh hedge credit of
+// hedgeBurst, which is all a new host would have.
 type latencyTable struct {
 	max   int
 	hosts atomic.Pointer[map[hostKey]*hostLatency] // never modified once stored
+	clock lruClock
 	mu    sync.Mutex
 }
 
@@ -245,10 +252,13 @@ func newLatencyTable(max int) *latencyTable {
 	return t
 }
 
-// host returns k's tracker, making it if there is room; nil if there is
-// none.
+func hostLatencyUse(h *hostLatency) *lastUse { return &h.used }
+
+// host returns k's tracker, making it, in the place of the host least
+// recently used if the table is full, if k has none.
 func (t *latencyTable) host(k hostKey) *hostLatency {
 	if h := (*t.hosts.Load())[k]; h != nil {
+		h.used.touch(&t.clock)
 		return h
 	}
 	t.mu.Lock()
@@ -257,15 +267,8 @@ func (t *latencyTable) host(k hostKey) *hostLatency {
 	if h := m[k]; h != nil {
 		return h
 	}
-	if len(m) >= t.max {
-		return nil
-	}
-	next := make(map[hostKey]*hostLatency, len(m)+1)
-	for hk, h := range m {
-		next[hk] = h
-	}
 	h := newHostLatency()
-	next[k] = h
+	next, _, _, _ := insertLRU(m, k, h, t.max, &t.clock, hostLatencyUse)
 	t.hosts.Store(&next)
 	return h
 }

@@ -37,10 +37,19 @@ type Option func(*Transport)
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
 // the client's Transport instead.
+//
+// An *http.Transport with a Proxy is used through a clone of it
+// (http.Transport.Clone) whose OnProxyConnectResponse also reports a proxy's
+// refusal of a CONNECT as a *ProxyConnectError, so that a proxy that is
+// overloaded for a moment is retried; the clone keeps its own connections,
+// which the Transport's CloseIdleConnections closes, and the caller's
+// transport is left as it is. Any other base is used as it is, and a
+// proxy's refusal it reports as an error without a type stays final.
 func WithBase(rt http.RoundTripper) Option {
 	if rt == nil {
 		panic("retryhttp: WithBase: nil RoundTripper")
 	}
+	rt = reportProxyRefusals(rt, false)
 	return func(t *Transport) { t.base = rt }
 }
 

@@ -117,6 +117,7 @@ func defaultBase() *http.Transport {
 	base := cleanhttp.DefaultPooledTransport()
 	base.MaxIdleConnsPerHost = defaultIdlePerHost
 	base.DialContext = NewDialer().DialContext
+	reportProxyRefusals(base, true)
 	return base
 }
 
@@ -474,14 +475,14 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 	}
 	delay = max(delay, v.RetryAfter)
 	now := t.now()
-	if resp != nil {
-		floor, tooLong := retryAfterFloor(resp.Header, now, t.retryAfterLimit)
+	if h := signalHeader(resp, err); h != nil {
+		floor, tooLong := retryAfterFloor(h, now, t.retryAfterLimit)
 		if tooLong {
 			return 0, GiveUpRetryAfterLimit
 		}
 		delay = max(delay, floor)
 		if t.rateLimitHints && v.Throttle {
-			if reset, ok := rateLimitReset(resp.Header, now); ok {
+			if reset, ok := rateLimitReset(h, now); ok {
 				if reset > t.retryAfterLimit {
 					return 0, GiveUpRateLimitResetLimit
 				}

@@ -127,6 +127,7 @@ func All() []Scenario {
 		{"reset", Reset},
 		{"throttling", Throttling},
 		{"instances", Instances},
+		{"rescue", Rescue},
 	}
 }
 

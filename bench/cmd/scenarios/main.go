@@ -8,6 +8,7 @@
 //	go run ./cmd/scenarios            # every scenario, about two minutes on 2 CPUs
 //	go run ./cmd/scenarios -quick     # smaller sizes
 //	go run ./cmd/scenarios -only outage,herd
+//	go run ./cmd/scenarios -only rescue    # which failures each library rescues, about 10 seconds
 //	go run ./cmd/scenarios -overhead  # the overhead benchmarks, as ratios
 //
 // The memory scenario runs each library in a child process: the command

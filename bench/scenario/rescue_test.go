@@ -1,0 +1,87 @@
+package scenario
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/bench/peers"
+)
+
+// rescueRows runs the rescue matrix once for the tests that read it.
+var rescueRows = sync.OnceValue(func() []RescueRow { return RunRescue(context.Background(), 64) })
+
+// TestRescueNeverWorseThanAPeer runs the rescue matrix and checks that
+// retryhttp rescues every failure a peer rescues, except where a rule of its
+// own, named in the row, forbids it; and that it never executes a request
+// that may not be executed twice more than once.
+func TestRescueNeverWorseThanAPeer(t *testing.T) {
+	rows := rescueRows()
+	require.GreaterOrEqual(t, len(rows), 30, "rows")
+	libs := RescueLibraries()
+	require.Len(t, libs, 5)
+	rescuedByUs, ruled := 0, 0
+	for _, r := range rows {
+		require.Len(t, r.Cells, len(libs), r.Name)
+		assert.False(t, r.Unsafe(peers.RetryHTTP), "%s: retryhttp executed it %d times", r.Name, r.Cells[peers.RetryHTTP].Executions)
+		if r.Rescued(peers.RetryHTTP) {
+			rescuedByUs++
+			continue
+		}
+		for _, l := range libs {
+			if l.Name == peers.RetryHTTP || !r.Rescued(l.Name) {
+				continue
+			}
+			if r.Rule == "" {
+				t.Errorf("%s: %s rescued it (%v), retryhttp did not (%v), and no rule says why",
+					r.Name, l.Name, r.Cells[l.Name], r.Cells[peers.RetryHTTP])
+				continue
+			}
+			ruled++
+			if r.Once {
+				assert.LessOrEqual(t, r.Cells[peers.RetryHTTP].Executions, int64(1), r.Name)
+			}
+		}
+	}
+	t.Logf("retryhttp rescued %d of %d failures; %d rescues by a peer were ruled out", rescuedByUs, len(rows), ruled)
+
+	table := RescueTable(rows)
+	require.Len(t, table.Rows, len(rows))
+	for _, cells := range table.Rows {
+		require.Len(t, cells, len(libs)+2)
+	}
+}
+
+// TestRescueRowsThatMatter pins the outcomes the rescue matrix was built to
+// show, so that a change in any of them is noticed.
+func TestRescueRowsThatMatter(t *testing.T) {
+	rows := map[string]RescueRow{}
+	for _, r := range rescueRows() {
+		rows[r.Name] = r
+	}
+	for _, name := range []string{
+		"GET: proxy answers CONNECT 503, then tunnels",
+		"POST without a key: proxy answers CONNECT 503, then tunnels",
+		"GET: base's ResponseHeaderTimeout, HTTP/1.1",
+		"PUT 512 KiB without GetBody, Content-Length: 503 before the body is read",
+		"PUT 512 KiB without GetBody, chunked: 503 before the body is read",
+	} {
+		r, ok := rows[name]
+		require.True(t, ok, name)
+		assert.True(t, r.Rescued(peers.RetryHTTP), "%s: %v", name, r.Cells[peers.RetryHTTP])
+		assert.Equal(t, int64(1), r.Cells[peers.RetryHTTP].Executions, name)
+	}
+	for name, r := range rows {
+		if strings.Contains(name, "blank Idempotency-Key") || strings.Contains(name, "PROTOCOL_ERROR") {
+			assert.Equal(t, int64(1), r.Cells[peers.RetryHTTP].Executions, name)
+			assert.True(t, r.Unsafe(peers.RetryableHTTP), "%s: go-retryablehttp executed it once", name)
+		}
+	}
+	r := rows["GET: proxy answers CONNECT 407 (credentials)"]
+	assert.Zero(t, r.Cells[peers.RetryHTTP].Executions)
+	assert.False(t, r.Cells[peers.RetryHTTP].OK())
+}
