@@ -33,6 +33,16 @@ func newHostBase(status func(host string, n int) int) *hostBase {
 	return &hostBase{attempts: map[string]int{}, status: status}
 }
 
+// switchingBase answers 503 while failing is true, and 200 otherwise.
+func switchingBase(failing *atomic.Bool) *hostBase {
+	return newHostBase(func(string, int) int {
+		if failing.Load() {
+			return 503
+		}
+		return 200
+	})
+}
+
 func (b *hostBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	b.mu.Lock()
 	n := b.attempts[r.URL.Host]
@@ -199,14 +209,9 @@ func TestThrottleCountsEveryAttempt(t *testing.T) {
 
 func TestThrottleWindowSlides(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		failing := atomic.Bool{}
+		failing := &atomic.Bool{}
 		failing.Store(true)
-		base := newHostBase(func(string, int) int {
-			if failing.Load() {
-				return 503
-			}
-			return 200
-		})
+		base := switchingBase(failing)
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleWindow(time.Second)))
 		for range 30 {
 			roundTrip(tr, "http://svc.test/")
@@ -245,14 +250,9 @@ func TestThrottleWindowSlides(t *testing.T) {
 
 func TestThrottleWayBackIsFiveAcceptsInARow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		failing := atomic.Bool{}
+		failing := &atomic.Bool{}
 		failing.Store(true)
-		base := newHostBase(func(string, int) int {
-			if failing.Load() {
-				return 503
-			}
-			return 200
-		})
+		base := switchingBase(failing)
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
 		for range 1000 {
 			roundTrip(tr, "http://svc.test/")
@@ -286,14 +286,9 @@ func TestThrottleWayBackIsFiveAcceptsInARow(t *testing.T) {
 
 func TestThrottleForgetsAHealthyHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		failing := atomic.Bool{}
+		failing := &atomic.Bool{}
 		failing.Store(true)
-		base := newHostBase(func(string, int) int {
-			if failing.Load() {
-				return 503
-			}
-			return 200
-		})
+		base := switchingBase(failing)
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleWindow(time.Second)))
 		roundTrip(tr, "http://svc.test/")
 		require.Equal(t, 1, tr.throttle.hosts.Load().n)
