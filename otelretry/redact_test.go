@@ -43,7 +43,7 @@ func (tel *telemetry) everything(t *testing.T) map[string]string {
 	out := map[string]string{}
 	kvs := func(where string, attrs []attribute.KeyValue) {
 		for _, kv := range attrs {
-			out[where+" "+string(kv.Key)] += kv.Value.Emit() + "\n"
+			out[where+" "+string(kv.Key)] += kv.Value.String() + "\n"
 		}
 	}
 	for _, s := range tel.spans.Ended() {
