@@ -142,10 +142,15 @@ func awsCodeName(code string) string {
 //     members of nested objects do not count;
 //   - XML (text/xml, application/xml): the Code element of an Error element,
 //     as S3 sends it (<Error><Code>), the query services (STS, IAM, SNS:
-//     <ErrorResponse><Error><Code>) and EC2 (<Response><Errors><Error><Code>).
+//     <ErrorResponse><Error><Code>) and EC2 (<Response><Errors><Error><Code>);
+//   - CBOR (Smithy RPC v2 CBOR, which the AWS SDKs speak to CloudWatch and
+//     others: header Smithy-Protocol: rpc-v2-cbor, or application/cbor):
+//     the text string of the "__type" key of the top-level map, namespace
+//     and URI dropped. It is read without a CBOR library, by a reader that
+//     skips what it does not need and stops at anything malformed.
 //
 // A response without a Content-Type is read when its body starts as JSON or
-// XML does. A body that is longer than PeekLimit is read as far as that; one
+// XML does, or when its Smithy-Protocol header says it is CBOR. A body that is longer than PeekLimit is read as far as that; one
 // that stalls, as far as it arrived within 100 ms.
 func AWSResponseErrorCode(resp *http.Response) string {
 	if resp == nil {
@@ -170,6 +175,8 @@ func AWSResponseErrorCode(resp *http.Response) string {
 		return awsCodeName(jsonErrorCode(prefix))
 	case docXML:
 		return trimOWS(xmlErrorCode(prefix))
+	case docCBOR:
+		return awsCodeName(cborErrorType(prefix))
 	}
 	return ""
 }
@@ -181,12 +188,18 @@ const (
 	docNone    docKind = iota // not one that is read
 	docJSON                   // JSON
 	docXML                    // XML
+	docCBOR                   // CBOR, as Smithy RPC v2 CBOR sends it
 	docUnknown                // no Content-Type: sniff the body
 )
 
 // errorDocumentKind reads the format of a response's body from its
-// Content-Type: the media types AWS services send their errors in.
+// Content-Type: the media types AWS services send their errors in. The
+// Smithy-Protocol header of RPC v2 CBOR names the format whatever the
+// Content-Type.
 func errorDocumentKind(h http.Header) docKind {
+	if v := h["Smithy-Protocol"]; len(v) > 0 && trimOWS(v[0]) == "rpc-v2-cbor" {
+		return docCBOR
+	}
 	v := h["Content-Type"]
 	if len(v) == 0 {
 		return docUnknown
@@ -196,6 +209,8 @@ func errorDocumentKind(h http.Header) docKind {
 		return docJSON
 	case "text/xml", "application/xml":
 		return docXML
+	case "application/cbor":
+		return docCBOR
 	}
 	return docNone
 }
