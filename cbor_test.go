@@ -93,10 +93,10 @@ func TestCBORErrorType(t *testing.T) {
 			text("u").head(cborUint, 1<<40).
 			text("n").head(cborNegint, 500).
 			text("b").bytes("\x00\xff").
-			text("a").head(cborArray, 2).raw(0xf5, 0xf6). // true, null
+			text("a").head(cborArray, 2).raw(0xf5, 0xf6).           // true, null
 			text("m").head(cborMap, 1).head(cborUint, 1).text("x"). // a key that is not text
-			text("t").head(cborTag, 1).head(cborUint, 1700000000). // epoch time
-			text("f").raw(0xfb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0). // 1.0 as a double
+			text("t").head(cborTag, 1).head(cborUint, 1700000000).  // epoch time
+			text("f").raw(0xfb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0).      // 1.0 as a double
 			head(cborUint, 7).text("a key that is an integer").
 			text("__type").text("Found"), "Found"},
 		{"indefinite strings and containers before it", cb{}.raw(0xbf).
