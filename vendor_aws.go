@@ -24,6 +24,17 @@ import (
 //     failed condition or a signature the server rejected is not fixed by
 //     sending the same bytes again. A 408 or 429 is left to its status.
 //
+// S3 may answer a CopyObject, an UploadPartCopy or a CompleteMultipartUpload
+// with 200 OK and an XML body whose root is Error, when the operation
+// failed after the headers were sent. The AWS SDKs read such a response as
+// a 500, and so does AWSErrorClassifier: it is retried, with the Throttle
+// facet for a throttling code (SlowDown). Only those three operations are
+// read (a PUT with X-Amz-Copy-Source, a POST with an uploadId parameter),
+// never a GetObject or any other body that streams; a result's body is
+// left byte for byte, and is waited for no longer than PeekBody waits. An
+// Error that S3 sends after more than 100 ms of a long copy's keep-alive
+// whitespace is past that wait, and is the SDK's to see.
+//
 // A 503 without a code is retried with the Throttle facet, unless it
 // carries X-Should-Retry: S3's SlowDown (reduce your request rate) is a 503,
 // and the AWS SDKs pace SlowDown as a throttle; a 503 from a load balancer
@@ -50,8 +61,11 @@ func AWSErrorClassifier() Classifier { return awsErrorClassifier{} }
 type awsErrorClassifier struct{}
 
 func (awsErrorClassifier) Classify(req *http.Request, resp *http.Response, _ error) Verdict {
-	if resp == nil || resp.StatusCode < 400 || req.Context().Err() != nil {
+	if resp == nil || resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 400 || req.Context().Err() != nil {
 		return Verdict{}
+	}
+	if resp.StatusCode < 300 {
+		return s3ErrorIn200(req, resp)
 	}
 	code := AWSResponseErrorCode(resp)
 	switch {
@@ -68,6 +82,59 @@ func (awsErrorClassifier) Classify(req *http.Request, resp *http.Response, _ err
 		return Verdict{Decision: DontRetry}
 	}
 	return Verdict{}
+}
+
+// s3ErrorIn200 judges a 2xx response to a request S3 may answer with an
+// error in a 200 as the AWS SDKs do: as a 500 when its XML body's root is
+// an Error element, and with no opinion otherwise.
+func s3ErrorIn200(req *http.Request, resp *http.Response) Verdict {
+	if kind := errorDocumentKind(resp.Header); !s3MayFailIn200(req) || kind != docXML && kind != docUnknown {
+		return Verdict{}
+	}
+	prefix, _ := PeekBody(resp)
+	if !strings.EqualFold(xmlRootElement(prefix), "Error") { // as the SDKs compare it
+		return Verdict{}
+	}
+	if awsThrottleCode(trimOWS(xmlErrorCode(prefix))) {
+		return Verdict{Decision: Retry, Throttle: true}
+	}
+	return Verdict{Decision: Retry}
+}
+
+// s3MayFailIn200 reports whether req is one of the S3 operations that may
+// fail after their 200 OK: a copy (CopyObject, UploadPartCopy: a PUT with
+// X-Amz-Copy-Source) or a CompleteMultipartUpload (a POST with an uploadId
+// query parameter).
+func s3MayFailIn200(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodPut:
+		return len(req.Header["X-Amz-Copy-Source"]) > 0
+	case http.MethodPost:
+		for q := req.URL.RawQuery; q != ""; {
+			var param string
+			param, q, _ = strings.Cut(q, "&")
+			if name, _, _ := strings.Cut(param, "="); name == "uploadId" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// xmlRootElement returns the local name of the root element of an XML
+// document, or "" when the document has none as far as it goes.
+func xmlRootElement(doc []byte) string {
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	dec.Strict = false
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			return ""
+		}
+		if el, ok := tok.(xml.StartElement); ok {
+			return el.Name.Local
+		}
+	}
 }
 
 // awsThrottleCode reports the error codes that the AWS SDK for Go v2 treats
@@ -142,10 +209,15 @@ func awsCodeName(code string) string {
 //     members of nested objects do not count;
 //   - XML (text/xml, application/xml): the Code element of an Error element,
 //     as S3 sends it (<Error><Code>), the query services (STS, IAM, SNS:
-//     <ErrorResponse><Error><Code>) and EC2 (<Response><Errors><Error><Code>).
+//     <ErrorResponse><Error><Code>) and EC2 (<Response><Errors><Error><Code>);
+//   - CBOR (Smithy RPC v2 CBOR, which the AWS SDKs speak to CloudWatch and
+//     others: header Smithy-Protocol: rpc-v2-cbor, or application/cbor):
+//     the text string of the "__type" key of the top-level map, namespace
+//     and URI dropped. It is read without a CBOR library, by a reader that
+//     skips what it does not need and stops at anything malformed.
 //
 // A response without a Content-Type is read when its body starts as JSON or
-// XML does. A body that is longer than PeekLimit is read as far as that; one
+// XML does, or when its Smithy-Protocol header says it is CBOR. A body that is longer than PeekLimit is read as far as that; one
 // that stalls, as far as it arrived within 100 ms.
 func AWSResponseErrorCode(resp *http.Response) string {
 	if resp == nil {
@@ -170,6 +242,8 @@ func AWSResponseErrorCode(resp *http.Response) string {
 		return awsCodeName(jsonErrorCode(prefix))
 	case docXML:
 		return trimOWS(xmlErrorCode(prefix))
+	case docCBOR:
+		return awsCodeName(cborErrorType(prefix))
 	}
 	return ""
 }
@@ -181,12 +255,18 @@ const (
 	docNone    docKind = iota // not one that is read
 	docJSON                   // JSON
 	docXML                    // XML
+	docCBOR                   // CBOR, as Smithy RPC v2 CBOR sends it
 	docUnknown                // no Content-Type: sniff the body
 )
 
 // errorDocumentKind reads the format of a response's body from its
-// Content-Type: the media types AWS services send their errors in.
+// Content-Type: the media types AWS services send their errors in. The
+// Smithy-Protocol header of RPC v2 CBOR names the format whatever the
+// Content-Type.
 func errorDocumentKind(h http.Header) docKind {
+	if v := h["Smithy-Protocol"]; len(v) > 0 && trimOWS(v[0]) == "rpc-v2-cbor" {
+		return docCBOR
+	}
 	v := h["Content-Type"]
 	if len(v) == 0 {
 		return docUnknown
@@ -196,6 +276,8 @@ func errorDocumentKind(h http.Header) docKind {
 		return docJSON
 	case "text/xml", "application/xml":
 		return docXML
+	case "application/cbor":
+		return docCBOR
 	}
 	return docNone
 }

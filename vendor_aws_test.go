@@ -484,3 +484,96 @@ func BenchmarkAWSErrorClassifier(b *testing.B) {
 		}
 	})
 }
+
+// s3CopyResult is the body of a CopyObject that succeeded.
+const s3CopyResult = `<?xml version="1.0" encoding="UTF-8"?>
+<CopyObjectResult><LastModified>2026-11-25T06:40:00.000Z</LastModified><ETag>"9b2cf535f27731c974343645a3985328"</ETag></CopyObjectResult>`
+
+// s3ErrorDoc is the body of an S3 error with code.
+func s3ErrorDoc(code string) string {
+	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
+		`<Error><Code>` + code + `</Code><Message>We encountered an internal error. Please try again.</Message>` +
+		`<RequestId>656c76696e6727732072657175657374</RequestId><HostId>Uuag1LuByRx9e6j5Onimru9pO4ZVKnJ2Qz7/C1NPcfTWAtRPfTaOFg==</HostId></Error>`
+}
+
+func TestAWSErrorClassifierS3ErrorIn200(t *testing.T) {
+	copyObject := func() *http.Request {
+		r := get(t, "http://s3.test/photos/cat-copy.jpg?x-id=CopyObject")
+		r.Method = http.MethodPut
+		r.Header.Set("X-Amz-Copy-Source", "photos/cat.jpg")
+		return r
+	}
+	method := func(m, url string) func() *http.Request {
+		return func() *http.Request {
+			r := get(t, url)
+			r.Method = m
+			return r
+		}
+	}
+	uploadPartCopy := func() *http.Request {
+		r := copyObject()
+		r.URL.RawQuery = "partNumber=2&uploadId=VXBsb2FkIElE&x-id=UploadPartCopy"
+		return r
+	}
+	complete := method(http.MethodPost, "http://s3.test/photos/big.bin?uploadId=VXBsb2FkIElE&x-id=CompleteMultipartUpload")
+	tests := []struct {
+		name        string
+		req         func() *http.Request
+		contentType string
+		body        string
+		want        Verdict
+		read        bool // whether the body is peeked at
+	}{
+		{"CopyObject InternalError", copyObject, "application/xml", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
+		{"CopyObject SlowDown", copyObject, "application/xml", s3ErrorDoc("SlowDown"), Verdict{Decision: Retry, Throttle: true}, true},
+		{"CopyObject after keep-alive whitespace", copyObject, "application/xml", "\n \n \n" + s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
+		{"CopyObject AccessDenied, as a 500", copyObject, "application/xml", s3ErrorDoc("AccessDenied"), Verdict{Decision: Retry}, true},
+		{"CopyObject without a Content-Type", copyObject, "", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
+		{"CopyObject result", copyObject, "application/xml", s3CopyResult, Verdict{}, true},
+		{"CopyObject cut before the root", copyObject, "application/xml", "\n \n", Verdict{}, true},
+		{"CopyObject, Error not the root", copyObject, "application/xml", "<CopyObjectResult><Error><Code>InternalError</Code></Error></CopyObjectResult>", Verdict{}, true},
+		{"CopyObject, not XML", copyObject, "text/plain", s3ErrorDoc("InternalError"), Verdict{}, false},
+		{"UploadPartCopy InternalError", uploadPartCopy, "application/xml", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
+		{"CompleteMultipartUpload InternalError", complete, "application/xml", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
+		{"GetObject of an XML object", method(http.MethodGet, "http://s3.test/photos/error.xml?x-id=GetObject"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
+		{"PutObject", method(http.MethodPut, "http://s3.test/photos/cat.jpg?x-id=PutObject"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
+		{"CreateMultipartUpload", method(http.MethodPost, "http://s3.test/photos/big.bin?uploads&x-id=CreateMultipartUpload"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
+		{"a POST with uploadIds", method(http.MethodPost, "http://s3.test/?uploadIds=1"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := awsBodyResponse(http.StatusOK, tt.contentType, tt.body)
+			assert.Equal(t, tt.want, AWSErrorClassifier().Classify(tt.req(), resp, nil))
+			_, peeked := resp.Body.(*peekedBody)
+			assert.Equal(t, tt.read, peeked, "the body was peeked at")
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, tt.body, string(got), "the caller gets the body byte for byte")
+		})
+	}
+}
+
+// TestS3ErrorIn200InTransport checks the Transport over a CopyObject that
+// S3 answers 200 OK with an InternalError: it is retried as a 500 is, and
+// the result of the retry reaches the caller at once, byte for byte.
+func TestS3ErrorIn200InTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		xmlHeader := http.Header{"Content-Type": {"application/xml"}}
+		base := &script{steps: []step{
+			{status: 200, header: xmlHeader, body: s3ErrorDoc("InternalError")},
+			{status: 200, header: xmlHeader, body: s3CopyResult},
+		}}
+		tr := newTestTransport(base, 0.5, WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}))
+		req, _ := withBody(t, t.Context(), http.MethodPut, "http://s3.test/photos/cat-copy.jpg?x-id=CopyObject", "", true)
+		req.Header.Set("X-Amz-Copy-Source", "photos/cat.jpg")
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		require.Equal(t, 2, base.count())
+		assert.Equal(t, base.times[1], time.Now(), "the result was judged at once")
+		base.requireDiscardedClosed(t, resp)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, s3CopyResult, string(got))
+		resp.Body.Close()
+	})
+}

@@ -298,6 +298,11 @@ func requestAttrs(attrs []attribute.KeyValue, r *http.Request) []attribute.KeyVa
 	return append(attrs, method(r.Method), semconv.ServerAddress(address), semconv.ServerPort(port))
 }
 
+// methodQuery is QUERY, the safe method with a body that the HTTP working
+// group defines beside RFC 9110's: the semantic conventions know it, and
+// net/http has no constant for it.
+const methodQuery = "QUERY"
+
 // method returns the http.request.method attribute: the method if the
 // semantic conventions know it, and _OTHER if not.
 func method(m string) attribute.KeyValue {
@@ -320,6 +325,8 @@ func method(m string) attribute.KeyValue {
 		return semconv.HTTPRequestMethodTrace
 	case http.MethodConnect:
 		return semconv.HTTPRequestMethodConnect
+	case methodQuery:
+		return semconv.HTTPRequestMethodQuery
 	}
 	return semconv.HTTPRequestMethodOther
 }

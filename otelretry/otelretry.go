@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -28,6 +29,7 @@ type config struct {
 	meterProvider  metric.MeterProvider
 	propagators    propagation.TextMapPropagator
 	httpOptions    []otelhttp.Option
+	sensitive      []string // nil: DefaultSensitiveQueryParameters
 }
 
 // WithTracerProvider sets the provider of the attempt spans. The default is
@@ -104,6 +106,9 @@ func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
 	if c.meterProvider == nil {
 		c.meterProvider = otel.GetMeterProvider()
 	}
+	if c.sensitive == nil {
+		c.sensitive = DefaultSensitiveQueryParameters()
+	}
 	var hopts []otelhttp.Option
 	if c.tracerProvider != nil {
 		hopts = append(hopts, otelhttp.WithTracerProvider(c.tracerProvider))
@@ -117,7 +122,7 @@ func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
 	return func(t *retryhttp.Transport) {
 		o := newObserver(c.meterProvider, t)
 		layer := &attempts{base: base, o: o}
-		retryhttp.WithBase(&spans{otelhttp.NewTransport(layer, hopts...), layer})(t)
+		retryhttp.WithBase(&spans{otelhttp.NewTransport(layer, hopts...), layer, redactor{c.sensitive}})(t)
 		retryhttp.WithOnRetry(o.retry)(t)
 		retryhttp.WithOnGiveUp(o.giveUp)(t)
 		retryhttp.WithOnHedge(o.hedge)(t)
@@ -150,12 +155,19 @@ type observer struct {
 	ready     atomic.Bool
 }
 
-// spans is otelhttp's Transport over the attempts layer. otelhttp's
+// spans is otelhttp's Transport over the attempts layer. It shows otelhttp
+// each attempt with the credentials in its URL redacted, and the attempts
+// layer under otelhttp sends it with its URL as it was. otelhttp's
 // Transport has no CloseIdleConnections, so spans forwards it to the base
 // itself, keeping http.Client.CloseIdleConnections working.
 type spans struct {
-	http.RoundTripper
-	layer *attempts
+	otel   http.RoundTripper
+	layer  *attempts
+	redact redactor
+}
+
+func (s *spans) RoundTrip(r *http.Request) (*http.Response, error) {
+	return s.otel.RoundTrip(s.redact.redact(r))
 }
 
 // CloseIdleConnections closes the idle connections of the base, if it has
@@ -177,10 +189,12 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !a.o.ready.Load() { // a load, not a store, on every attempt but the first
 		a.o.ready.Store(true)
 	}
+	r, full := restore(r)
 	ctx := r.Context()
-	if resend := retryhttp.AttemptFromContext(ctx) - 1; resend > 0 && madeSpan(ctx) {
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.SetAttributes(semconv.HTTPRequestResendCount(resend))
+	resend := retryhttp.AttemptFromContext(ctx) - 1
+	if resend > 0 || full != "" || r.Method == methodQuery {
+		if span := trace.SpanFromContext(ctx); madeSpan(ctx) && span.IsRecording() {
+			annotate(span, r, resend, full)
 		}
 	}
 	a.o.countAttempt(ctx, r)
@@ -191,6 +205,26 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// annotate completes what otelhttp recorded on the attempt's span: the
+// resend count of a resend; url.full with user information redacted, as
+// the semantic conventions ask, where otelhttp drops it; and QUERY as a
+// method the conventions know, which otelhttp records as _OTHER (with
+// http.request.method.original QUERY).
+func annotate(span trace.Span, r *http.Request, resend int, full string) {
+	var buf [3]attribute.KeyValue
+	attrs := buf[:0]
+	if resend > 0 {
+		attrs = append(attrs, semconv.HTTPRequestResendCount(resend))
+	}
+	if full != "" {
+		attrs = append(attrs, semconv.URLFull(full))
+	}
+	if r.Method == methodQuery {
+		attrs = append(attrs, semconv.HTTPRequestMethodQuery)
+	}
+	span.SetAttributes(attrs...)
 }
 
 // madeSpan reports whether otelhttp made a span for the attempt whose

@@ -1,0 +1,229 @@
+package retryhttp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The error responses of the Smithy protocol tests for rpcv2Cbor
+// (smithy-protocol-tests/model/rpcv2Cbor/errors.smithy and
+// smithy-aws-protocol-tests/model/rpcv2Cbor/query-compatible.smithy), by
+// test ID: the bodies as the tests give them, in base64.
+var smithyCBORErrors = []struct {
+	id, body, want string
+}{
+	{"RpcV2CborInvalidGreetingError",
+		"v2ZfX3R5cGV4LnNtaXRoeS5wcm90b2NvbHRlc3RzLnJwY3YyQ2JvciNJbnZhbGlkR3JlZXRpbmdnTWVzc2FnZWJIaf8=",
+		"smithy.protocoltests.rpcv2Cbor#InvalidGreeting"},
+	{"RpcV2CborComplexError",
+		"v2ZfX3R5cGV4K3NtaXRoeS5wcm90b2NvbHRlc3RzLnJwY3YyQ2JvciNDb21wbGV4RXJyb3JoVG9wTGV2ZWxpVG9wIGxldmVsZk5lc3RlZL9jRm9vY2Jhcv//",
+		"smithy.protocoltests.rpcv2Cbor#ComplexError"},
+	{"RpcV2CborEmptyComplexError",
+		"v2ZfX3R5cGV4K3NtaXRoeS5wcm90b2NvbHRlc3RzLnJwY3YyQ2JvciNDb21wbGV4RXJyb3L/",
+		"smithy.protocoltests.rpcv2Cbor#ComplexError"},
+	{"QueryCompatibleRpcV2CborNoCustomCodeError",
+		"uQACZl9fdHlwZXgtYXdzLnByb3RvY29sdGVzdHMucnBjdjJjYm9yI05vQ3VzdG9tQ29kZUVycm9yZ21lc3NhZ2ViSGk=",
+		"aws.protocoltests.rpcv2cbor#NoCustomCodeError"},
+	{"QueryCompatibleRpcV2CborCustomCodeError",
+		"uQACZl9fdHlwZXgrYXdzLnByb3RvY29sdGVzdHMucnBjdjJjYm9yI0N1c3RvbUNvZGVFcnJvcmdtZXNzYWdlYkhp",
+		"aws.protocoltests.rpcv2cbor#CustomCodeError"},
+}
+
+// cb builds CBOR documents for the tests, an item at a time.
+type cb []byte
+
+// head appends an item's head with the shortest argument.
+func (c cb) head(major byte, n uint64) cb {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(c, m|byte(n))
+	case n <= 0xff:
+		return append(c, m|24, byte(n))
+	case n <= 0xffff:
+		return append(c, m|25, byte(n>>8), byte(n))
+	case n <= 0xffffffff:
+		return append(c, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	c = append(c, m|27)
+	for i := 7; i >= 0; i-- {
+		c = append(c, byte(n>>(8*i)))
+	}
+	return c
+}
+
+func (c cb) text(s string) cb  { return append(c.head(cborText, uint64(len(s))), s...) }
+func (c cb) bytes(s string) cb { return append(c.head(cborBytes, uint64(len(s))), s...) }
+func (c cb) raw(b ...byte) cb  { return append(c, b...) }
+
+// cloudWatchThrottle is a CloudWatch-shaped throttling error: a map of
+// __type and message, as Smithy RPC v2 CBOR encodes an error.
+var cloudWatchThrottle = []byte(cb{}.head(cborMap, 2).
+	text("__type").text("com.amazonaws.cloudwatch#Throttling").
+	text("message").text("Rate exceeded"))
+
+func TestCBORErrorType(t *testing.T) {
+	for _, tt := range smithyCBORErrors {
+		t.Run(tt.id, func(t *testing.T) {
+			doc, err := base64.StdEncoding.DecodeString(tt.body)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, cborErrorType(doc))
+		})
+	}
+	deep := cb{}.head(cborMap, 2).text("nested")
+	for range cborMaxDepth + 2 {
+		deep = deep.head(cborArray, 1)
+	}
+	deep = deep.head(cborUint, 0).text("__type").text("Deep")
+	tests := []struct {
+		name string
+		doc  []byte
+		want string
+	}{
+		{"CloudWatch throttle", cloudWatchThrottle, "com.amazonaws.cloudwatch#Throttling"},
+		{"after every kind of item", cb{}.head(cborMap, 9).
+			text("u").head(cborUint, 1<<40).
+			text("n").head(cborNegint, 500).
+			text("b").bytes("\x00\xff").
+			text("a").head(cborArray, 2).raw(0xf5, 0xf6).           // true, null
+			text("m").head(cborMap, 1).head(cborUint, 1).text("x"). // a key that is not text
+			text("t").head(cborTag, 1).head(cborUint, 1700000000).  // epoch time
+			text("f").raw(0xfb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0).      // 1.0 as a double
+			head(cborUint, 7).text("a key that is an integer").
+			text("__type").text("Found"), "Found"},
+		{"indefinite strings and containers before it", cb{}.raw(0xbf).
+			raw(0x7f).text("ke").text("y").raw(cborBreak). // the key "key", in chunks
+			raw(0x9f).raw(0x5f).bytes("ab").raw(cborBreak).raw(cborBreak).
+			text("__type").raw(0x7f).text("Throt").text("tling").raw(cborBreak).
+			raw(cborBreak), "Throttling"},
+		{"key in chunks", cb{}.head(cborMap, 1).raw(0x7f).text("__").text("type").raw(cborBreak).text("T"), "T"},
+		{"cut short after __type", cloudWatchThrottle[:len(cloudWatchThrottle)-3], "com.amazonaws.cloudwatch#Throttling"},
+		{"cut short in __type", cloudWatchThrottle[:12], ""},
+		{"__type not text", cb{}.head(cborMap, 1).text("__type").bytes("Throttling"), ""},
+		{"__type nested", cb{}.head(cborMap, 1).text("error").head(cborMap, 1).text("__type").text("Throttling"), ""},
+		{"an array", cb{}.head(cborArray, 2).text("__type").text("Throttling"), ""},
+		{"a text string", cb{}.text("__type"), ""},
+		{"empty", nil, ""},
+		{"empty map", cb{}.head(cborMap, 0), ""},
+		{"indefinite map ended", cb{}.raw(0xbf, cborBreak).text("__type").text("After"), ""},
+		{"more pairs than bytes", cb{}.head(cborMap, 1<<62).text("a").head(cborMap, 1<<62).text("__type").text("X"), ""},
+		{"string longer than the document", cb{}.head(cborMap, 2).text("a").head(cborText, 1<<63).text("__type").text("X"), ""},
+		{"array longer than the document", cb{}.head(cborMap, 2).text("a").head(cborArray, 1<<63).text("__type").text("X"), ""},
+		{"reserved argument", cb{}.head(cborMap, 2).text("a").raw(0x1c).text("__type").text("X"), ""},
+		{"indefinite integer", cb{}.head(cborMap, 2).text("a").raw(0x1f).text("__type").text("X"), ""},
+		{"stray break", cb{}.head(cborMap, 2).text("a").raw(cborBreak).text("__type").text("X"), ""},
+		{"chunk of another type", cb{}.head(cborMap, 1).raw(0x7f).bytes("__type").raw(cborBreak).text("X"), ""},
+		{"nested chunk of indefinite length", cb{}.head(cborMap, 1).raw(0x7f, 0x7f).raw(cborBreak).raw(cborBreak).text("X"), ""},
+		{"nested too deep", deep, ""},
+		{"nested at the limit", func() cb {
+			c := cb{}.head(cborMap, 2).text("nested")
+			for range cborMaxDepth {
+				c = c.head(cborArray, 1)
+			}
+			return c.head(cborUint, 0).text("__type").text("Deep")
+		}(), "Deep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, cborErrorType(tt.doc))
+		})
+	}
+}
+
+func FuzzCBORErrorType(f *testing.F) {
+	for _, tt := range smithyCBORErrors {
+		doc, _ := base64.StdEncoding.DecodeString(tt.body)
+		f.Add(doc)
+	}
+	f.Add([]byte(cloudWatchThrottle))
+	f.Add([]byte{0xbf, 0x7f, 0x62, '_', '_', 0x64, 't', 'y', 'p', 'e', 0xff, 0x61, 'T', 0xff})
+	f.Add([]byte{0xa1, 0x61, 'a', 0x9f, 0x9f, 0x9f, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got := cborErrorType(doc)
+		if len(got) > len(doc) {
+			t.Fatalf("a type of %d bytes from a document of %d", len(got), len(doc))
+		}
+		resp := &http.Response{StatusCode: 400, Header: http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}},
+			Body: io.NopCloser(bytes.NewReader(doc))}
+		if code := AWSResponseErrorCode(resp); code != awsCodeName(got) {
+			t.Fatalf("AWSResponseErrorCode = %q, cborErrorType = %q", code, got)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || !bytes.Equal(body, doc) {
+			t.Fatalf("the body after the peek: %q, %v; want %q", body, err, doc)
+		}
+	})
+}
+
+func TestAWSResponseErrorCodeCBOR(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		status int
+		want   string
+	}{
+		{"Smithy-Protocol and Content-Type", http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}, "Content-Type": {"application/cbor"}}, 400, "Throttling"},
+		{"Smithy-Protocol alone", http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}}, 400, "Throttling"},
+		{"Content-Type alone", http.Header{"Content-Type": {"application/cbor"}}, 400, "Throttling"},
+		{"query error header first", http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}, "X-Amzn-Query-Error": {"Customized;Sender"}}, 400, "Customized"},
+		{"another protocol", http.Header{"Smithy-Protocol": {"rpc-v3"}, "Content-Type": {"application/octet-stream"}}, 400, ""},
+		{"no content type, not sniffed", http.Header{}, 400, ""},
+		{"success", http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}}, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tt.status, Header: tt.header, Body: newCountingBody(string(cloudWatchThrottle))}
+			assert.Equal(t, tt.want, AWSResponseErrorCode(resp))
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, cloudWatchThrottle, got, "the caller gets the body byte for byte")
+		})
+	}
+}
+
+// TestAWSCBORThrottleInTransport checks the Transport over CloudWatch's
+// throttling answer in Smithy RPC v2 CBOR: it is retried after the throttle
+// backoff, and when retries are spent, the SDK gets the body byte for byte.
+func TestAWSCBORThrottleInTransport(t *testing.T) {
+	cloudWatch := http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}, "Content-Type": {"application/cbor"},
+		"X-Amzn-Requestid": {"9b3d4bdf-4c6b-4b8f-9a5e-0c1e2f3a4b5c"}}
+	throttled := step{status: 400, header: cloudWatch, body: string(cloudWatchThrottle)}
+	tests := []struct {
+		name     string
+		steps    []step
+		attempts int
+		body     string // the body the caller gets
+	}{
+		{"retried", []step{throttled, {status: 200, body: "ok"}}, 2, "ok"},
+		{"retries spent", []step{throttled, throttled}, 2, string(cloudWatchThrottle)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: tt.steps}
+				tr := newTestTransport(base, 0.5, WithMaxAttempts(2),
+					WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}),
+					WithResendable(func(*http.Request) bool { return true }))
+				req, _ := withBody(t, t.Context(), http.MethodPost,
+					"http://monitoring.test/service/GraniteServiceVersion20100801/operation/GetMetricData", "\xa0", true)
+				start := time.Now()
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				require.Equal(t, tt.attempts, base.count())
+				assert.Equal(t, 500*time.Millisecond, base.times[1].Sub(start), "the throttle backoff")
+				got, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				assert.Equal(t, tt.body, string(got))
+				resp.Body.Close()
+			})
+		})
+	}
+}
