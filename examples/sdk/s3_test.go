@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -202,4 +203,102 @@ func TestCheckSigV4(t *testing.T) {
 func s3Fault(status int, code string) httptest.Fault {
 	h, body := s3Error(code, "An error occurred.")
 	return httptest.Respond(status, h, body)
+}
+
+// s3ErrorIn200 answers as S3 does when a copy fails after its 200 OK was
+// sent: status 200, and an XML body whose root is an Error.
+func s3ErrorIn200(code string) httptest.Fault {
+	h, body := s3Error(code, "We encountered an internal error. Please try again.")
+	return httptest.Respond(http.StatusOK, h, body)
+}
+
+// TestS3ErrorIn200SideBySide sends the same CopyObject, and a GetObject of
+// an object that reads as an S3 error, through the SDK's own retryer over
+// net/http and through the S3 recipe (the SDK's retries off, retryhttp with
+// AWSErrorClassifier), each against gofakes3 behind a proxy that answers
+// the first attempt 200 OK with an <Error> body. The two must agree: a copy
+// answered with a retryable error in a 200 is retried, its result then read
+// as is; a 200 whose body is a result is not retried; an object's body,
+// which streams, is never read as an error.
+func TestS3ErrorIn200SideBySide(t *testing.T) {
+	store, err := newS3Store("b")
+	require.NoError(t, err)
+	defer store.Close()
+	source := pattern(4 << 10)
+	h, errorDoc := s3Error("InternalError", "An object that reads as an error.")
+	seed := newS3Client(store.URL, http.DefaultClient)
+	for key, body := range map[string][]byte{"src": source, "error.xml": []byte(errorDoc)} {
+		_, err = seed.PutObject(t.Context(), &s3.PutObjectInput{
+			Bucket: aws.String("b"), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String(h.Get("Content-Type")),
+		})
+		require.NoError(t, err)
+	}
+
+	clients := []struct {
+		name   string
+		client func(url string) (*s3.Client, func())
+	}{
+		{"SDK retryer", func(url string) (*s3.Client, func()) {
+			tr := &http.Transport{}
+			return s3.New(s3.Options{
+				Region: fakeRegion, Credentials: fakeCredentials, BaseEndpoint: aws.String(url), UsePathStyle: true,
+				HTTPClient: &http.Client{Transport: tr}, Retryer: sdkRetryer(),
+			}), tr.CloseIdleConnections
+		}},
+		{"retryhttp", func(url string) (*s3.Client, func()) {
+			tr := retryhttp.New(append([]retryhttp.Option{
+				retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+			}, fast...)...)
+			return newS3Client(url, &http.Client{Transport: tr}), tr.CloseIdleConnections
+		}},
+	}
+	copies := []struct {
+		name     string
+		fault    httptest.Fault
+		attempts int
+	}{
+		{"200 InternalError", httptest.First(1, s3ErrorIn200("InternalError")), 2},
+		{"200 SlowDown", httptest.First(1, s3ErrorIn200("SlowDown")), 2},
+		{"200 result", httptest.Pass(), 1},
+	}
+	for _, tt := range copies {
+		t.Run("CopyObject "+tt.name, func(t *testing.T) {
+			var etags []string
+			for i, c := range clients {
+				srv := httptest.NewProxy(store.URL, tt.fault)
+				client, closeIdle := c.client(srv.URL)
+				key := fmt.Sprintf("copy-%d", i)
+				out, err := client.CopyObject(t.Context(), &s3.CopyObjectInput{
+					Bucket: aws.String("b"), Key: aws.String(key), CopySource: aws.String("b/src"),
+				})
+				closeIdle()
+				srv.Close()
+				require.NoError(t, err, c.name)
+				require.NotNil(t, out.CopyObjectResult, c.name)
+				etags = append(etags, aws.ToString(out.CopyObjectResult.ETag))
+				r := srv.Requests()[0]
+				assert.Equal(t, tt.attempts, r.Attempts, "%s: attempts: %v", c.name, r.Outcomes)
+				assert.Equal(t, 1, r.Executions, "%s: copies made", c.name)
+				assert.Equal(t, source, store.Object("b", key), c.name)
+			}
+			assert.Equal(t, etags[0], etags[1], "the result each client read")
+			assert.NotEmpty(t, etags[0])
+			assert.Zero(t, store.Rejected())
+		})
+	}
+	t.Run("GetObject of an object that reads as an error", func(t *testing.T) {
+		for _, c := range clients {
+			srv := httptest.NewProxy(store.URL, httptest.Pass())
+			client, closeIdle := c.client(srv.URL)
+			out, err := client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("error.xml")})
+			require.NoError(t, err, c.name)
+			got, err := io.ReadAll(out.Body)
+			out.Body.Close()
+			closeIdle()
+			srv.Close()
+			require.NoError(t, err, c.name)
+			assert.Equal(t, errorDoc, string(got), c.name)
+			assert.Equal(t, 1, srv.Requests()[0].Attempts, c.name)
+		}
+	})
 }
