@@ -948,17 +948,23 @@ func TestStalledDiscardedBodyDoesNotBlock(t *testing.T) {
 	assert.EqualValues(t, 2, srv.requests.Load())
 }
 
+// stalledThenOK answers its first request with status and the stalled
+// body, and the others with 200.
+func stalledThenOK(status int, stalled *stallingBody) http.RoundTripper {
+	var n int
+	return rtFunc(func(r *http.Request) (*http.Response, error) {
+		n++
+		if n == 1 {
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: stalled}, nil
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
+	})
+}
+
 func TestStalledDiscardedBodyInMemory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stalled := &stallingBody{closed: make(chan struct{})}
-		var n int
-		base := rtFunc(func(r *http.Request) (*http.Response, error) {
-			n++
-			if n == 1 {
-				return &http.Response{StatusCode: 429, Header: http.Header{}, Body: stalled}, nil
-			}
-			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
-		})
+		base := stalledThenOK(429, stalled)
 		start := time.Now()
 		resp, err := newTestTransport(base, 0).RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
@@ -974,14 +980,7 @@ func TestFailedBodyClosedUnread(t *testing.T) {
 	// wait.
 	synctest.Test(t, func(t *testing.T) {
 		stalled := &stallingBody{closed: make(chan struct{})}
-		var n int
-		base := rtFunc(func(r *http.Request) (*http.Response, error) {
-			n++
-			if n == 1 {
-				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: stalled}, nil
-			}
-			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
-		})
+		base := stalledThenOK(503, stalled)
 		start := time.Now()
 		resp, err := newTestTransport(base, 0).RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
