@@ -1,0 +1,81 @@
+package otelretry_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/otelretry"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// printSpans prints each recorded span's url.full and resend count.
+func printSpans(spans *tracetest.SpanRecorder, host string) {
+	for _, s := range spans.Ended() {
+		var url, resends string
+		for _, a := range s.Attributes() {
+			switch a.Key {
+			case "url.full":
+				url = strings.Replace(a.Value.AsString(), host, "HOST", 1)
+			case "http.request.resend_count":
+				resends = fmt.Sprint(" resend ", a.Value.AsInt64())
+			}
+		}
+		fmt.Println(url + resends)
+	}
+}
+
+// get sends a GET through client and returns its status.
+func get(client *http.Client, url string) int {
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// Instrument gives each attempt a client span; a retry's span counts its
+// resends, and a presigned URL's signature never reaches a span.
+func ExampleInstrument() {
+	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	defer srv.Close()
+
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	client := &http.Client{Transport: retryhttp.New(
+		otelretry.Instrument(nil, otelretry.WithTracerProvider(tp)),
+		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+	)}
+	fmt.Println(get(client, srv.URL+"/report?X-Amz-Signature=secret&part=1"))
+	printSpans(spans, strings.TrimPrefix(srv.URL, "http://"))
+	// Output:
+	// 200
+	// http://HOST/report?X-Amz-Signature=REDACTED&part=1
+	// http://HOST/report?X-Amz-Signature=REDACTED&part=1 resend 1
+}
+
+// WithSensitiveQueryParameters replaces the query parameters whose values
+// are redacted; append to the default list to add one.
+func ExampleWithSensitiveQueryParameters() {
+	srv := httptest.NewServer(nil, httptest.Pass())
+	defer srv.Close()
+
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	client := &http.Client{Transport: retryhttp.New(otelretry.Instrument(nil,
+		otelretry.WithTracerProvider(tp),
+		otelretry.WithSensitiveQueryParameters(append(otelretry.DefaultSensitiveQueryParameters(), "token")...),
+	))}
+	fmt.Println(get(client, srv.URL+"/items?token=secret&sig=secret&page=2"))
+	printSpans(spans, strings.TrimPrefix(srv.URL, "http://"))
+	// Output:
+	// 200
+	// http://HOST/items?token=REDACTED&sig=REDACTED&page=2
+}
