@@ -96,9 +96,6 @@ func TestHandlerRetriesAtOneLayer(t *testing.T) {
 // A, from a cold start, over 1, 50 and 1000 requests; the README quotes its
 // table.
 func TestChainFigures(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sends thousands of requests")
-	}
 	var b strings.Builder
 	b.WriteString("\n| A -> B -> C -> D -> E, E down | 1 request | 50 requests | 1000 requests |\n| --- | --- | --- | --- |\n")
 	for _, middleware := range []bool{false, true} {
