@@ -1,6 +1,7 @@
 package redisbudget
 
 import (
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -40,13 +41,7 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 	})
 	t.Run("return to Redis", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b, s := newFakeBudget(t)
-			req := getReq(t, "https://api.example/")
-			_, err := b.Withdraw(req, failed)
-			require.NoError(t, err)
-			s.set(errDown, nil)
-			took, err := b.Withdraw(req, failed)
-			require.NoError(t, err, "the fallback pays")
+			b, s, req, took := paidByFallback(t)
 			s.set(nil, nil)
 			time.Sleep(DefaultProbeInterval)
 			require.True(t, b.Status().Shared)
@@ -57,18 +52,12 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 	})
 	t.Run("paid back on the fallback", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b, s := newFakeBudget(t)
-			req := getReq(t, "https://api.example/")
-			_, err := b.Withdraw(req, failed)
-			require.NoError(t, err)
-			s.set(errDown, nil)
-			took, err := b.Withdraw(req, failed)
-			require.NoError(t, err, "the fallback pays")
+			b, s, req, took := paidByFallback(t)
 			b.Deposit(req, took) // and is paid back at once
 			s.set(nil, nil)
 			time.Sleep(DefaultProbeInterval)
 			require.True(t, b.Status().Shared)
-			took, err = b.Withdraw(req, failed)
+			took, err := b.Withdraw(req, failed)
 			require.NoError(t, err)
 			b.Deposit(req, took) // Redis paid for this one
 			require.NoError(t, b.Flush())
@@ -108,4 +97,19 @@ func TestLateTakeRefundedWithoutHostState(t *testing.T) {
 		assert.Equal(t, 500*retryhttp.Token, s.bucket(otherKey), "Redis kept costs of retries never made")
 		assert.True(t, b.Status().Shared)
 	})
+}
+
+// paidByFallback returns a budget over a fake store that paid one retry
+// from Redis and, Redis then down, a second from the fallback, which took
+// took.
+func paidByFallback(t *testing.T) (*Budget, *fakeStore, *http.Request, retryhttp.Tokens) {
+	t.Helper()
+	b, s := newFakeBudget(t)
+	req := getReq(t, "https://api.example/")
+	_, err := b.Withdraw(req, failed)
+	require.NoError(t, err)
+	s.set(errDown, nil)
+	took, err := b.Withdraw(req, failed)
+	require.NoError(t, err, "the fallback pays")
+	return b, s, req, took
 }
