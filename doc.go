@@ -11,6 +11,26 @@
 // per process (or per dependency), as with http.Transport, so that its
 // connection pool and retry budget are shared too.
 //
+// # Guides
+//
+// This documentation is the reference. The guides in the repository's docs
+// folder take one topic each, with what was measured and the commands that
+// reproduce it:
+//
+//   - [How each decision is made]: the procedure after each attempt, where a
+//     retry goes, what never reached the server, what net/http resends on
+//     its own
+//   - [What is safe to resend]: per API and per call
+//   - [What servers say about retrying], and where each vendor puts its error
+//   - [Under an SDK]: Stripe, AWS, GitHub, OpenAI, Anthropic, Azure
+//   - [Hedging]: cutting the tail
+//   - [Failing fast] when a host is down
+//   - [Budgets], and one budget for a fleet
+//   - [Retrying at one layer] of a chain of services
+//   - [Observability] and OpenTelemetry
+//   - [Testing your own retries] with package httptest
+//   - [Performance], and how retryhttp fares [against other Go retry libraries]
+//
 // # What it returns
 //
 // When retries end, for any reason, the caller gets the last attempt's result
@@ -224,4 +244,17 @@
 // request; past that, scheduling the work again is the caller's decision.
 // 1 MiB covers nearly all API request bodies while bounding the memory a
 // request in flight can hold.
+//
+// [How each decision is made]: https://github.com/retryhttp/retryhttp/blob/main/docs/decisions.md
+// [What is safe to resend]: https://github.com/retryhttp/retryhttp/blob/main/docs/resending.md
+// [What servers say about retrying]: https://github.com/retryhttp/retryhttp/blob/main/docs/signals.md
+// [Under an SDK]: https://github.com/retryhttp/retryhttp/blob/main/docs/sdk.md
+// [Hedging]: https://github.com/retryhttp/retryhttp/blob/main/docs/hedging.md
+// [Failing fast]: https://github.com/retryhttp/retryhttp/blob/main/docs/throttling.md
+// [Budgets]: https://github.com/retryhttp/retryhttp/blob/main/docs/budgets.md
+// [Retrying at one layer]: https://github.com/retryhttp/retryhttp/blob/main/docs/chains.md
+// [Observability]: https://github.com/retryhttp/retryhttp/blob/main/docs/observability.md
+// [Testing your own retries]: https://github.com/retryhttp/retryhttp/blob/main/docs/testing.md
+// [Performance]: https://github.com/retryhttp/retryhttp/blob/main/docs/performance.md
+// [against other Go retry libraries]: https://github.com/retryhttp/retryhttp/blob/main/docs/comparison.md
 package retryhttp

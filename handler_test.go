@@ -93,8 +93,8 @@ func TestHandlerRetriesAtOneLayer(t *testing.T) {
 }
 
 // TestChainFigures measures the calls that reach a failing E per request to
-// A, from a cold start, over 1, 50 and 1000 requests; the README quotes its
-// table.
+// A, from a cold start, over 1, 50 and 1000 requests; docs/chains.md quotes
+// its table.
 func TestChainFigures(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("\n| A -> B -> C -> D -> E, E down | 1 request | 50 requests | 1000 requests |\n| --- | --- | --- | --- |\n")

@@ -223,7 +223,8 @@ func TestGuardProvedUnsent(t *testing.T) {
 
 // TestNeverSentFigures measures, for key-less POSTs against each kind of
 // failure, how many attempts were made, how often the server executed the
-// request, and how many requests succeeded; the README quotes its table.
+// request, and how many requests succeeded; docs/decisions.md quotes its
+// table.
 func TestNeverSentFigures(t *testing.T) {
 	const rounds = 50
 	type row struct {

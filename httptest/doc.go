@@ -11,6 +11,8 @@
 //	resp, err := client.Get(srv.URL)
 //	// srv.Requests()[0].Attempts == 3, Executions == 1
 //
+// The guide [Testing your own retries] shows the kit at work.
+//
 // # Faults
 //
 // A Fault says what each attempt gets: the handler's response (Pass), a
@@ -65,4 +67,6 @@
 // Real sockets cannot be used inside a synctest bubble. NewTransport
 // returns an http.RoundTripper that serves requests in memory, with the
 // same faults and records, whose delays take no real time in a bubble.
+//
+// [Testing your own retries]: https://github.com/retryhttp/retryhttp/blob/main/docs/testing.md
 package httptest

@@ -11,6 +11,9 @@
 //		retryhttp.WithMaxAttempts(4), // any other retryhttp options
 //	)}
 //
+// The guide [Observability and OpenTelemetry] says what retryhttp reports
+// without OpenTelemetry, and what this module adds.
+//
 // Instrument takes the tracer and meter providers with WithTracerProvider
 // and WithMeterProvider, and the global ones by default, as otelhttp does.
 // It is a module of its own, so that users of retryhttp who do not want
@@ -143,4 +146,6 @@
 // more: the attempt counter's attributes are cached per method and
 // destination (up to 256), so counting allocates nothing. The hooks run
 // only after a failure. The README in this folder has the figures.
+//
+// [Observability and OpenTelemetry]: https://github.com/retryhttp/retryhttp/blob/main/docs/observability.md
 package otelretry

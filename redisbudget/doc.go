@@ -14,6 +14,10 @@
 //	defer budget.Close()
 //	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget))}
 //
+// The guide [Budgets, and one budget for a fleet] sets this budget beside
+// the per-process one; the module's README has its design, fault model and
+// figures.
+//
 // # Arithmetic
 //
 // The buckets count as retryhttp.HostBudget's do, in milli-tokens: 500
@@ -106,4 +110,6 @@
 //	WithKeyTTL             1 minute
 //	WithMaxHosts           1024 hosts with local state per process
 //	WithLogger             none
+//
+// [Budgets, and one budget for a fleet]: https://github.com/retryhttp/retryhttp/blob/main/docs/budgets.md
 package redisbudget

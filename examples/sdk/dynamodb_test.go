@@ -44,7 +44,7 @@ var (
 	dynamoDBValidation  = dynamoDBFault(http.StatusBadRequest, "ValidationException", "One or more parameter values were invalid.")
 )
 
-// The recipe's options: the README's.
+// The recipe's options: those of docs/sdk.md.
 var (
 	awsClassifier = retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
 	dynamoDBReads = retryhttp.WithResendable(dynamoDBRead)
@@ -174,8 +174,8 @@ func sdkRetryer() aws.Retryer {
 }
 
 // TestDynamoDBSideBySide runs a GetItem through each common failure twice:
-// with the SDK's own retryer over a plain transport, and with the README's
-// recipe (the SDK's retries off; retryhttp with AWSErrorClassifier and
+// with the SDK's own retryer over a plain transport, and with the recipe of
+// docs/sdk.md (the SDK's retries off; retryhttp with AWSErrorClassifier and
 // reads declared resendable). The recipe must rescue every failure the
 // SDK's retryer rescues.
 func TestDynamoDBSideBySide(t *testing.T) {
