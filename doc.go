@@ -195,11 +195,13 @@
 // # Failing fast when a host is down
 //
 // WithAdaptiveThrottling refuses, without sending them, a share of the
-// requests to a host that has been failing, as the host's recent attempts
-// show (the client-side throttling of Google's SRE book): a refused request
-// fails at once with an error wrapping ErrThrottled. Probes always get
-// through, and the host is trusted again as soon as it accepts a few
-// attempts in a row.
+// requests to a host that has been failing, as the outcomes of its recent
+// requests show (the client-side throttling of Google's SRE book): a
+// refused request fails at once with an error wrapping ErrThrottled. A
+// request that its retries rescued counts for its host, so a host whose
+// requests all end in success is refused nothing. Probes always get
+// through, and the host is trusted again as soon as a few requests in a
+// row succeed.
 //
 // # Testing retries
 //

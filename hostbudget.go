@@ -36,16 +36,35 @@ import (
 // forgotten), and a host that gets a bucket again starts with its debt,
 // which its successes then refund as they refund any bucket. When the table
 // of debts has no room, a new debt takes the place of the smallest among
-// those it could take (a group of eight chosen by a hash of the host): a
-// host that is down and still called owes the capacity, and is remembered
-// ahead of the hosts that failed once. So a host that is down, called again
-// after BucketMaxHosts others, finds its debt again, and forgetting it does
-// not give it more retries than a table without a bound would, unless
-// several times BucketMaxHosts hosts that owe as much are forgotten at
-// once. A host never finds another's debt. Finding the
-// host least recently used visits every bucket, as adding a host copies the
-// table anyway; that is one pass over at most BucketMaxHosts entries per
-// host added, paid only by a retry to a host without a bucket.
+// those it could take (a group of eight chosen by a hash of the host),
+// which is forgiven. A host never finds another's debt.
+//
+// So a host that is down, called again after BucketMaxHosts others, finds
+// its debt again, and forgetting it does not give it more retries than a
+// table without a bound would, as long as its debt is not the smallest of
+// its group when another comes. Each failed request adds the cost of its
+// retries to a host's debt (10 tokens for two retries of a 503, 20 for two
+// after timeouts), and the debts of hosts that failed once stay until
+// others take their place. A dead host called only once between many other
+// failing hosts that owe at least as much as its requests add can lose its
+// debt while it is small, and then each of its requests gets the retries a
+// new host's get (WithMaxAttempts - 1), without a bound. With
+// BucketMaxHosts(16), and again with 128, a dead host answering 503 to
+// every attempt, called 120 times, each time after N new hosts that owe 20
+// tokens each, got the 100 retries its bucket pays for in 32 runs of 32 for
+// N up to 3 x BucketMaxHosts, in 26 or 27 at 4 x and 17 to 20 at 6 x; with
+// 16, in 5 at 8 x, 1 at 12 x and none at 16 x. In the others it lost its
+// debt at its first requests and got 240, 2 a request. A dead host whose
+// debt has outgrown the others' keeps it however many come. No table of
+// fixed size does better for a host called so seldom without charging
+// hosts for debts that may not be theirs: it cannot tell such a host from
+// one never seen, and charging every host that might be it leaves, under
+// enough churn, every host's first failure an empty bucket.
+//
+// Finding the host least recently used visits every bucket, as adding a
+// host copies the table anyway; that is one pass over at most
+// BucketMaxHosts entries per host added, paid only by a retry to a host
+// without a bucket.
 //
 // A HostBudget must be created with NewHostBudget. It is safe for concurrent
 // use by multiple goroutines. Deposit, and Withdraw for a host that already

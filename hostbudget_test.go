@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -407,4 +408,112 @@ func TestDestination(t *testing.T) {
 	}
 	req := httptest.NewRequest(http.MethodGet, "https://a.example/", nil)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { Destination(req) }), "lower-case hosts cost nothing")
+}
+
+// deadHostRetries withdraws, from a HostBudget holding maxHosts hosts, the
+// retries of rounds requests to a dead host (2 retries of 5 tokens each,
+// while its bucket pays), each round after warm rounds of warmOthers other
+// hosts, and then others other hosts, new ones, each making retries
+// retries of cost v. It returns the dead host's retries.
+func deadHostRetries(t *testing.T, maxHosts, rounds, warm, warmOthers, others, retries int, v Verdict) int {
+	t.Helper()
+	h := NewHostBudget(BucketMaxHosts(maxHosts))
+	dead := newRequest(t, "https://dead.example/")
+	got, next := 0, 0
+	for r := range warm + rounds {
+		for range 2 {
+			if _, err := h.Withdraw(dead, retryVerdict); err == nil {
+				got++
+			}
+		}
+		n := others
+		if r < warm {
+			n = warmOthers
+		}
+		for range n {
+			req := newRequest(t, "https://c"+strconv.Itoa(next)+".example/")
+			next++
+			for range retries {
+				if _, err := h.Withdraw(req, v); err != nil {
+					break
+				}
+			}
+		}
+	}
+	return got
+}
+
+// TestHostBudgetDeadHostUnderChurn checks the bound of a dead host (100
+// retries: its bucket of 500 tokens at 5 a retry) with a table of 16 hosts,
+// as other hosts come and go between its requests: where HostBudget's
+// documentation says it holds, and what the dead host gets where it says
+// it does not.
+func TestHostBudgetDeadHostUnderChurn(t *testing.T) {
+	const maxHosts, rounds = 16, 120
+	tests := []struct {
+		name             string
+		warm, warmOthers int
+		others, retries  int
+		v                Verdict
+		min, max         int
+	}{
+		// Fewer others than the table holds: the dead host keeps its bucket.
+		{name: "15 hosts owing 20 a round", others: 15, retries: 2, v: timeoutVerdict, min: 100, max: 100},
+		// Its debt, 10 tokens after its first request, is never the
+		// smallest: no debt takes its place.
+		{name: "1000 new hosts owing 5 a round", others: 1000, retries: 1, v: retryVerdict, min: 100, max: 100},
+		// Once its debt has outgrown theirs (50 tokens after 5 rounds in its
+		// bucket), no number of hosts owing less makes it forgotten.
+		{name: "1000 new hosts owing 20 a round, after its debt outgrew theirs",
+			warm: 5, warmOthers: 15, others: 1000, retries: 2, v: timeoutVerdict, min: 100, max: 100},
+		// The condition documented: called once between more than about 3
+		// times as many hosts as the table holds, each owing more than its
+		// first requests (20 tokens: two retries after a timeout), it may
+		// lose its debt while its debt is small, and then each of its
+		// requests gets its 2 retries, as a new host's would; between 60
+		// times as many, it always does.
+		{name: "100 new hosts owing 20 a round", others: 100, retries: 2, v: timeoutVerdict, min: 100, max: 2 * rounds},
+		{name: "200 new hosts owing 20 a round", others: 200, retries: 2, v: timeoutVerdict, min: 100, max: 2 * rounds},
+		{name: "1000 new hosts owing 20 a round", others: 1000, retries: 2, v: timeoutVerdict, min: 2 * rounds, max: 2 * rounds},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := deadHostRetries(t, maxHosts, rounds, tt.warm, tt.warmOthers, tt.others, tt.retries, tt.v)
+			t.Logf("the dead host's retries: %d over %d requests", got, tt.warm+rounds)
+			assert.GreaterOrEqual(t, got, tt.min)
+			assert.LessOrEqual(t, got, tt.max)
+		})
+	}
+}
+
+// TestHostBudgetDeadHostUnderChurnThroughATransport is the churn of the
+// shapes above through a Transport: a dead host answering 503 to every
+// attempt, and between two of its requests 200 new hosts answering 504,
+// with a table of 16 hosts. The dead host gets at most its 2 retries a
+// request, and at least the 100 its bucket pays for.
+func TestHostBudgetDeadHostUnderChurnThroughATransport(t *testing.T) {
+	var dead atomic.Int64
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		code := http.StatusGatewayTimeout
+		if r.URL.Host == "dead.test" {
+			dead.Add(1)
+			code = http.StatusServiceUnavailable
+		}
+		return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	tr := New(WithBase(base), WithBackoff(Constant(0)), WithBudget(NewHostBudget(BucketMaxHosts(16))))
+	const rounds = 120
+	for i := range rounds * 201 {
+		url := "http://dead.test/"
+		if i%201 > 0 {
+			url = "http://c" + strconv.Itoa(i) + ".test/"
+		}
+		resp, err := tr.RoundTrip(get(t, url))
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	retries := dead.Load() - rounds
+	t.Logf("the dead host's retries: %d over %d requests", retries, rounds)
+	assert.GreaterOrEqual(t, retries, int64(100))
+	assert.LessOrEqual(t, retries, int64(2*rounds))
 }

@@ -96,8 +96,12 @@ func both[E any](first, second func(E)) func(E) {
 	}
 }
 
-// reportGiveUp calls the give-up hooks, if any.
+// reportGiveUp counts the request that was given up on for adaptive
+// throttling, if on, and calls the give-up hooks, if any.
 func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
+	if t.throttle != nil {
+		t.throttle.gaveUp(t, req, attempt, reason, err)
+	}
 	if t.onGiveUp == nil {
 		return
 	}

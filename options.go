@@ -251,22 +251,28 @@ func WithLogger(l *slog.Logger) Option {
 //	max(0, (requests - K·accepts) / (requests + 1))
 //
 // with K = 2 (ThrottleMultiplier), so that a host accepting most requests
-// is refused nothing and one accepting nothing is sent a trickle. An
-// attempt the classifier would retry (a 5xx, a 429, a reset connection, an
-// attempt timeout) is not accepted; any other outcome (a 2xx, a 4xx, a
-// final verdict) is. Refused requests count as requests not accepted.
-// Retries and hedges of requests already sent are not refused (the budget
-// governs them, WithBudget), but every attempt the Transport judges counts:
-// each retry, and of a hedged request the attempt whose answer it uses. A
-// caller who gives up (its context done) says nothing of the host and is
-// not counted. Nothing is refused
-// until the window holds 20 requests (ThrottleMinRequests), and never with
-// a probability above 0.9 (ThrottleMaxRejection), so that requests keep
-// reaching a failing host and see when it heals.
+// is refused nothing and one accepting nothing is sent a trickle. It counts
+// what the callers get: a request is counted when it ends, with every
+// attempt it made (each retry, and each hedge sent), all of them accepted
+// if it ends with an outcome the classifier does not retry (a 2xx, a 4xx,
+// a final verdict), and none of them if it ends with one it would (a 5xx,
+// a 429, a reset connection, an attempt timeout) because its attempts, its
+// budget or its deadline ran out or it could not be resent. So a request
+// that its retries rescued counts for its host, not against it, and a host
+// whose requests all end in success is refused nothing, however many of
+// their first attempts fail; a request still waiting to retry counts
+// nothing yet. Refused requests count as requests not accepted. Retries and
+// hedges of requests already sent are not refused (the budget governs
+// them, WithBudget). A caller who gives up (its context done) says nothing
+// of the host and is not counted. Nothing is refused until the window holds
+// 20 attempts (ThrottleMinRequests), and never with a probability above
+// 0.9 (ThrottleMaxRejection), so that requests keep reaching a failing host
+// and see when it heals.
 //
-// The way back is quick: when a host that was being refused requests
-// accepts 5 attempts in a row, its window is forgotten and it gets every
-// request again, without waiting for its failures to leave the window.
+// The way back is quick: when 5 requests in a row to a host that was being
+// refused requests end in success, its window is forgotten and it gets
+// every request again, without waiting for its failures to leave the
+// window.
 //
 // A refused request gets an *Error with no attempts wrapping ErrThrottled,
 // so that the caller can fall back; the WithOnGiveUp hooks see it with

@@ -30,8 +30,9 @@ const (
 const (
 	// throttleBuckets is how many buckets a window is counted in.
 	throttleBuckets = 20
-	// throttleRecovery is how many attempts in a row a shedding host must
-	// accept for its window to be forgotten: the way back to full traffic.
+	// throttleRecovery is how many requests in a row to a shedding host
+	// must end in success for its window to be forgotten: the way back to
+	// full traffic.
 	throttleRecovery = 5
 	// throttleMaxHosts bounds the hosts whose outcomes are counted.
 	throttleMaxHosts = 1024
@@ -74,9 +75,10 @@ func ThrottleMaxRejection(p float64) ThrottleOption {
 	return func(th *throttling) { th.maxReject = p }
 }
 
-// ThrottleMinRequests sets how many requests to a host the window must hold
-// before any is refused, so that a few failures of a host seldom called
-// refuse nothing. It must be at least 1. The default is 20.
+// ThrottleMinRequests sets how many attempts and refusals of a host the
+// window must hold before any request is refused, so that a few failures of
+// a host seldom called refuse nothing. It must be at least 1. The default
+// is 20.
 func ThrottleMinRequests(n int) ThrottleOption {
 	if n < 1 {
 		panic(fmt.Sprintf("retryhttp: ThrottleMinRequests: must be at least 1, got %d", n))
@@ -117,10 +119,12 @@ func newThrottling(opts []ThrottleOption) *throttling {
 }
 
 // A hostThrottle counts the outcomes of one host's requests over the
-// window, in buckets of time. A host that is not refusing requests (p is 0)
-// counts an accepted request with one atomic add and no clock (pending);
-// the pending accepts join the current bucket when the clock is next read,
-// on a failure, a refusal, or every throttleCheckEvery accepts.
+// window, in buckets of time, as their attempts: a request is counted when
+// it ends, every attempt of it accepted if it succeeded. A host that is not
+// refusing requests (p is 0) counts a request that succeeded with one
+// atomic add and no clock (pending); the pending accepts join the current
+// bucket when the clock is next read, on a failure, a refusal, or every
+// throttleCheckEvery accepts.
 type hostThrottle struct {
 	key     hostKey       // normalised, as HostBudget keys a destination
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
@@ -130,11 +134,11 @@ type hostThrottle struct {
 	mu      sync.Mutex // guards the fields below
 	buckets [throttleBuckets]throttleBucket
 	folded  int64 // when pending was last emptied, on th.clock
-	streak  int   // attempts accepted in a row while refusing
+	streak  int   // requests that succeeded in a row while refusing
 }
 
-// A throttleBucket counts the requests of one step of the window, refused
-// ones included, and the accepted ones among them.
+// A throttleBucket counts the attempts of the requests that ended in one
+// step of the window, refusals included, and the accepted ones among them.
 type throttleBucket struct {
 	step              int64 // the step counted; older counts are stale
 	requests, accepts int64
@@ -166,47 +170,61 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 	return h, p, false
 }
 
-// record counts the outcome of an attempt of req to the host of h (nil if
-// it had no counts when the request was admitted): accepted unless the
-// classifier retries it. The error of a caller who gave up says nothing of
+// record counts the outcome of req, whose last attempt, the attempts-th,
+// ended with verdict v, to the host of h (nil if it had no counts when the
+// request was admitted). A verdict the classifier retries counts nothing
+// yet: the request may still be rescued, and is counted when it ends, here
+// or in gaveUp. Any other ends the request, which the host accepted, with
+// every attempt it took: a request that retries rescued counts for its
+// host, not against it. The error of a caller who gave up says nothing of
 // the host and is not counted.
-func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v Verdict) {
-	if v.Decision != Retry {
-		if h == nil || (err != nil && req.Context().Err() != nil) {
-			return // a host without counts has not failed lately
-		}
-		if h.p.Load() == 0 {
-			if h.pending.Add(1)%throttleCheckEvery == 0 {
-				th.check(t, h)
-			}
-			return
-		}
-		now := th.clock(t)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		th.fold(h, now)
-		b := h.bucket(th.step(now))
-		b.requests++
-		b.accepts++
-		if h.streak++; h.streak >= throttleRecovery {
-			// The host answers again: what it did before no longer counts.
-			h.buckets = [throttleBuckets]throttleBucket{}
-			h.streak = 0
-		}
-		th.update(h, now)
-		return
+func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v Verdict, attempts int) {
+	if v.Decision == Retry {
+		return // counted when the request ends
 	}
-	if err != nil && req.Context().Err() != nil {
+	if h == nil || (err != nil && req.Context().Err() != nil) {
+		return // a host without counts has not failed lately
+	}
+	n := int64(max(attempts, 1))
+	if h.p.Load() == 0 {
+		if h.pending.Add(n)%throttleCheckEvery < n {
+			th.check(t, h)
+		}
 		return
 	}
 	now := th.clock(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th.fold(h, now)
+	b := h.bucket(th.step(now))
+	b.requests += n
+	b.accepts += n
+	if h.streak++; h.streak >= throttleRecovery {
+		// The host answers again: what it did before no longer counts.
+		h.buckets = [throttleBuckets]throttleBucket{}
+		h.streak = 0
+	}
+	th.update(h, now)
+}
+
+// gaveUp counts req, whose retries ended after attempts attempts without
+// rescuing it, for reason, as that many attempts its host did not accept.
+// A refusal was counted when it was made, and a request whose caller gave
+// up, during a wait or an attempt, is not counted.
+func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reason GiveUpReason, err error) {
+	if reason == GiveUpThrottled || reason == GiveUpCanceled || (err != nil && req.Context().Err() != nil) {
+		return
+	}
+	now := th.clock(t)
+	scheme, host := spelling(req)
+	h := th.hosts.Load().lookup(scheme, host, th.hash(scheme, host))
 	if h == nil {
 		h = th.host(req, now)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	th.fold(h, now)
-	h.bucket(th.step(now)).requests++
+	h.bucket(th.step(now)).requests += int64(max(attempts, 1))
 	h.streak = 0
 	h.last.Store(now)
 	th.update(h, now)

@@ -61,6 +61,16 @@ func (b *hostBase) count(host string) int {
 // always answers every attempt with code.
 func always(code int) func(string, int) int { return func(string, int) int { return code } }
 
+// failFirst answers a host's first n attempts with 503, and 200 after.
+func failFirst(n int) func(string, int) int {
+	return func(_ string, i int) int {
+		if i < n {
+			return 503
+		}
+		return 200
+	}
+}
+
 // rejection returns the probability Transport.Rejections reports for host,
 // and whether the host is counted at all.
 func rejection(tr *Transport, host string) (float64, bool) {
@@ -110,12 +120,7 @@ func TestThrottleProbabilityIsTheSREFormula(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// Failures first, so that the host is counted before its
 				// accepts.
-				base := newHostBase(func(_ string, n int) int {
-					if n < tt.fails {
-						return 503
-					}
-					return 200
-				})
+				base := newHostBase(failFirst(tt.fails))
 				tr := newTestTransport(base, 0.999, WithMaxAttempts(1), WithAdaptiveThrottling(tt.opts...))
 				for range tt.fails + tt.accepts {
 					_, err := roundTrip(tr, "http://svc.test/")
@@ -167,12 +172,7 @@ func TestThrottleRefusedRequestsCountAsRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 14 failures and 10 accepts: (24 - 20) / 25 = 0.16; every refusal
 		// adds a request that was not accepted.
-		base := newHostBase(func(_ string, n int) int {
-			if n < 14 {
-				return 503
-			}
-			return 200
-		})
+		base := newHostBase(failFirst(14))
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
 		for range 24 {
 			_, err := roundTrip(tr, "http://svc.test/")
@@ -193,8 +193,8 @@ func TestThrottleRefusedRequestsCountAsRequests(t *testing.T) {
 
 func TestThrottleCountsEveryAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// Retries count in the window too: 7 requests of 3 failing attempts
-		// are 21 requests not accepted.
+		// A request that fails counts every attempt it made: 7 requests
+		// of 3 failing attempts are 21 attempts not accepted.
 		base := newHostBase(always(503))
 		tr := newTestTransport(base, 0.95, WithoutBudget(), WithAdaptiveThrottling())
 		for range 7 {
@@ -204,6 +204,166 @@ func TestThrottleCountsEveryAttempt(t *testing.T) {
 		assert.Equal(t, 21, base.count("svc.test"))
 		p, _ := rejection(tr, "svc.test")
 		assert.InDelta(t, 0.9, p, 1e-9)
+	})
+}
+
+// counts returns the attempts and the accepted attempts in the window of
+// host, as the rejection probability sees them.
+func counts(tr *Transport, host string) (requests, accepts int64) {
+	th := tr.throttle
+	h := th.hosts.Load().lookup("http", host, th.hash("http", host))
+	if h == nil {
+		return 0, 0
+	}
+	now := th.clock(tr)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th.fold(h, now)
+	return th.sums(h, th.step(now))
+}
+
+// TestThrottleCountsARequestWhenItEnds checks that a failed attempt that
+// will be retried counts nothing while its request waits, and that a
+// request its retry rescued counts every attempt for the host.
+func TestThrottleCountsARequestWhenItEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The host's first attempt fails; then 503 and 200.
+		base := newHostBase(failFirst(2))
+		tr := newTestTransport(base, 0.999, WithBackoff(Constant(time.Second)),
+			WithAdaptiveThrottling(ThrottleMinRequests(1)))
+		get := func() error {
+			req, _ := http.NewRequestWithContext(MaxAttempts(context.Background(), 1), http.MethodGet, "http://svc.test/", nil)
+			_, err := tr.RoundTrip(req)
+			return err
+		}
+		require.NoError(t, get())
+		req, acc := counts(tr, "svc.test")
+		require.Equal(t, [2]int64{1, 0}, [2]int64{req, acc}, "after a request that failed")
+
+		done := make(chan error)
+		go func() {
+			_, err := roundTrip(tr, "http://svc.test/")
+			done <- err
+		}()
+		synctest.Wait() // the request waits to retry its failed attempt
+		req, acc = counts(tr, "svc.test")
+		assert.Equal(t, [2]int64{1, 0}, [2]int64{req, acc}, "while a request waits to retry")
+		p, _ := rejection(tr, "svc.test")
+		assert.InDelta(t, 0.5, p, 1e-9, "while a request waits to retry")
+
+		require.NoError(t, <-done)
+		req, acc = counts(tr, "svc.test")
+		assert.Equal(t, [2]int64{3, 2}, [2]int64{req, acc}, "after the retry rescued it")
+		p, _ = rejection(tr, "svc.test")
+		assert.Zero(t, p, "after the retry rescued it")
+	})
+}
+
+// TestThrottleCountsWhatEndsARequest checks what each way a request ends
+// counts: its attempts, accepted or not, or nothing.
+func TestThrottleCountsWhatEndsARequest(t *testing.T) {
+	retryAfter := func(v string) func(*http.Request, int) *http.Response {
+		return func(r *http.Request, _ int) *http.Response {
+			return &http.Response{StatusCode: 503, Header: http.Header{"Retry-After": {v}}, Body: http.NoBody, Request: r}
+		}
+	}
+	status := func(codes ...int) func(*http.Request, int) *http.Response {
+		return func(r *http.Request, n int) *http.Response {
+			return &http.Response{StatusCode: codes[min(n, len(codes)-1)], Header: http.Header{}, Body: http.NoBody, Request: r}
+		}
+	}
+	tests := []struct {
+		name     string
+		opts     []Option
+		method   string
+		ctx      func(context.Context) (context.Context, context.CancelFunc)
+		answer   func(*http.Request, int) *http.Response
+		requests int64
+		accepts  int64
+	}{
+		{name: "attempts exhausted", answer: status(503), requests: 3},
+		{name: "budget exhausted", opts: []Option{WithBudget(NewHostBudget(BucketCapacity(5), BucketTimeoutCost(5)))}, answer: status(503), requests: 2},
+		{name: "not resendable", method: http.MethodPost, answer: status(503), requests: 1},
+		{name: "Retry-After beyond the limit", answer: retryAfter("3600"), requests: 1},
+		{name: "delay past the deadline", answer: retryAfter("10"), requests: 1,
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 5*time.Second)
+			}},
+		{name: "caller cancels during the wait", answer: status(503), requests: 0,
+			opts: []Option{WithBackoff(Constant(time.Hour))},
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(ctx)
+				stop := time.AfterFunc(time.Second, cancel)
+				return ctx, func() { stop.Stop(); cancel() }
+			}},
+		{name: "final status", answer: status(404), requests: 1, accepts: 1},
+		{name: "rescued by the third attempt", answer: status(503, 503, 200), requests: 3, accepts: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var n atomic.Int64
+				base := rtFunc(func(r *http.Request) (*http.Response, error) {
+					if r.URL.Path == "/prime" {
+						return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+					}
+					return tt.answer(r, int(n.Add(1)-1)), nil
+				})
+				tr := newTestTransport(base, 0.999, append([]Option{WithBackoff(Constant(time.Millisecond)),
+					WithRetryAfterLimit(time.Minute), WithAdaptiveThrottling()}, tt.opts...)...)
+				// One failure, so that the host has counts from the start.
+				req, _ := http.NewRequestWithContext(NoRetry(context.Background()), http.MethodGet, "http://svc.test/prime", nil)
+				_, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if tt.ctx != nil {
+					ctx, cancel = tt.ctx(ctx)
+				}
+				defer cancel()
+				method := http.MethodGet
+				if tt.method != "" {
+					method = tt.method
+				}
+				req, _ = http.NewRequestWithContext(ctx, method, "http://svc.test/x", nil)
+				if resp, _ := tr.RoundTrip(req); resp != nil {
+					resp.Body.Close()
+				}
+				requests, accepts := counts(tr, "svc.test")
+				assert.Equal(t, tt.requests, requests-1, "attempts counted")
+				assert.Equal(t, tt.accepts, accepts, "accepted attempts counted")
+			})
+		})
+	}
+}
+
+func TestThrottleWayBackCountsRescuedRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A host refused at the cap heals, but only its retries succeed:
+		// its fifth rescued request in a row forgets the failures.
+		failing := &atomic.Bool{}
+		failing.Store(true)
+		base := newHostBase(func(_ string, n int) int {
+			if failing.Load() || n%2 == 0 {
+				return 503
+			}
+			return 200
+		})
+		tr := newTestTransport(base, 0.95, WithoutBudget(), WithAdaptiveThrottling())
+		for range 100 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		failing.Store(false)
+		for i := 1; i < throttleRecovery; i++ {
+			resp, err := roundTrip(tr, "http://svc.test/")
+			require.NoError(t, err)
+			require.Equal(t, 200, resp.StatusCode)
+			p, _ := rejection(tr, "svc.test")
+			require.InDelta(t, 0.9, p, 1e-9, "after %d rescued requests", i)
+		}
+		roundTrip(tr, "http://svc.test/")
+		p, _ := rejection(tr, "svc.test")
+		assert.Zero(t, p)
 	})
 }
 

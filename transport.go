@@ -308,7 +308,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 
 		v := t.classify(a, resp, err)
 		if t.throttle != nil {
-			t.throttle.record(t, th, req, err, v)
+			t.throttle.record(t, th, req, err, v, attempt)
 		}
 		if v.Decision != Retry {
 			if err != nil || failureStatus(resp.StatusCode) {

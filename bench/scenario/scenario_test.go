@@ -180,6 +180,29 @@ func TestThrottlingRecoveryCountsSuccessesAfterHealing(t *testing.T) {
 	assert.NotEqual(t, "100.00%", r.AfterOK, "requests refused until the host answered 5 in a row")
 }
 
+func TestThrottlingRefusesNoRescuedRequest(t *testing.T) {
+	// Every request ends in success after a retry: none is refused.
+	fresh := peers.NewBase()
+	fresh.DisableKeepAlives = true
+	for _, tc := range []struct {
+		name    string
+		base    *http.Transport
+		b       Behaviour
+		keyed   bool
+		n, conc int
+	}{
+		{"reset GET", fresh, ResetFirst, false, 400, 16},
+		{"keyed POST 503, 503, 200", peers.NewBase(), FailFirst(2, http.StatusServiceUnavailable), true, 64, 16},
+		{"429 Retry-After: 1", peers.NewBase(), ThrottleFirst("1"), false, 64, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := RunRescued(context.Background(), throttler(t, peers.RetryHTTPThrottling), tc.base, fast, tc.b, tc.keyed, tc.n, tc.conc, "s")
+			assert.Zero(t, r.Refused)
+			assert.Equal(t, tc.n, r.Stats.OK)
+		})
+	}
+}
+
 func TestThrottlersRefuseDuringAnOutage(t *testing.T) {
 	for _, l := range peers.Throttlers()[1:] {
 		t.Run(l.Name, func(t *testing.T) {

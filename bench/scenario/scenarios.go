@@ -47,6 +47,10 @@ type Params struct {
 	ThrottleRate           int           // requests started per second in the throttling recovery
 	ThrottleUp             time.Duration // how long that load goes on after healing
 
+	RescuedPosts                 int // keyed POSTs answered 503, 503, 200 in the throttling scenarios
+	RescuedRetryAfter            int // GETs answered 429 with Retry-After: 1, then 200, there
+	RescuedRetryAfterConcurrency int // callers in flight in that run
+
 	// Fast is the configuration of the scenarios where delays do not
 	// matter: the same small base delay for every library.
 	Fast peers.Config
@@ -75,7 +79,11 @@ func DefaultParams() Params {
 		ThrottleAttemptTimeout: 50 * time.Millisecond,
 		ThrottleRate:           4000,
 		ThrottleUp:             time.Second,
-		Fast:                   peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 100 * time.Millisecond},
+
+		RescuedPosts:                 64,
+		RescuedRetryAfter:            256,
+		RescuedRetryAfterConcurrency: 64,
+		Fast:                         peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 100 * time.Millisecond},
 	}
 }
 
@@ -92,6 +100,7 @@ func QuickParams() Params {
 	p.MemoryBody = 64 << 20
 	p.ThrottleHang = 160
 	p.ThrottleRate = 2000
+	p.RescuedRetryAfter = 128
 	return p
 }
 
@@ -99,11 +108,13 @@ func QuickParams() Params {
 func (p Params) String() string {
 	return fmt.Sprintf("seed=%d concurrency=%d transient=%d outage=%d recovery=%v down, %v of load at %d/s "+
 		"retry-after=%d herd=%d (median of %d runs, same base %v) chain=%d (first reading after %d) post=%d reset=%d memory=%d MiB "+
-		"throttling: hang=%d (attempt timeout %v), recovery at %d/s for %v after healing; "+
+		"throttling: hang=%d (attempt timeout %v), recovery at %d/s for %v after healing, "+
+		"rescued keyed POSTs=%d, rescued 429s=%d (%d at a time); "+
 		"fast backoff: %d attempts, base %v doubling, cap %v",
 		p.Seed, p.Concurrency, p.Transient, p.Outage, p.RecoveryDown, p.RecoveryLoad, p.RecoveryRate,
 		p.RetryAfter, p.Herd, p.HerdRuns, p.HerdBase, p.Chain, p.ChainFirst, p.Post, p.Post, p.MemoryBody>>20,
 		p.ThrottleHang, p.ThrottleAttemptTimeout, p.ThrottleRate, p.ThrottleUp,
+		p.RescuedPosts, p.RescuedRetryAfter, p.RescuedRetryAfterConcurrency,
 		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap)
 }
 

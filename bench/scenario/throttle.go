@@ -48,9 +48,23 @@ type ThrottleResult struct {
 // RunThrottle sends n GETs, concurrency at a time, through lib to a server
 // answering with b.
 func RunThrottle(ctx context.Context, lib peers.Library, c peers.Config, b Behaviour, n, concurrency int, prefix string) ThrottleResult {
+	return runThrottle(ctx, lib, peers.NewBase(), c, b, false, n, concurrency, prefix)
+}
+
+// RunRescued sends n requests, concurrency at a time, through lib over base
+// to a server answering with b: GETs, or, when keyed, POSTs with a body and
+// an Idempotency-Key, which every library may resend.
+func RunRescued(ctx context.Context, lib peers.Library, base *http.Transport, c peers.Config, b Behaviour, keyed bool, n, concurrency int, prefix string) ThrottleResult {
+	return runThrottle(ctx, lib, base, c, b, keyed, n, concurrency, prefix)
+}
+
+func runThrottle(ctx context.Context, lib peers.Library, base *http.Transport, c peers.Config, b Behaviour, keyed bool, n, concurrency int, prefix string) ThrottleResult {
 	srv := NewServer(b)
-	cl := client(lib, peers.NewBase(), c)
+	cl := client(lib, base, c)
 	out := Drive(ctx, n, concurrency, func(ctx context.Context, i int) Outcome {
+		if keyed {
+			return Send(ctx, cl, http.MethodPost, srv.URL+"/orders", id(prefix, i), id(prefix, i), newPostBody, true)
+		}
 		return Send(ctx, cl, http.MethodGet, srv.URL+"/items", id(prefix, i), "", nil, false)
 	})
 	cl.CloseIdleConnections()
@@ -140,7 +154,8 @@ func RunRecovery(ctx context.Context, lib peers.Library, c peers.Config, rate in
 // Throttling runs the scenarios of adaptive throttling: retryhttp with and
 // without it, and failsafe-go's adaptive throttler and circuit breaker,
 // against a server down (failing fast, and hanging), recovering, failing
-// 10% and 60% of requests at random, and healthy.
+// 10% and 60% of requests at random, failing first attempts that retries
+// rescue, and healthy.
 func Throttling(ctx context.Context, p Params) []Table {
 	libs := peers.Throttlers()
 	outage := Table{
@@ -207,6 +222,32 @@ func Throttling(ctx context.Context, p Params) []Table {
 		random.Add(cells...)
 	}
 
+	rescued := Table{
+		Title: "throttling: a host whose requests all end in success, some after a retry",
+		Note: fmt.Sprintf("Each request fails its first attempt (or two) and succeeds on a retry: %d GETs, %d at a "+
+			"time, whose first attempt the server reads and then resets (a connection per attempt, as net/http "+
+			"resends a GET by itself after a reset on a connection it reused); %d POSTs with an Idempotency-Key, "+
+			"%d at a time, answered 503, 503 and then 200 (the default budget pays for about 90 such requests: "+
+			"two retries, one refunded); %d GETs, %d at a time, answered 429 with Retry-After: 1 and then 200. "+
+			"Success rate and requests refused; fast backoff, budgets as by default.",
+			p.Transient, p.Concurrency, p.RescuedPosts, p.Concurrency, p.RescuedRetryAfter, p.RescuedRetryAfterConcurrency),
+		Header: []string{"library", "reset GET: success", "refused", "keyed POST 503, 503, 200: success", "refused",
+			"429 Retry-After: 1: success", "refused"},
+	}
+	for _, lib := range libs {
+		cells := []string{lib.Name}
+		fresh := peers.NewBase()
+		fresh.DisableKeepAlives = true
+		for _, r := range []ThrottleResult{
+			RunRescued(ctx, lib, fresh, p.Fast, ResetFirst, false, p.Transient, p.Concurrency, "rr"),
+			RunRescued(ctx, lib, peers.NewBase(), p.Fast, FailFirst(2, http.StatusServiceUnavailable), true, p.RescuedPosts, p.Concurrency, "rp"),
+			RunRescued(ctx, lib, peers.NewBase(), p.Fast, ThrottleFirst("1"), false, p.RescuedRetryAfter, p.RescuedRetryAfterConcurrency, "ra"),
+		} {
+			cells = append(cells, r.Stats.SuccessRate(), strconv.Itoa(r.Refused))
+		}
+		rescued.Add(cells...)
+	}
+
 	healthy := Table{
 		Title: "throttling: a healthy host",
 		Note: "A bodiless GET answered 200 at once by an in-memory stub (bench.Stub), through each library: the " +
@@ -224,7 +265,7 @@ func Throttling(ctx context.Context, p Params) []Table {
 		healthy.Add(lib.Name, strconv.FormatFloat(ns, 'f', 1, 64), strconv.FormatInt(r.AllocedBytesPerOp(), 10),
 			strconv.FormatInt(r.AllocsPerOp(), 10), strconv.FormatFloat(ns-plain, 'f', 1, 64))
 	}
-	return []Table{outage, hang, recovery, random, healthy}
+	return []Table{outage, hang, recovery, random, rescued, healthy}
 }
 
 // BenchThrottler sends b.N bodiless GETs through lib over a bench.Stub.
