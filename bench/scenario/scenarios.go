@@ -47,6 +47,8 @@ type Params struct {
 	ThrottleRate           int           // requests started per second in the throttling recovery
 	ThrottleUp             time.Duration // how long that load goes on after healing
 
+	DeadlineChain DeadlineParams // the deadline scenario
+
 	// Fast is the configuration of the scenarios where delays do not
 	// matter: the same small base delay for every library.
 	Fast peers.Config
@@ -76,6 +78,7 @@ func DefaultParams() Params {
 		ThrottleRate:           4000,
 		ThrottleUp:             time.Second,
 		Fast:                   peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 100 * time.Millisecond},
+		DeadlineChain:          DefaultDeadlineParams(),
 	}
 }
 
@@ -92,6 +95,7 @@ func QuickParams() Params {
 	p.MemoryBody = 64 << 20
 	p.ThrottleHang = 160
 	p.ThrottleRate = 2000
+	p.DeadlineChain.Requests = 60
 	return p
 }
 
@@ -100,11 +104,11 @@ func (p Params) String() string {
 	return fmt.Sprintf("seed=%d concurrency=%d transient=%d outage=%d recovery=%v down, %v of load at %d/s "+
 		"retry-after=%d herd=%d (median of %d runs, same base %v) chain=%d (first reading after %d) post=%d reset=%d memory=%d MiB "+
 		"throttling: hang=%d (attempt timeout %v), recovery at %d/s for %v after healing; "+
-		"fast backoff: %d attempts, base %v doubling, cap %v",
+		"fast backoff: %d attempts, base %v doubling, cap %v; deadline: %d requests",
 		p.Seed, p.Concurrency, p.Transient, p.Outage, p.RecoveryDown, p.RecoveryLoad, p.RecoveryRate,
 		p.RetryAfter, p.Herd, p.HerdRuns, p.HerdBase, p.Chain, p.ChainFirst, p.Post, p.Post, p.MemoryBody>>20,
 		p.ThrottleHang, p.ThrottleAttemptTimeout, p.ThrottleRate, p.ThrottleUp,
-		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap)
+		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap, p.DeadlineChain.Requests)
 }
 
 // A Scenario produces one or more tables.
@@ -128,6 +132,7 @@ func All() []Scenario {
 		{"throttling", Throttling},
 		{"instances", Instances},
 		{"rescue", Rescue},
+		{"deadline", Deadline},
 	}
 }
 
