@@ -45,6 +45,7 @@ func serveDeadline(t *testing.T, parent context.Context, header http.Header, opt
 func TestHandlerDeadline(t *testing.T) {
 	const none, notRun = time.Duration(-1), time.Duration(-2)
 	every := HandlerDeadline(GRPCTimeout, EnvoyTimeout, ConnectTimeout, "X-Deadline-Ms")
+	ms250 := 250*time.Millisecond - DefaultHandlerDeadlineMargin // 250 ms sent
 	tests := []struct {
 		name      string
 		header    http.Header
@@ -52,21 +53,23 @@ func TestHandlerDeadline(t *testing.T) {
 		left      time.Duration
 		malformed []string
 	}{
-		{"grpc-timeout", http.Header{"Grpc-Timeout": {"250m"}}, nil, 249 * time.Millisecond, nil},
-		{"grpc-timeout in seconds", http.Header{"Grpc-Timeout": {"2S"}}, nil, 1999 * time.Millisecond, nil},
-		{"Envoy", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"250"}}, nil, 249 * time.Millisecond, nil},
-		{"Connect", http.Header{"Connect-Timeout-Ms": {"250"}}, nil, 249 * time.Millisecond, nil},
-		{"a name of our own", http.Header{"X-Deadline-Ms": {"250"}}, nil, 249 * time.Millisecond, nil},
+		{"grpc-timeout", http.Header{"Grpc-Timeout": {"250m"}}, nil, ms250, nil},
+		{"grpc-timeout in seconds", http.Header{"Grpc-Timeout": {"2S"}}, nil, 2*time.Second - DefaultHandlerDeadlineMargin, nil},
+		{"Envoy", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"250"}}, nil, ms250, nil},
+		{"Connect", http.Header{"Connect-Timeout-Ms": {"250"}}, nil, ms250, nil},
+		{"a name of our own", http.Header{"X-Deadline-Ms": {"250"}}, nil, ms250, nil},
 		{"no header", http.Header{}, nil, none, nil},
 		{"a format not read", http.Header{"X-Other-Ms": {"250"}}, nil, none, nil},
 		{"margin", http.Header{"Grpc-Timeout": {"250m"}}, []HandlerOption{HandlerDeadlineMargin(10 * time.Millisecond)}, 240 * time.Millisecond, nil},
 		{"no margin", http.Header{"Grpc-Timeout": {"250m"}}, []HandlerOption{HandlerDeadlineMargin(0)}, 250 * time.Millisecond, nil},
-		{"capped", http.Header{"Grpc-Timeout": {"2H"}}, nil, DefaultHandlerMaxDeadline - time.Millisecond, nil},
-		{"capped by the service", http.Header{"Grpc-Timeout": {"2S"}}, []HandlerOption{HandlerMaxDeadline(500 * time.Millisecond)}, 499 * time.Millisecond, nil},
-		{"longer than a Duration", http.Header{"Grpc-Timeout": {"99999999H"}}, nil, DefaultHandlerMaxDeadline - time.Millisecond, nil},
-		{"Envoy's huge", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"9999999999"}}, nil, DefaultHandlerMaxDeadline - time.Millisecond, nil},
+		{"capped", http.Header{"Grpc-Timeout": {"2H"}}, nil, DefaultHandlerMaxDeadline - DefaultHandlerDeadlineMargin, nil},
+		{"capped by the service", http.Header{"Grpc-Timeout": {"2S"}}, []HandlerOption{HandlerMaxDeadline(500 * time.Millisecond)}, 500*time.Millisecond - DefaultHandlerDeadlineMargin, nil},
+		{"longer than a Duration", http.Header{"Grpc-Timeout": {"99999999H"}}, nil, DefaultHandlerMaxDeadline - DefaultHandlerDeadlineMargin, nil},
+		{"Envoy's huge", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"9999999999"}}, nil, DefaultHandlerMaxDeadline - DefaultHandlerDeadlineMargin, nil},
 		{"expired: 0n", http.Header{"Grpc-Timeout": {"0n"}}, nil, notRun, nil},
 		{"expired: within the margin", http.Header{"Connect-Timeout-Ms": {"1"}}, nil, notRun, nil},
+		{"expired: the margin", http.Header{"Grpc-Timeout": {"2m"}}, nil, notRun, nil},
+		{"the margin and a nanosecond", http.Header{"Grpc-Timeout": {"2000001n"}}, nil, time.Nanosecond, nil},
 		{"expired: 1 µs", http.Header{"Grpc-Timeout": {"1u"}}, nil, notRun, nil},
 		{"Envoy's 0: no timeout", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"0"}}, nil, none, nil},
 		{"Connect's 0: malformed", http.Header{"Connect-Timeout-Ms": {"0"}}, nil, none, []string{"Connect-Timeout-Ms=0"}},
@@ -79,19 +82,19 @@ func TestHandlerDeadline(t *testing.T) {
 		{"no unit", http.Header{"Grpc-Timeout": {"250"}}, nil, none, []string{"Grpc-Timeout=250"}},
 		{"a wrong unit", http.Header{"Grpc-Timeout": {"250ms"}}, nil, none, []string{"Grpc-Timeout=250ms"}},
 		{"a unit where none belongs", http.Header{"X-Deadline-Ms": {"250ms"}}, nil, none, []string{"X-Deadline-Ms=250ms"}},
-		{"spaces around", http.Header{"Grpc-Timeout": {" 250m\t"}}, nil, 249 * time.Millisecond, nil},
+		{"spaces around", http.Header{"Grpc-Timeout": {" 250m\t"}}, nil, ms250, nil},
 		{"a space inside", http.Header{"Grpc-Timeout": {"250 m"}}, nil, none, []string{"Grpc-Timeout=250 m"}},
 		{"empty", http.Header{"Connect-Timeout-Ms": {""}}, nil, none, []string{"Connect-Timeout-Ms="}},
 		{"a list", http.Header{"Connect-Timeout-Ms": {"250, 100"}}, nil, none, []string{"Connect-Timeout-Ms=250, 100"}},
-		{"repeated, the shortest counts", http.Header{"Grpc-Timeout": {"3S", "250m", "1S"}}, nil, 249 * time.Millisecond, nil},
-		{"repeated, one malformed", http.Header{"Connect-Timeout-Ms": {"oops", "250"}}, nil, 249 * time.Millisecond, []string{"Connect-Timeout-Ms=oops"}},
+		{"repeated, the shortest counts", http.Header{"Grpc-Timeout": {"3S", "250m", "1S"}}, nil, ms250, nil},
+		{"repeated, one malformed", http.Header{"Connect-Timeout-Ms": {"oops", "250"}}, nil, ms250, []string{"Connect-Timeout-Ms=oops"}},
 		{"repeated, one expired", http.Header{"Grpc-Timeout": {"3S", "0n"}}, nil, notRun, nil},
 		{"several formats, the shortest counts", http.Header{
 			"Grpc-Timeout":                   {"1S"},
 			"X-Envoy-Expected-Rq-Timeout-Ms": {"400"},
 			"Connect-Timeout-Ms":             {"250"},
 			"X-Deadline-Ms":                  {"300"},
-		}, nil, 249 * time.Millisecond, nil},
+		}, nil, ms250, nil},
 		{"several formats, all malformed", http.Header{
 			"Grpc-Timeout":       {"1s"},
 			"Connect-Timeout-Ms": {"-1"},
@@ -174,7 +177,7 @@ func TestDeadlineCarriedThroughAService(t *testing.T) {
 		req.Header.Set("Grpc-Timeout", "300m")
 		h.ServeHTTP(httptest.NewRecorder(), req)
 		require.Equal(t, 1, dep.count())
-		assert.Equal(t, "279m", dep.headers[0].Get("Grpc-Timeout"))
+		assert.Equal(t, "278m", dep.headers[0].Get("Grpc-Timeout"))
 	})
 }
 
