@@ -83,6 +83,26 @@
 // returned at once for the caller to act on. No wait ever passes the
 // request's deadline, and cancelling the request ends a wait at once.
 //
+// # Deadlines
+//
+// A retry or a hedge of a request with a deadline is sent only if the time
+// left once it is sent is at least what an answer from its host typically
+// takes (the median of the host's recent times to response headers, once
+// 20 are known) and at least 1 ms; otherwise the request is given up on,
+// with GiveUpDeadline, before any budget token or connection is spent. A
+// first attempt is always sent: its caller chose the deadline.
+//
+// WithDeadlineHeader sends, with each attempt, the time left before the
+// request's deadline, as gRPC (grpc-timeout), Envoy
+// (x-envoy-expected-rq-timeout-ms), Connect (Connect-Timeout-Ms) or a
+// header of your own in milliseconds say it; an attempt with less than
+// 1 ms left is not sent. On the server, NewHandler with HandlerDeadline
+// makes the deadline a caller sent the incoming request's, less a margin
+// for the way back, never later than the server's own and at most a
+// minute away; an expired request is answered 504 at once. A service whose
+// Transports send the deadline on then passes what is left of it down a
+// chain of services, each of which stops when its caller stops waiting.
+//
 // # How much it retries
 //
 // Retries are paid from a Budget: by default a HostBudget, one token bucket
@@ -159,7 +179,8 @@
 // Wrap the handlers of services that call others through a Transport in
 // Handler: a response that fails because the service gave up on a dependency
 // then carries X-Should-Retry: false, and the layers above do not retry it.
-// Only the layer next to the failure retries.
+// Only the layer next to the failure retries. NewHandler with
+// HandlerDeadline also carries the deadline down the chain (see Deadlines).
 //
 // # Hedging
 //
@@ -205,6 +226,12 @@
 //	idempotency keys   off                                                WithIdempotencyKeys
 //	attempt header     none                                               WithAttemptHeader
 //	rate limit hints   ignored                                            WithRateLimitHints
+//	deadline headers   none sent                                          WithDeadlineHeader
+//	time for a retry   the host's median answer time (once 20 are         (none)
+//	or a hedge         known), at least 1 ms, left once it is sent
+//	incoming deadline  ignored; when read: at most 1 minute, less 2 ms    NewHandler, HandlerDeadline,
+//	                   for the way back                                   HandlerMaxDeadline,
+//	                                                                      HandlerDeadlineMargin
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget
@@ -223,5 +250,9 @@
 // retries start at 1 s. One minute bounds how long a Retry-After can hold a
 // request; past that, scheduling the work again is the caller's decision.
 // 1 MiB covers nearly all API request bodies while bounding the memory a
-// request in flight can hold.
+// request in flight can hold. An attempt given less time than its host's
+// median answer is more likely cut off than answered. An incoming deadline
+// is capped at a minute for the Retry-After limit's reason, and 2 ms
+// covers a round trip between the zones of a cloud region and a busy
+// caller.
 package retryhttp
