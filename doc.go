@@ -229,8 +229,8 @@
 //	deadline headers   none sent                                          WithDeadlineHeader
 //	time for a retry   the host's median answer time (once 20 are         (none)
 //	or a hedge         known), at least 1 ms, left once it is sent
-//	incoming deadline  ignored; when read: at most 1 minute, less 2 ms    NewHandler, HandlerDeadline,
-//	                   for the way back                                   HandlerMaxDeadline,
+//	incoming deadline  ignored; when read: less 2 ms for the way back,    NewHandler, HandlerDeadline,
+//	                   at most 1 minute                                   HandlerMaxDeadline,
 //	                                                                      HandlerDeadlineMargin
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a

@@ -176,7 +176,7 @@ func ExampleHandlerDeadline() {
 	}
 	// Output:
 	// handler has 500ms
-	// handler has 900ms
+	// handler has 1s
 	// handler has 300ms
 }
 

@@ -83,8 +83,8 @@ func HandlerDeadline(formats ...DeadlineFormat) HandlerOption {
 }
 
 // HandlerMaxDeadline sets the longest deadline a caller can give an incoming
-// request with HandlerDeadline; a longer one is cut to it. It must be
-// positive. The default is one minute.
+// request with HandlerDeadline; a longer one is cut to it (the margin is
+// taken off first). It must be positive. The default is one minute.
 func HandlerMaxDeadline(d time.Duration) HandlerOption {
 	if d <= 0 {
 		panic("retryhttp: HandlerMaxDeadline: duration must be positive, got " + d.String())
@@ -163,12 +163,12 @@ func (c *handlerConfig) deadline(w http.ResponseWriter, r *http.Request) (contex
 	if !ok {
 		return r.Context(), nil, true
 	}
-	left = min(left, c.max) - c.margin
+	left -= c.margin
 	if left <= 0 {
 		w.Header().Set(ShouldRetryHeader, "false")
 		http.Error(w, "the caller's deadline had passed when the request arrived", http.StatusGatewayTimeout)
 		return nil, nil, false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), left)
+	ctx, cancel := context.WithTimeout(r.Context(), min(left, c.max))
 	return ctx, cancel, true
 }
