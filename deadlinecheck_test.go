@@ -263,3 +263,15 @@ func (b *countingBudget) Withdraw(req *http.Request, v Verdict) (Tokens, error) 
 	}
 	return took, err
 }
+
+func TestNoHedgeWithoutAMillisecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Second, 200 }}
+		var hedges hedgeEvents
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout), hedges.option())
+		_, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 10*time.Millisecond+500*time.Microsecond))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Zero(t, hedges.count(), "0.5 ms left at the hedge")
+		assert.Equal(t, 1, base.calls())
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -164,19 +163,7 @@ func newChainLayer(s ChainSetup, margin time.Duration, h http.Handler) *chainLay
 		run.end = time.Now()
 		l.mu.Unlock()
 	}))
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		panic("scenario: listening on 127.0.0.1: " + err.Error())
-	}
-	l.srv.Listener.Close()
-	l.srv.Listener = ln
-	l.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		if state == http.StateNew {
-			l.conns.Add(1)
-		}
-	}
-	l.srv.Start()
-	l.URL = l.srv.URL
+	l.URL = startLoopback(l.srv, &l.conns)
 	return l
 }
 
@@ -192,29 +179,10 @@ func (l *chainLayer) runsOf(id string) []handlerRun {
 	return out
 }
 
-// forward returns the handler of B, C or D: it calls next through client,
-// with the request's context and identity, and answers 200 when next did,
-// 502 otherwise.
+// forward returns the handler of B, C or D, which relays to next through
+// client.
 func forward(client *http.Client, next string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, next, nil)
-		if err != nil {
-			panic(err)
-		}
-		req.Header.Set(IDHeader, r.Header.Get(IDHeader))
-		resp, err := client.Do(req)
-		if err != nil {
-			http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
-			return
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
-			return
-		}
-		OK(w, r, 0)
-	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { relay(client, next, w, r) })
 }
 
 // end returns E's handler: it works for e.Work and answers e.Status, or,

@@ -471,25 +471,32 @@ type service struct {
 func newService(lib peers.Library, c peers.Config, next string) *service {
 	s := &service{client: client(lib, peers.NewBase(), c)}
 	s.Server = NewServer(func(w http.ResponseWriter, r *http.Request, _ int) {
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, next+r.URL.Path, nil)
-		if err != nil {
-			panic(err)
-		}
-		req.Header.Set(IDHeader, r.Header.Get(IDHeader))
-		resp, err := s.client.Do(req)
-		if err != nil {
-			http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
-			return
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			http.Error(w, http.StatusText(resp.StatusCode), resp.StatusCode)
-			return
-		}
-		OK(w, r, 0)
+		relay(s.client, next+r.URL.Path, w, r)
 	})
 	return s
+}
+
+// relay sends r's method to url through client, with r's context and
+// identity, and answers 200 when url did, its status when it did not, and
+// 502 when there was no answer.
+func relay(client *http.Client, url string, w http.ResponseWriter, r *http.Request) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, url, nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set(IDHeader, r.Header.Get(IDHeader))
+	resp, err := client.Do(req)
+	if err != nil {
+		http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		http.Error(w, http.StatusText(resp.StatusCode), resp.StatusCode)
+		return
+	}
+	OK(w, r, 0)
 }
 
 func (s *service) close() {
