@@ -25,7 +25,7 @@ const (
 	fitQuantile = 0.5
 	// fitMinSamples is how many answers of a host must be known before
 	// their median is trusted: with 20, the median lies between the 30th
-	// and the 75th percentile 19 times in 20. Until then, an attempt needs
+	// and the 70th percentile 19 times in 20. Until then, an attempt needs
 	// only minTimeLeft.
 	fitMinSamples = 20
 	// fitWindow is how many answer times a window of the Transport's own
