@@ -27,6 +27,8 @@
 //   - [Failing fast] when a host is down
 //   - [Budgets], and one budget for a fleet
 //   - [Retrying at one layer] of a chain of services
+//   - [Deadlines across a chain]: sending and honouring them, and retries
+//     not started for lack of time
 //   - [Observability] and OpenTelemetry
 //   - [Testing your own retries] with package httptest
 //   - [Performance], and how retryhttp fares [against other Go retry libraries]
@@ -102,6 +104,26 @@
 // that would pass the request's deadline, is not waited for: the response is
 // returned at once for the caller to act on. No wait ever passes the
 // request's deadline, and cancelling the request ends a wait at once.
+//
+// # Deadlines
+//
+// A retry or a hedge of a request with a deadline is sent only if the time
+// left once it is sent is at least what an answer from its host typically
+// takes (the median of the host's recent times to response headers, once
+// 20 are known) and at least 1 ms; otherwise the request is given up on,
+// with GiveUpDeadline, before any budget token or connection is spent. A
+// first attempt is always sent: its caller chose the deadline.
+//
+// WithDeadlineHeader sends, with each attempt, the time left before the
+// request's deadline, as gRPC (grpc-timeout), Envoy
+// (x-envoy-expected-rq-timeout-ms), Connect (Connect-Timeout-Ms) or a
+// header of your own in milliseconds say it; an attempt with less than
+// 1 ms left is not sent. On the server, NewHandler with HandlerDeadline
+// makes the deadline a caller sent the incoming request's, less a margin
+// for the way back, never later than the server's own and at most a
+// minute away; an expired request is answered 504 at once. A service whose
+// Transports send the deadline on then passes what is left of it down a
+// chain of services, each of which stops when its caller stops waiting.
 //
 // # How much it retries
 //
@@ -179,7 +201,8 @@
 // Wrap the handlers of services that call others through a Transport in
 // Handler: a response that fails because the service gave up on a dependency
 // then carries X-Should-Retry: false, and the layers above do not retry it.
-// Only the layer next to the failure retries.
+// Only the layer next to the failure retries. NewHandler with
+// HandlerDeadline also carries the deadline down the chain (see Deadlines).
 //
 // # Hedging
 //
@@ -227,6 +250,12 @@
 //	idempotency keys   off                                                WithIdempotencyKeys
 //	attempt header     none                                               WithAttemptHeader
 //	rate limit hints   ignored                                            WithRateLimitHints
+//	deadline headers   none sent                                          WithDeadlineHeader
+//	time for a retry   the host's median answer time (once 20 are         (none)
+//	or a hedge         known), at least 1 ms, left once it is sent
+//	incoming deadline  ignored; when read: less 2 ms for the way back,    NewHandler, HandlerDeadline,
+//	                   at most 1 minute                                   HandlerMaxDeadline,
+//	                                                                      HandlerDeadlineMargin
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget
@@ -245,7 +274,11 @@
 // retries start at 1 s. One minute bounds how long a Retry-After can hold a
 // request; past that, scheduling the work again is the caller's decision.
 // 1 MiB covers nearly all API request bodies while bounding the memory a
-// request in flight can hold.
+// request in flight can hold. An attempt given less time than its host's
+// median answer is more likely cut off than answered. An incoming deadline
+// is capped at a minute for the Retry-After limit's reason, and 2 ms
+// covers a round trip between the zones of a cloud region and a busy
+// caller.
 //
 // [How each decision is made]: https://github.com/retryhttp/retryhttp/blob/main/docs/decisions.md
 // [What is safe to resend]: https://github.com/retryhttp/retryhttp/blob/main/docs/resending.md
@@ -255,6 +288,7 @@
 // [Failing fast]: https://github.com/retryhttp/retryhttp/blob/main/docs/throttling.md
 // [Budgets]: https://github.com/retryhttp/retryhttp/blob/main/docs/budgets.md
 // [Retrying at one layer]: https://github.com/retryhttp/retryhttp/blob/main/docs/chains.md
+// [Deadlines across a chain]: https://github.com/retryhttp/retryhttp/blob/main/docs/deadlines.md
 // [Observability]: https://github.com/retryhttp/retryhttp/blob/main/docs/observability.md
 // [Testing your own retries]: https://github.com/retryhttp/retryhttp/blob/main/docs/testing.md
 // [Performance]: https://github.com/retryhttp/retryhttp/blob/main/docs/performance.md

@@ -35,15 +35,48 @@ import (
 // knows: a 5xx status the handler then answers with becomes 503 Service
 // Unavailable, with "X-Should-Retry: false", whatever 5xx the handler
 // chose for the error.
+//
+// Handler has the shape of the middleware of most routers
+// (func(http.Handler) http.Handler). NewHandler takes options too: with
+// HandlerDeadline, the deadline a caller sends (WithDeadlineHeader, gRPC,
+// Envoy, Connect) becomes the incoming request's.
 func Handler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("retryhttp: Handler: nil handler")
 	}
+	return NewHandler(next)
+}
+
+// NewHandler is Handler, configured by opts: HandlerDeadline and the
+// options that go with it. It panics on a nil handler or a nil option.
+func NewHandler(next http.Handler, opts ...HandlerOption) http.Handler {
+	if next == nil {
+		panic("retryhttp: NewHandler: nil handler")
+	}
+	c := newHandlerConfig(opts)
+	if c.formats == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serve(next, w, r, r.Context())
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		state := &serving{}
-		r = r.WithContext(context.WithValue(r.Context(), servingKey{}, state))
-		next.ServeHTTP(wrapWriter(w, state), r)
+		ctx, cancel, ok := c.deadline(w, r)
+		if !ok {
+			return // answered: the deadline had passed
+		}
+		if cancel != nil {
+			defer cancel()
+		}
+		serve(next, w, r, ctx)
 	})
+}
+
+// serve runs next for r under ctx, r's context or one derived from it, with
+// the state through which Transports report giving up.
+func serve(next http.Handler, w http.ResponseWriter, r *http.Request, ctx context.Context) {
+	state := &serving{}
+	r = r.WithContext(context.WithValue(ctx, servingKey{}, state))
+	next.ServeHTTP(wrapWriter(w, state), r)
 }
 
 // serving records, for one incoming request, whether a Transport gave up on

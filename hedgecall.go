@@ -343,10 +343,12 @@ func (c *hedgeCall) run(h *http.Request, n int) {
 }
 
 // prepareHedge returns hedge n of req, whose first attempt is a, if the
-// host's cap and the budget allow one: its request, with its own body,
-// attempt number and attempt header, and what the budget took.
+// time left before the request's deadline, the host's cap and the budget
+// allow one: its request, with its own body, attempt number, attempt and
+// deadline headers, and what the budget took.
 func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAttempts int) (*http.Request, Tokens, bool) {
-	if req.Context().Err() != nil || !hl.mayHedge() {
+	left, timely := t.hedgeTime(req, hl)
+	if req.Context().Err() != nil || !timely || !hl.mayHedge() {
 		return nil, 0, false
 	}
 	var took Tokens
@@ -357,10 +359,17 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 			return nil, 0, false
 		}
 	}
-	h := a.WithContext(context.WithValue(a.Context(), attemptKey{}, n))
+	hctx := context.WithValue(a.Context(), attemptKey{}, n)
+	if left > 0 {
+		hctx = withSentDeadline(hctx, left)
+	}
+	h := a.WithContext(hctx)
 	if t.attemptHeader != "" {
 		h.Header = a.Header.Clone()
 		h.Header.Set(t.attemptHeader, attemptHeaderValue(n, maxAttempts))
+	}
+	if left > 0 {
+		h.Header = t.deadlineHeader(h.Header, t.attemptHeader != "", left)
 	}
 	if a.Body != nil && a.Body != http.NoBody {
 		body, err := req.GetBody()

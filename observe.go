@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"time"
 )
 
 // A GiveUpReason says why a Transport stopped retrying a request whose last
@@ -35,9 +36,15 @@ const (
 	// GiveUpRateLimitResetLimit: the server's rate limit resets later than
 	// the Retry-After limit allows waiting (WithRateLimitHints).
 	GiveUpRateLimitResetLimit GiveUpReason = "rate limit reset exceeds the limit"
-	// GiveUpDeadline: the wait before the retry would pass the request's
-	// deadline.
-	GiveUpDeadline GiveUpReason = "delay would pass the deadline"
+	// GiveUpDeadline: the retry could not finish before the request's
+	// deadline: the wait before it would pass the deadline, or the time
+	// left once it was sent would be less than what an answer from its
+	// host typically takes (the median of its recent answers), or than
+	// 1 ms. A hedge is not sent either then. With WithDeadlineHeader, it is
+	// also the reason when an attempt is not sent because less than 1 ms
+	// is left: a first attempt so refused has Attempt 0 and Err
+	// ErrNoTimeLeft.
+	GiveUpDeadline GiveUpReason = "too little time left before the deadline"
 	// GiveUpCanceled: the request's context ended during the wait before
 	// the retry. The caller gets an *Error wrapping the context's error.
 	GiveUpCanceled GiveUpReason = "context done during the wait"
@@ -67,6 +74,15 @@ type GiveUpEvent struct {
 	// Peer is the remote address of the last attempt's connection, as
 	// RetryEvent.Peer.
 	Peer netip.AddrPort
+	// TimeLeft is, for GiveUpDeadline, the time left before the request's
+	// deadline when the Transport gave up: less than the retry's delay and
+	// HostLatency, or than 1 ms. It is 0 for other reasons.
+	TimeLeft time.Duration
+	// HostLatency is, for GiveUpDeadline, the host's typical answer time
+	// that the retry had to have left once sent: the median of its recent
+	// times to response headers, or 0 while fewer than 20 are known (the
+	// retry then had to have 1 ms). It is 0 for other reasons.
+	HostLatency time.Duration
 }
 
 // WithOnGiveUp calls fn when the Transport stops retrying a request whose
@@ -109,7 +125,11 @@ func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpRe
 	if resp != nil {
 		status = resp.StatusCode
 	}
-	t.onGiveUp(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v, Peer: peer})
+	e := GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v, Peer: peer}
+	if reason == GiveUpDeadline {
+		e.TimeLeft, e.HostLatency = t.deadlineFacts(req)
+	}
+	t.onGiveUp(e)
 }
 
 // PeerFromContext returns the remote address of the connection that

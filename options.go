@@ -216,6 +216,10 @@ type RetryEvent struct {
 	// unwraps to one (an Unwrap() http.RoundTripper method), or the attempt
 	// was hedged. Behind a proxy it is the proxy's address.
 	Peer netip.AddrPort
+	// TimeLeft is the time that will be left before the request's deadline
+	// when the retry is sent, after Delay: what its deadline headers will
+	// carry (WithDeadlineHeader). It is 0 when the request has no deadline.
+	TimeLeft time.Duration
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the

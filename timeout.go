@@ -15,12 +15,22 @@ import (
 var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
 
 // send makes one attempt through the base transport, applying the
-// per-attempt timeout, and never returns both a response and an error.
+// per-attempt timeout, and never returns both a response and an error. It
+// records the attempt's time to response headers for the check before a
+// retry when the request has a deadline.
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
+	if t.answers != nil && hasDeadline(a.Context()) {
+		return t.sendTimed(a)
+	}
 	if t.attemptTimeout <= 0 {
 		resp, err := t.base.RoundTrip(a)
 		return checkResult(resp, err)
 	}
+	return t.sendWithTimeout(a)
+}
+
+// sendWithTimeout is send with a per-attempt timeout, without recording.
+func (t *Transport) sendWithTimeout(a *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(a.Context())
 	timer := time.AfterFunc(t.attemptTimeout, func() { cancel(ErrAttemptTimeout) })
 	resp, err := t.base.RoundTrip(a.WithContext(ctx))

@@ -65,7 +65,11 @@ type Transport struct {
 	hedge           *hedging // nil: no hedging
 	throttle        *throttling
 	logger          *slog.Logger
-	peers           bool // each attempt's connection is traced
+	peers           bool             // each attempt's connection is traced
+	deadlineHeaders []DeadlineFormat // nil: no deadline is sent
+	answers         *latencyTable    // hosts' answer times, when hedging does not keep them
+	noFitCheck      bool             // in-package tests turn the check before a retry off
+	shaped          bool             // attempts are numbered, hedged, throttled or traced: none is plain
 
 	// now and rand are the clock and the random source of jitter, uniform in
 	// [0, 1). In-package tests replace them.
@@ -100,6 +104,8 @@ func New(opts ...Option) *Transport {
 		t.base = defaultBase()
 	}
 	t.peers = tracesPeers(t)
+	t.answers = answerTable(t)
+	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.peers
 	return t
 }
 
@@ -208,6 +214,10 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		return nil, &Error{Err: err}
 	}
+	left, timely := t.timeToSend(req.Context()) // the first attempt's deadline headers
+	if !timely {
+		return t.refuseFirst(req, left)
+	}
 	var th *hostThrottle
 	if t.throttle != nil {
 		var p float64
@@ -252,13 +262,16 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 	for {
 		a := req
 		var g *guard
-		if attempt > 1 || body.modifies() || keyed || guarded || t.attemptHeader != "" {
+		if attempt > 1 || body.modifies() || keyed || guarded || t.attemptHeader != "" || left > 0 {
 			actx := ctx
 			if attempt > 1 {
 				actx = context.WithValue(ctx, attemptKey{}, attempt)
 				if len(failed) > 0 {
 					actx = context.WithValue(actx, failedKey{}, failed)
 				}
+			}
+			if left > 0 {
+				actx = withSentDeadline(actx, left)
 			}
 			if guarded {
 				g, actx = startGuard(actx, header)
@@ -273,6 +286,9 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			if t.attemptHeader != "" {
 				a.Header = header.Clone()
 				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, p.maxAttempts))
+			}
+			if left > 0 {
+				a.Header = t.deadlineHeader(a.Header, t.attemptHeader != "", left)
 			}
 			body.setBody(a, next, !guarded)
 			if guarded {
@@ -355,14 +371,15 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			failed = append(failed, peer)
 		}
 		g.end()
-		if werr := wait(ctx, delay); werr != nil {
+		var werr error
+		if left, werr = t.waitToSend(req, attempt+1, delay); werr != nil {
 			closeBody(nb)
 			body.done()
 			if t.budget != nil && spent > 0 {
 				// The retry was paid for but never sent.
 				t.budget.Deposit(req, spent)
 			}
-			t.reportGiveUp(req, attempt, GiveUpCanceled, resp, err, v, peer)
+			t.reportGiveUp(req, attempt, waitReason(werr), resp, err, v, peer)
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -490,7 +507,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 			}
 		}
 	}
-	if deadline, ok := a.Context().Deadline(); ok && deadline.Sub(now) <= delay {
+	if !t.retryFits(a, now, delay) {
 		return 0, GiveUpDeadline
 	}
 	return delay, ""
@@ -559,12 +576,13 @@ func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, 
 	if resp != nil {
 		status = resp.StatusCode
 	}
+	left := t.leftAfter(req, delay)
 	if t.onRetry != nil {
-		t.onRetry(RetryEvent{Request: req, Attempt: attempt, Delay: delay, StatusCode: status, Err: err, Verdict: v, Peer: peer})
+		t.onRetry(RetryEvent{Request: req, Attempt: attempt, Delay: delay, StatusCode: status, Err: err, Verdict: v, Peer: peer, TimeLeft: left})
 	}
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: retrying",
-			append(requestAttrs(req, attempt, resp, err, peer), slog.Duration("delay", delay))...)
+			appendTimeLeft(append(requestAttrs(req, attempt, resp, err, peer), slog.Duration("delay", delay)), left)...)
 	}
 }
 
@@ -572,7 +590,7 @@ func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, 
 func (t *Transport) logGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, peer netip.AddrPort) {
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not retrying",
-			append(requestAttrs(req, attempt, resp, err, peer), slog.String("reason", string(reason)))...)
+			t.appendDeadlineFacts(append(requestAttrs(req, attempt, resp, err, peer), slog.String("reason", string(reason))), req, reason)...)
 	}
 }
 

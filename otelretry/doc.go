@@ -32,7 +32,10 @@
 // also gives each attempt's span network.peer.address and network.peer.port,
 // the remote address of the connection that carried it
 // (retryhttp.PeerFromContext), so that a retry that left a failing instance
-// shows it. There is no span around the whole call: the conventions ask for
+// shows it; and, when the Transport sends the request's deadline
+// (retryhttp.WithDeadlineHeader), retryhttp.deadline.sent, the time left the
+// attempt carried to the server, in seconds
+// (retryhttp.SentDeadlineFromContext). There is no span around the whole call: the conventions ask for
 // none. The attempt spans are children of the span in the request's
 // context, if any; without one, each attempt is a trace of its own, as the
 // conventions' examples show.
@@ -53,12 +56,19 @@
 //	                   failed attempt's number), retryhttp.retry.delay
 //	                   (seconds), http.response.status_code or error.type,
 //	                   retryhttp.verdict.throttle, retryhttp.verdict.timeout,
-//	                   and retryhttp.verdict.retry_after (seconds) when the
-//	                   classifier read a least delay
+//	                   retryhttp.verdict.retry_after (seconds) when the
+//	                   classifier read a least delay, and
+//	                   retryhttp.deadline.time_left (seconds) when the
+//	                   request has a deadline: the time the retry will
+//	                   have left once sent
 //	retryhttp.give_up  a failure worth retrying was not retried:
 //	                   retryhttp.attempt (the last attempt's number),
 //	                   retryhttp.give_up.reason, http.response.status_code
-//	                   or error.type, and the verdict's facets
+//	                   or error.type, and the verdict's facets; for
+//	                   reason deadline, retryhttp.deadline.time_left
+//	                   (seconds) and retryhttp.deadline.host_latency (the
+//	                   host's typical answer time, seconds, once 20 answers
+//	                   are known)
 //	retryhttp.hedge    a hedge is about to be sent (retryhttp.WithHedging):
 //	                   retryhttp.attempt (the hedge's number, 2 or more),
 //	                   retryhttp.retry.delay (how long the first attempt

@@ -56,6 +56,19 @@ const (
 	// ReasonKey is why a request was given up on; ReasonValue lists its
 	// values.
 	ReasonKey = attribute.Key("retryhttp.give_up.reason")
+	// DeadlineSentKey is the time left before the request's deadline that
+	// an attempt carried in its deadline headers
+	// (retryhttp.WithDeadlineHeader), in seconds, on the attempt's span.
+	DeadlineSentKey = attribute.Key("retryhttp.deadline.sent")
+	// TimeLeftKey is the time left before the request's deadline, in
+	// seconds: on a retry event, when the retry will be sent, after its
+	// delay; on a give-up event for lack of time (reason deadline), when
+	// the Transport gave up.
+	TimeLeftKey = attribute.Key("retryhttp.deadline.time_left")
+	// HostLatencyKey is, on a give-up event for lack of time, the host's
+	// typical answer time that the retry lacked (the median of its recent
+	// times to response headers), in seconds, when enough are known.
+	HostLatencyKey = attribute.Key("retryhttp.deadline.host_latency")
 )
 
 // ReasonValue returns the value of the retryhttp.give_up.reason attribute
@@ -210,6 +223,9 @@ func (o *observer) retry(e retryhttp.RetryEvent) {
 		if e.Verdict.RetryAfter > 0 {
 			ev = append(ev, RetryAfterKey.Float64(e.Verdict.RetryAfter.Seconds()))
 		}
+		if e.TimeLeft > 0 {
+			ev = append(ev, TimeLeftKey.Float64(e.TimeLeft.Seconds()))
+		}
 		span.AddEvent(RetryEventName, trace.WithAttributes(ev...))
 	}
 }
@@ -240,13 +256,20 @@ func (o *observer) giveUp(e retryhttp.GiveUpEvent) {
 	}
 
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent(GiveUpEventName, trace.WithAttributes(
+		ev := []attribute.KeyValue{
 			AttemptKey.Int(e.Attempt),
 			reason,
 			outcomeEvent(e.StatusCode, e.Err),
 			ThrottleKey.Bool(e.Verdict.Throttle),
 			TimeoutKey.Bool(e.Verdict.Timeout),
-		))
+		}
+		if e.Reason == retryhttp.GiveUpDeadline {
+			ev = append(ev, TimeLeftKey.Float64(e.TimeLeft.Seconds()))
+			if e.HostLatency > 0 {
+				ev = append(ev, HostLatencyKey.Float64(e.HostLatency.Seconds()))
+			}
+		}
+		span.AddEvent(GiveUpEventName, trace.WithAttributes(ev...))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -192,9 +193,10 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	r, full := restore(r)
 	ctx := r.Context()
 	resend := retryhttp.AttemptFromContext(ctx) - 1
-	if resend > 0 || full != "" || r.Method == methodQuery {
+	sent, hasSent := retryhttp.SentDeadlineFromContext(ctx)
+	if resend > 0 || full != "" || r.Method == methodQuery || hasSent {
 		if span := trace.SpanFromContext(ctx); madeSpan(ctx) && span.IsRecording() {
-			annotate(span, r, resend, full)
+			annotate(span, r, resend, full, sent)
 		}
 	}
 	a.o.countAttempt(ctx, r)
@@ -209,11 +211,12 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // annotate completes what otelhttp recorded on the attempt's span: the
 // resend count of a resend; url.full with user information redacted, as
-// the semantic conventions ask, where otelhttp drops it; and QUERY as a
+// the semantic conventions ask, where otelhttp drops it; QUERY as a
 // method the conventions know, which otelhttp records as _OTHER (with
-// http.request.method.original QUERY).
-func annotate(span trace.Span, r *http.Request, resend int, full string) {
-	var buf [3]attribute.KeyValue
+// http.request.method.original QUERY); and the time left the attempt's
+// deadline headers carried, when they carried one (sent > 0).
+func annotate(span trace.Span, r *http.Request, resend int, full string, sent time.Duration) {
+	var buf [4]attribute.KeyValue
 	attrs := buf[:0]
 	if resend > 0 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(resend))
@@ -223,6 +226,9 @@ func annotate(span trace.Span, r *http.Request, resend int, full string) {
 	}
 	if r.Method == methodQuery {
 		attrs = append(attrs, semconv.HTTPRequestMethodQuery)
+	}
+	if sent > 0 {
+		attrs = append(attrs, DeadlineSentKey.Float64(sent.Seconds()))
 	}
 	span.SetAttributes(attrs...)
 }

@@ -47,9 +47,10 @@ type Params struct {
 	ThrottleRate           int           // requests started per second in the throttling recovery
 	ThrottleUp             time.Duration // how long that load goes on after healing
 
-	RescuedPosts                 int // keyed POSTs answered 503, 503, 200 in the throttling scenarios
-	RescuedRetryAfter            int // GETs answered 429 with Retry-After: 1, then 200, there
-	RescuedRetryAfterConcurrency int // callers in flight in that run
+	RescuedPosts                 int            // keyed POSTs answered 503, 503, 200 in the throttling scenarios
+	RescuedRetryAfter            int            // GETs answered 429 with Retry-After: 1, then 200, there
+	RescuedRetryAfterConcurrency int            // callers in flight in that run
+	DeadlineChain                DeadlineParams // the deadline scenario
 
 	// Fast is the configuration of the scenarios where delays do not
 	// matter: the same small base delay for every library.
@@ -84,6 +85,7 @@ func DefaultParams() Params {
 		RescuedRetryAfter:            256,
 		RescuedRetryAfterConcurrency: 64,
 		Fast:                         peers.Config{Attempts: 3, Base: time.Millisecond, Cap: 100 * time.Millisecond},
+		DeadlineChain:                DefaultDeadlineParams(),
 	}
 }
 
@@ -101,6 +103,7 @@ func QuickParams() Params {
 	p.ThrottleHang = 160
 	p.ThrottleRate = 2000
 	p.RescuedRetryAfter = 128
+	p.DeadlineChain.Requests = 60
 	return p
 }
 
@@ -110,12 +113,12 @@ func (p Params) String() string {
 		"retry-after=%d herd=%d (median of %d runs, same base %v) chain=%d (first reading after %d) post=%d reset=%d memory=%d MiB "+
 		"throttling: hang=%d (attempt timeout %v), recovery at %d/s for %v after healing, "+
 		"rescued keyed POSTs=%d, rescued 429s=%d (%d at a time); "+
-		"fast backoff: %d attempts, base %v doubling, cap %v",
+		"fast backoff: %d attempts, base %v doubling, cap %v; deadline: %d requests",
 		p.Seed, p.Concurrency, p.Transient, p.Outage, p.RecoveryDown, p.RecoveryLoad, p.RecoveryRate,
 		p.RetryAfter, p.Herd, p.HerdRuns, p.HerdBase, p.Chain, p.ChainFirst, p.Post, p.Post, p.MemoryBody>>20,
 		p.ThrottleHang, p.ThrottleAttemptTimeout, p.ThrottleRate, p.ThrottleUp,
 		p.RescuedPosts, p.RescuedRetryAfter, p.RescuedRetryAfterConcurrency,
-		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap)
+		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap, p.DeadlineChain.Requests)
 }
 
 // A Scenario produces one or more tables.
@@ -139,6 +142,7 @@ func All() []Scenario {
 		{"throttling", Throttling},
 		{"instances", Instances},
 		{"rescue", Rescue},
+		{"deadline", Deadline},
 	}
 }
 
@@ -477,25 +481,32 @@ type service struct {
 func newService(lib peers.Library, c peers.Config, next string) *service {
 	s := &service{client: client(lib, peers.NewBase(), c)}
 	s.Server = NewServer(func(w http.ResponseWriter, r *http.Request, _ int) {
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, next+r.URL.Path, nil)
-		if err != nil {
-			panic(err)
-		}
-		req.Header.Set(IDHeader, r.Header.Get(IDHeader))
-		resp, err := s.client.Do(req)
-		if err != nil {
-			http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
-			return
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			http.Error(w, http.StatusText(resp.StatusCode), resp.StatusCode)
-			return
-		}
-		OK(w, r, 0)
+		relay(s.client, next+r.URL.Path, w, r)
 	})
 	return s
+}
+
+// relay sends r's method to url through client, with r's context and
+// identity, and answers 200 when url did, its status when it did not, and
+// 502 when there was no answer.
+func relay(client *http.Client, url string, w http.ResponseWriter, r *http.Request) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, url, nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set(IDHeader, r.Header.Get(IDHeader))
+	resp, err := client.Do(req)
+	if err != nil {
+		http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		http.Error(w, http.StatusText(resp.StatusCode), resp.StatusCode)
+		return
+	}
+	OK(w, r, 0)
 }
 
 func (s *service) close() {

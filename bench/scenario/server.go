@@ -40,20 +40,26 @@ func NewServer(b Behaviour) *Server {
 		s.requests.Add(1)
 		b(w, r, s.arrive(r.Header.Get(IDHeader)))
 	}))
+	s.URL = startLoopback(s.srv, &s.conns)
+	return s
+}
+
+// startLoopback starts srv on 127.0.0.1, counting its new connections in
+// conns, and returns its URL.
+func startLoopback(srv *httptest.Server, conns *atomic.Int64) string {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		panic("scenario: listening on 127.0.0.1: " + err.Error())
 	}
-	s.srv.Listener.Close()
-	s.srv.Listener = l
-	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {
-			s.conns.Add(1)
+			conns.Add(1)
 		}
 	}
-	s.srv.Start()
-	s.URL = s.srv.URL
-	return s
+	srv.Start()
+	return srv.URL
 }
 
 // arrive records an arrival of id and returns its number.

@@ -1,0 +1,189 @@
+package retryhttp
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+var formatTests = []struct {
+	d            time.Duration
+	grpc, millis string
+}{
+	{time.Millisecond, "1m", "1"},
+	{1999 * time.Microsecond, "1999u", "1"},
+	{1500 * time.Microsecond, "1500u", "1"},
+	{250 * time.Millisecond, "250m", "250"},
+	{299123456 * time.Nanosecond, "299124u", "299"}, // 9 digits of ns: rounded up to µs
+	{99999999 * time.Nanosecond, "99999999n", "99"},
+	{100 * time.Millisecond, "100m", "100"},
+	{time.Second, "1S", "1000"},
+	{90 * time.Second, "90S", "90000"},
+	{2 * time.Minute, "2M", "120000"},
+	{time.Hour, "1H", "3600000"},
+	{100*time.Second + time.Nanosecond, "100001m", "100000"}, // 9 digits of µs: ms, rounded up
+	{maxDuration, "2562048H", "9223372036854"},
+}
+
+func TestAppendDeadline(t *testing.T) {
+	for _, tt := range formatTests {
+		t.Run(tt.d.String(), func(t *testing.T) {
+			assert.Equal(t, tt.grpc, string(GRPCTimeout.appendValue(nil, tt.d)))
+			for _, f := range []DeadlineFormat{EnvoyTimeout, ConnectTimeout, MillisecondsHeader("X-Deadline-Ms")} {
+				assert.Equal(t, tt.millis, string(f.appendValue(nil, tt.d)), f)
+			}
+		})
+	}
+}
+
+// parseTests are the values each format reads, hostile ones included, and
+// seed the fuzz corpus.
+var parseTests = []struct {
+	f     DeadlineFormat
+	value string
+	d     time.Duration
+	kind  deadlineValue
+}{
+	{GRPCTimeout, "250m", 250 * time.Millisecond, deadlineSet},
+	{GRPCTimeout, "1H", time.Hour, deadlineSet},
+	{GRPCTimeout, "2M", 2 * time.Minute, deadlineSet},
+	{GRPCTimeout, "3S", 3 * time.Second, deadlineSet},
+	{GRPCTimeout, "4u", 4 * time.Microsecond, deadlineSet},
+	{GRPCTimeout, "5n", 5, deadlineSet},
+	{GRPCTimeout, "000000007m", 0, deadlineMalformed}, // 9 digits
+	{GRPCTimeout, "0000007m", 7 * time.Millisecond, deadlineSet},
+	{GRPCTimeout, "0n", 0, deadlineSet}, // gRPC's deadline already past
+	{GRPCTimeout, "0m", 0, deadlineSet},
+	{GRPCTimeout, "99999999H", maxDuration, deadlineSet}, // past a Duration: the longest
+	{GRPCTimeout, "99999999S", 99999999 * time.Second, deadlineSet},
+	{GRPCTimeout, "100000000n", 0, deadlineMalformed},
+	{GRPCTimeout, "-5m", 0, deadlineMalformed},
+	{GRPCTimeout, "+5m", 0, deadlineMalformed},
+	{GRPCTimeout, "5", 0, deadlineMalformed}, // no unit
+	{GRPCTimeout, "m", 0, deadlineMalformed}, // no value
+	{GRPCTimeout, "5ms", 0, deadlineMalformed},
+	{GRPCTimeout, "5s", 0, deadlineMalformed}, // units are case-sensitive: s is not S
+	{GRPCTimeout, "5h", 0, deadlineMalformed},
+	{GRPCTimeout, "1.5S", 0, deadlineMalformed},
+	{GRPCTimeout, "5 m", 0, deadlineMalformed},
+	{GRPCTimeout, " 5m\t", 5 * time.Millisecond, deadlineSet}, // spaces around a value are not part of it
+	{GRPCTimeout, "5m,6m", 0, deadlineMalformed},
+	{GRPCTimeout, "", 0, deadlineMalformed},
+	{GRPCTimeout, "abc", 0, deadlineMalformed},
+	{GRPCTimeout, "１m", 0, deadlineMalformed}, // a fullwidth digit
+	{EnvoyTimeout, "250", 250 * time.Millisecond, deadlineSet},
+	{EnvoyTimeout, "0", 0, deadlineNone}, // Envoy's 0: no timeout
+	{EnvoyTimeout, "0000000000", 0, deadlineNone},
+	{EnvoyTimeout, "9999999999", 9999999999 * time.Millisecond, deadlineSet},
+	{EnvoyTimeout, "10000000000", 0, deadlineMalformed}, // 11 digits
+	{EnvoyTimeout, "99999999999999999999999", 0, deadlineMalformed},
+	{EnvoyTimeout, "-1", 0, deadlineMalformed},
+	{EnvoyTimeout, "250ms", 0, deadlineMalformed},
+	{EnvoyTimeout, "2.5", 0, deadlineMalformed},
+	{EnvoyTimeout, "0x10", 0, deadlineMalformed},
+	{EnvoyTimeout, "1e3", 0, deadlineMalformed},
+	{EnvoyTimeout, "", 0, deadlineMalformed},
+	{EnvoyTimeout, " ", 0, deadlineMalformed},
+	{EnvoyTimeout, "\t42 ", 42 * time.Millisecond, deadlineSet},
+	{ConnectTimeout, "250", 250 * time.Millisecond, deadlineSet},
+	{ConnectTimeout, "0", 0, deadlineMalformed}, // Connect: a positive number
+	{ConnectTimeout, "-250", 0, deadlineMalformed},
+	{ConnectTimeout, "25 0", 0, deadlineMalformed},
+	{ConnectTimeout, "250,100", 0, deadlineMalformed},
+	{ConnectTimeout, "18446744073709551616", 0, deadlineMalformed},
+	{"X-Deadline-Ms", "1", time.Millisecond, deadlineSet},
+	{"X-Deadline-Ms", "0", 0, deadlineMalformed},
+	{"X-Deadline-Ms", "NaN", 0, deadlineMalformed},
+	{"X-Deadline-Ms", "Infinity", 0, deadlineMalformed},
+}
+
+func TestParseDeadline(t *testing.T) {
+	for _, tt := range parseTests {
+		t.Run(fmt.Sprintf("%s=%q", tt.f, tt.value), func(t *testing.T) {
+			d, kind := tt.f.parseValue(tt.value)
+			assert.Equal(t, tt.kind, kind, "kind")
+			assert.Equal(t, tt.d, d, "time left")
+		})
+	}
+}
+
+// TestDeadlineRoundTrip reads back what is sent: gRPC's value, rounded up,
+// never says less than the time left nor more than one unit above it; a
+// millisecond value, rounded down, never says more, nor a millisecond less.
+func TestDeadlineRoundTrip(t *testing.T) {
+	for _, tt := range formatTests {
+		checkRoundTrip(t, tt.d)
+	}
+}
+
+func checkRoundTrip(t *testing.T, d time.Duration) {
+	t.Helper()
+	got, kind := GRPCTimeout.parseValue(string(GRPCTimeout.appendValue(nil, d)))
+	if assert.Equal(t, deadlineSet, kind, "%v in grpc-timeout", d) {
+		assert.GreaterOrEqual(t, got, d, "grpc-timeout of %v", d)
+		// Rounded up in the smallest unit that holds it in 8 digits: a
+		// unit at most 1000 times one that does not.
+		assert.Less(t, got-d, d/(grpcMaxValue/1000)+time.Nanosecond, "grpc-timeout of %v", d)
+	}
+	for _, f := range []DeadlineFormat{EnvoyTimeout, ConnectTimeout} {
+		got, kind := f.parseValue(string(f.appendValue(nil, d)))
+		if d/time.Millisecond > 9999999999 {
+			assert.Equal(t, deadlineMalformed, kind, "%v in %s: more than 10 digits", d, f)
+			continue
+		}
+		if assert.Equal(t, deadlineSet, kind, "%v in %s", d, f) {
+			assert.LessOrEqual(t, got, d, "%s of %v", f, d)
+			assert.Less(t, d-got, time.Millisecond, "%s of %v", f, d)
+		}
+	}
+}
+
+func FuzzDeadlineRoundTrip(f *testing.F) {
+	for _, tt := range formatTests {
+		f.Add(int64(tt.d))
+	}
+	f.Fuzz(func(t *testing.T, n int64) {
+		if time.Duration(n) < minTimeLeft {
+			return // never sent
+		}
+		checkRoundTrip(t, time.Duration(n))
+	})
+}
+
+func FuzzParseDeadline(f *testing.F) {
+	for _, tt := range parseTests {
+		f.Add(string(tt.f), tt.value)
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		format := DeadlineFormat(name)
+		d, kind := format.parseValue(value)
+		switch kind {
+		case deadlineSet:
+			if d < 0 {
+				t.Fatalf("%s %q: negative time left %v", name, value, d)
+			}
+		case deadlineNone, deadlineMalformed:
+			if d != 0 {
+				t.Fatalf("%s %q: time left %v without a deadline", name, value, d)
+			}
+		default:
+			t.Fatalf("%s %q: unknown kind %d", name, value, kind)
+		}
+		if kind == deadlineNone && format != EnvoyTimeout {
+			t.Fatalf("%s %q: only Envoy's 0 sets no deadline", name, value)
+		}
+	})
+}
+
+func TestDeadlineFormatNames(t *testing.T) {
+	assert.Equal(t, DeadlineFormat("X-Deadline-Ms"), MillisecondsHeader("x-deadline-ms"))
+	assert.Equal(t, EnvoyTimeout, MillisecondsHeader("x-envoy-expected-rq-timeout-ms"))
+	for _, bad := range []string{"", "bad header", "a:b", "grpc-timeout"} {
+		assert.Panics(t, func() { MillisecondsHeader(bad) }, "%q", bad)
+	}
+	assert.Equal(t, []DeadlineFormat{GRPCTimeout, "X-Deadline-Ms"}, checkFormats("f", []DeadlineFormat{"grpc-timeout", "x-deadline-ms"}))
+	assert.Panics(t, func() { checkFormats("f", nil) })
+	assert.Panics(t, func() { checkFormats("f", []DeadlineFormat{"two words"}) })
+}

@@ -1,0 +1,176 @@
+package retryhttp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// minTimeLeft is the least time left before its deadline with which an
+// attempt is sent, or a retry planned: no answer crosses a network in less,
+// and the millisecond formats cannot say less.
+const minTimeLeft = time.Millisecond
+
+// ErrNoTimeLeft is the error of a request whose next attempt was not sent
+// because less than 1 ms was left before its deadline (WithDeadlineHeader):
+// no answer could arrive in time, and the millisecond formats cannot say so
+// little. errors.Is reports it as context.DeadlineExceeded too, and it is a
+// timeout (its Timeout method reports true), as the context's own error
+// would be a moment later.
+var ErrNoTimeLeft error = noTimeLeft{}
+
+type noTimeLeft struct{}
+
+func (noTimeLeft) Error() string        { return "retryhttp: less than 1ms left before the deadline" }
+func (noTimeLeft) Is(target error) bool { return target == context.DeadlineExceeded }
+func (noTimeLeft) Timeout() bool        { return true }
+
+// WithDeadlineHeader sends, with every attempt of a request whose context
+// has a deadline, the time left before that deadline at the moment the
+// attempt is sent, in each of the given formats, so that the service called
+// can stop working when its caller stops waiting, and pass the rest of the
+// time on to its own dependencies (HandlerDeadline reads it). Each attempt
+// carries its own time left: a retry, sent later, carries less. It is off
+// by default: a new header on every request is not something a caller
+// expects unasked.
+//
+// An attempt with less than 1 ms left is not sent at all: nothing could
+// answer in time, Envoy would read 0 ms as no timeout, and Connect would
+// omit the header, so that the server saw no deadline. A first attempt not
+// sent ends the request with an *Error of no attempts wrapping
+// ErrNoTimeLeft; the WithOnGiveUp hooks see it with reason GiveUpDeadline.
+// A request without a deadline is sent as it is, with nothing added and
+// nothing allocated. The caller's request is never modified: an attempt
+// with a deadline has a header of its own. SentDeadlineFromContext reads,
+// in a base under the Transport, the time an attempt carries.
+//
+// It panics if no format is given or a format is not a valid header name.
+func WithDeadlineHeader(formats ...DeadlineFormat) Option {
+	formats = checkFormats("WithDeadlineHeader", formats)
+	return func(t *Transport) { t.deadlineHeaders = formats }
+}
+
+// timeToSend returns the time left before the deadline of the request whose
+// context is ctx, for its next attempt's deadline headers, and whether the
+// attempt may be sent: not with less than minTimeLeft. Without deadline
+// headers, or without a deadline, it returns 0 and true.
+func (t *Transport) timeToSend(ctx context.Context) (time.Duration, bool) {
+	if t.deadlineHeaders == nil {
+		return 0, true
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return 0, true
+	}
+	left := deadline.Sub(t.now())
+	return left, left >= minTimeLeft
+}
+
+// hasDeadline reports whether ctx has a deadline.
+func hasDeadline(ctx context.Context) bool {
+	_, ok := ctx.Deadline()
+	return ok
+}
+
+// deadlineHeader returns h, an attempt's header, with the time left, left,
+// in every deadline header: h itself when own, the attempt's own header
+// already, or else a clone of it, since h is then the caller's.
+func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) http.Header {
+	if !own {
+		h = h.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+	}
+	var buf [24]byte
+	for _, f := range t.deadlineHeaders {
+		h[string(f)] = []string{string(f.appendValue(buf[:0], left))}
+	}
+	return h
+}
+
+// sentDeadlineCtx is an attempt's context that carries the time left its
+// deadline headers say, in one allocation.
+type sentDeadlineCtx struct {
+	context.Context
+	left time.Duration
+}
+
+type sentDeadlineKey struct{}
+
+func (c *sentDeadlineCtx) Value(key any) any {
+	if key == (sentDeadlineKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// withSentDeadline returns ctx, of an attempt whose deadline headers say
+// left, carrying left for SentDeadlineFromContext.
+func withSentDeadline(ctx context.Context, left time.Duration) context.Context {
+	return &sentDeadlineCtx{Context: ctx, left: left}
+}
+
+// SentDeadlineFromContext returns the time left before its deadline that
+// the attempt whose request context is ctx carries in its deadline headers
+// (WithDeadlineHeader), exact where a header rounds it, and whether it
+// carries one. A RoundTripper under a Transport (in its base, as otelretry's
+// spans are) reads it from each attempt's request.
+func SentDeadlineFromContext(ctx context.Context) (time.Duration, bool) {
+	c, ok := ctx.Value(sentDeadlineKey{}).(*sentDeadlineCtx)
+	if !ok {
+		return 0, false
+	}
+	return c.left, true
+}
+
+// refuseFirst ends req, whose first attempt is not sent since only left
+// remains before its deadline: it closes the request's body, logs and
+// reports the give-up, tells a Handler serving the request, and returns the
+// error.
+func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	t.logNoTimeLeft(req, 0, left)
+	t.reportGiveUp(req, 0, GiveUpDeadline, nil, ErrNoTimeLeft, Verdict{}, netip.AddrPort{})
+	markGaveUp(req.Context())
+	return nil, &Error{Err: ErrNoTimeLeft}
+}
+
+// logNoTimeLeft logs an attempt that is not sent for lack of time.
+func (t *Transport) logNoTimeLeft(req *http.Request, attempt int, left time.Duration) {
+	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
+		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not sending",
+			append(requestAttrs(req, attempt, nil, nil, netip.AddrPort{}),
+				slog.String("reason", string(GiveUpDeadline)), slog.Duration("time_left", left))...)
+	}
+}
+
+// waitToSend waits for delay before retry attempt of req, as wait does, and
+// then returns the time left for the retry's deadline headers, or
+// ErrNoTimeLeft when the wait left less than minTimeLeft (a timer fired
+// late), so that the retry is not sent.
+func (t *Transport) waitToSend(req *http.Request, attempt int, delay time.Duration) (time.Duration, error) {
+	ctx := req.Context()
+	if err := wait(ctx, delay); err != nil {
+		return 0, err
+	}
+	left, ok := t.timeToSend(ctx)
+	if !ok {
+		t.logNoTimeLeft(req, attempt, left)
+		markGaveUp(ctx)
+		return left, ErrNoTimeLeft
+	}
+	return left, nil
+}
+
+// waitReason is why a retry whose wait ended in err was given up on.
+func waitReason(err error) GiveUpReason {
+	if err == ErrNoTimeLeft {
+		return GiveUpDeadline
+	}
+	return GiveUpCanceled
+}

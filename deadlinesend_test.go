@@ -1,0 +1,255 @@
+package retryhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// allFormats sends the deadline in every format.
+var allFormats = []DeadlineFormat{GRPCTimeout, EnvoyTimeout, ConnectTimeout, MillisecondsHeader("X-Deadline-Ms")}
+
+// deadlineHeaders returns the deadline headers of h, in allFormats' order.
+func deadlineHeaders(h http.Header) []string {
+	var got []string
+	for _, f := range allFormats {
+		got = append(got, strings.Join(h[string(f)], ","))
+	}
+	return got
+}
+
+func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 503, 200)}
+		var sent []time.Duration
+		observe := rtFunc(func(r *http.Request) (*http.Response, error) {
+			d, ok := SentDeadlineFromContext(r.Context())
+			require.True(t, ok)
+			sent = append(sent, d)
+			return base.RoundTrip(r)
+		})
+		tr := newTestTransport(observe, 0.5, WithDeadlineHeader(allFormats...), WithAttemptHeader("Retry-Attempt"),
+			WithBackoff(Constant(50*time.Millisecond)), WithoutBudget())
+		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
+		req.Header.Set("X-Caller", "kept")
+
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, 3, base.count())
+		want := [][]string{
+			{"300m", "300", "300", "300"},
+			{"250m", "250", "250", "250"}, // sent 50 ms later
+			{"200m", "200", "200", "200"},
+		}
+		for i, h := range base.headers {
+			assert.Equal(t, want[i], deadlineHeaders(h), "attempt %d", i+1)
+			assert.Equal(t, "kept", h.Get("X-Caller"))
+			assert.Equal(t, []string{"1/3", "2/3", "3/3"}[i], h.Get("Retry-Attempt"))
+		}
+		assert.Equal(t, []time.Duration{300 * time.Millisecond, 250 * time.Millisecond, 200 * time.Millisecond}, sent)
+		assert.Equal(t, http.Header{"X-Caller": {"kept"}}, req.Header, "the caller's request is not modified")
+	})
+}
+
+func TestDeadlineHeaderRoundsTheTimeLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(200)}
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(allFormats...))
+		req := withDeadline(t, "http://svc.test/", 123456789*time.Nanosecond)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []string{"123457u", "123", "123", "123"}, deadlineHeaders(base.headers[0]))
+	})
+}
+
+func TestNoDeadlineNoHeader(t *testing.T) {
+	base := &script{steps: statuses(503, 200)}
+	tr := newTestTransport(base, 0, WithDeadlineHeader(allFormats...), WithBackoff(Constant(0)))
+	resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	for _, h := range base.headers {
+		assert.Equal(t, []string{"", "", "", ""}, deadlineHeaders(h))
+	}
+}
+
+// TestDeadlineHeaderWithoutDeadlineAllocatesNothing pins the promise that a
+// request without a deadline costs nothing more with deadline headers on.
+func TestDeadlineHeaderWithoutDeadlineAllocatesNothing(t *testing.T) {
+	tr := New(WithBase(newStub()), WithDeadlineHeader(GRPCTimeout))
+	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		if _, err := tr.RoundTrip(get); err != nil {
+			t.Fatal(err)
+		}
+	}))
+}
+
+// TestDeadlineWithoutHeaderAllocatesNothing pins the cost of a GET with a
+// deadline that succeeds at once, deadline headers off: its answer time is
+// recorded for the check before a retry, without allocating.
+func TestDeadlineWithoutHeaderAllocatesNothing(t *testing.T) {
+	tr := New(WithBase(newStub()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		if _, err := tr.RoundTrip(get); err != nil {
+			t.Fatal(err)
+		}
+	}))
+}
+
+func TestFirstAttemptNotSentWithoutTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(200)}
+		var events []GiveUpEvent
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+		ctx, cancel := context.WithTimeout(t.Context(), 999*time.Microsecond)
+		defer cancel()
+		req, body := withBody(t, ctx, http.MethodPut, "http://svc.test/", "payload", true)
+
+		resp, err := tr.RoundTrip(req)
+		assert.Nil(t, resp)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrNoTimeLeft)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var rerr *Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Zero(t, rerr.Attempts)
+		assert.True(t, rerr.Timeout())
+		assert.Zero(t, base.count(), "attempts sent")
+		assert.EqualValues(t, 1, body.closes.Load(), "request body closes")
+		require.Len(t, events, 1)
+		assert.Equal(t, GiveUpDeadline, events[0].Reason)
+		assert.Zero(t, events[0].Attempt)
+		assert.Equal(t, ErrNoTimeLeft, events[0].Err)
+		assert.Equal(t, 999*time.Microsecond, events[0].TimeLeft)
+	})
+}
+
+// TestRetryNotSentWhenTheWaitLeftTooLittle makes the clock jump during a
+// retry's wait, as a late timer does, so that less than 1 ms is left when
+// the retry is due: it is not sent, and its budget tokens come back.
+func TestRetryNotSentWhenTheWaitLeftTooLittle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503)}
+		var skew time.Duration
+		var events []GiveUpEvent
+		budget := NewBucket(BucketCapacity(100))
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(Constant(10*time.Millisecond)),
+			WithBudget(budget),
+			WithOnRetry(func(RetryEvent) { skew = 89500 * time.Microsecond }),
+			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+		tr.now = func() time.Time { return time.Now().Add(skew) }
+		req := withDeadline(t, "http://svc.test/", 100*time.Millisecond)
+
+		resp, err := tr.RoundTrip(req)
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, ErrNoTimeLeft)
+		var rerr *Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 1, rerr.Attempts)
+		assert.Equal(t, 1, base.count())
+		base.requireDiscardedClosed(t, nil)
+		assert.Equal(t, 100*Token, budget.Balance(), "the retry's tokens came back")
+		require.Len(t, events, 1)
+		assert.Equal(t, GiveUpDeadline, events[0].Reason)
+		assert.Equal(t, 503, events[0].StatusCode)
+	})
+}
+
+func TestDeadlineLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		base := &script{steps: statuses(503)}
+		tr := newTestTransport(base, 0.5, WithLogger(logger), WithBackoff(Constant(10*time.Millisecond)), WithoutBudget())
+		req := withDeadline(t, "http://svc.test/", 100*time.Millisecond)
+		base.steps = []step{{status: 503}}
+		slow := rtFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(40 * time.Millisecond)
+			return base.RoundTrip(r)
+		})
+		tr.base = slow
+
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		// 40 ms: first answer; retry at 50 ms with 50 ms left; second
+		// answer at 90 ms: 10 ms left, less than the wait and an answer.
+		assert.Contains(t, buf.String(), `msg="retryhttp: retrying" method=GET url=http://svc.test/ attempt=1 status=503 delay=10ms time_left=50ms`)
+		assert.Contains(t, buf.String(), `msg="retryhttp: not retrying" method=GET url=http://svc.test/ attempt=2 status=503 reason="too little time left before the deadline" time_left=10ms host_latency=0s`)
+	})
+}
+
+func TestNoTimeLeftLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		tr := newTestTransport(&script{steps: statuses(200)}, 0.5, WithLogger(logger), WithDeadlineHeader(GRPCTimeout))
+		req := withDeadline(t, "http://svc.test/", 500*time.Microsecond)
+		_, err := tr.RoundTrip(req)
+		require.Error(t, err)
+		assert.Contains(t, buf.String(), `msg="retryhttp: not sending" method=GET url=http://svc.test/ attempt=0 reason="too little time left before the deadline" time_left=500µs`)
+	})
+}
+
+func TestWithDeadlineHeaderPanics(t *testing.T) {
+	assert.Panics(t, func() { WithDeadlineHeader() })
+	assert.Panics(t, func() { WithDeadlineHeader("bad name") })
+}
+
+func TestSentDeadlineFromContextWithoutOne(t *testing.T) {
+	d, ok := SentDeadlineFromContext(context.Background())
+	assert.False(t, ok)
+	assert.Zero(t, d)
+}
+
+func TestErrNoTimeLeft(t *testing.T) {
+	assert.True(t, errors.Is(ErrNoTimeLeft, context.DeadlineExceeded))
+	assert.False(t, errors.Is(ErrNoTimeLeft, context.Canceled))
+	assert.Equal(t, "retryhttp: less than 1ms left before the deadline", ErrNoTimeLeft.Error())
+}
+
+// BenchmarkDeadlineOverhead measures a GET that succeeds at once through a
+// default Transport, with and without a deadline on its context, and with
+// and without deadline headers.
+func BenchmarkDeadlineOverhead(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for _, bm := range []struct {
+		name string
+		ctx  context.Context
+		opts []Option
+	}{
+		{"no deadline", context.Background(), nil},
+		{"no deadline, headers on", context.Background(), []Option{WithDeadlineHeader(GRPCTimeout)}},
+		{"deadline", ctx, nil},
+		{"deadline, headers on", ctx, []Option{WithDeadlineHeader(GRPCTimeout)}},
+		{"deadline, four headers on", ctx, []Option{WithDeadlineHeader(allFormats...)}},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			tr := New(append([]Option{WithBase(newStub())}, bm.opts...)...)
+			req, _ := http.NewRequestWithContext(bm.ctx, http.MethodGet, "http://svc.test/items", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package retryhttp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// malformedSeen records what HandlerOnMalformedDeadline reports.
+type malformedSeen struct{ values []string }
+
+func (m *malformedSeen) option() HandlerOption {
+	return HandlerOnMalformedDeadline(func(_ *http.Request, f DeadlineFormat, v string) {
+		m.values = append(m.values, string(f)+"="+v)
+	})
+}
+
+// serveDeadline serves a GET carrying header through NewHandler with opts,
+// in a synctest bubble's time, and returns the time left on the handler's
+// context (-1 without a deadline; the handler not run: -2), the response,
+// and the malformed values reported.
+func serveDeadline(t *testing.T, parent context.Context, header http.Header, opts ...HandlerOption) (time.Duration, *http.Response, []string) {
+	t.Helper()
+	var m malformedSeen
+	left := time.Duration(-2)
+	h := NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		left = -1
+		if d, ok := r.Context().Deadline(); ok {
+			left = time.Until(d)
+		}
+	}), append([]HandlerOption{m.option()}, opts...)...)
+	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(parent)
+	req.Header = header
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return left, rec.Result(), m.values
+}
+
+func TestHandlerDeadline(t *testing.T) {
+	const none, notRun = time.Duration(-1), time.Duration(-2)
+	every := HandlerDeadline(GRPCTimeout, EnvoyTimeout, ConnectTimeout, "X-Deadline-Ms")
+	ms250 := 250*time.Millisecond - DefaultHandlerDeadlineMargin // 250 ms sent
+	tests := []struct {
+		name      string
+		header    http.Header
+		opts      []HandlerOption
+		left      time.Duration
+		malformed []string
+	}{
+		{"grpc-timeout", http.Header{"Grpc-Timeout": {"250m"}}, nil, ms250, nil},
+		{"grpc-timeout in seconds", http.Header{"Grpc-Timeout": {"2S"}}, nil, 2*time.Second - DefaultHandlerDeadlineMargin, nil},
+		{"Envoy", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"250"}}, nil, ms250, nil},
+		{"Connect", http.Header{"Connect-Timeout-Ms": {"250"}}, nil, ms250, nil},
+		{"a name of our own", http.Header{"X-Deadline-Ms": {"250"}}, nil, ms250, nil},
+		{"no header", http.Header{}, nil, none, nil},
+		{"a format not read", http.Header{"X-Other-Ms": {"250"}}, nil, none, nil},
+		{"margin", http.Header{"Grpc-Timeout": {"250m"}}, []HandlerOption{HandlerDeadlineMargin(10 * time.Millisecond)}, 240 * time.Millisecond, nil},
+		{"no margin", http.Header{"Grpc-Timeout": {"250m"}}, []HandlerOption{HandlerDeadlineMargin(0)}, 250 * time.Millisecond, nil},
+		{"capped", http.Header{"Grpc-Timeout": {"2H"}}, nil, DefaultHandlerMaxDeadline, nil},
+		{"capped by the service", http.Header{"Grpc-Timeout": {"2S"}}, []HandlerOption{HandlerMaxDeadline(500 * time.Millisecond)}, 500 * time.Millisecond, nil},
+		{"a cap below the margin", http.Header{"Grpc-Timeout": {"10m"}}, []HandlerOption{HandlerMaxDeadline(time.Millisecond)}, time.Millisecond, nil},
+		{"longer than a Duration", http.Header{"Grpc-Timeout": {"99999999H"}}, nil, DefaultHandlerMaxDeadline, nil},
+		{"Envoy's huge", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"9999999999"}}, nil, DefaultHandlerMaxDeadline, nil},
+		{"expired: 0n", http.Header{"Grpc-Timeout": {"0n"}}, nil, notRun, nil},
+		{"expired: within the margin", http.Header{"Connect-Timeout-Ms": {"1"}}, nil, notRun, nil},
+		{"expired: the margin", http.Header{"Grpc-Timeout": {"2m"}}, nil, notRun, nil},
+		{"the margin and a nanosecond", http.Header{"Grpc-Timeout": {"2000001n"}}, nil, time.Nanosecond, nil},
+		{"expired: 1 µs", http.Header{"Grpc-Timeout": {"1u"}}, nil, notRun, nil},
+		{"Envoy's 0: no timeout", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"0"}}, nil, none, nil},
+		{"Connect's 0: malformed", http.Header{"Connect-Timeout-Ms": {"0"}}, nil, none, []string{"Connect-Timeout-Ms=0"}},
+		{"negative", http.Header{"X-Deadline-Ms": {"-250"}}, nil, none, []string{"X-Deadline-Ms=-250"}},
+		{"negative gRPC", http.Header{"Grpc-Timeout": {"-1S"}}, nil, none, []string{"Grpc-Timeout=-1S"}},
+		{"overflowing", http.Header{"Connect-Timeout-Ms": {"99999999999999999999"}}, nil, none, []string{"Connect-Timeout-Ms=99999999999999999999"}},
+		{"nine digits of gRPC", http.Header{"Grpc-Timeout": {"123456789m"}}, nil, none, []string{"Grpc-Timeout=123456789m"}},
+		{"not a number", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"soon"}}, nil, none, []string{"X-Envoy-Expected-Rq-Timeout-Ms=soon"}},
+		{"a fraction", http.Header{"Connect-Timeout-Ms": {"2.5"}}, nil, none, []string{"Connect-Timeout-Ms=2.5"}},
+		{"no unit", http.Header{"Grpc-Timeout": {"250"}}, nil, none, []string{"Grpc-Timeout=250"}},
+		{"a wrong unit", http.Header{"Grpc-Timeout": {"250ms"}}, nil, none, []string{"Grpc-Timeout=250ms"}},
+		{"a unit where none belongs", http.Header{"X-Deadline-Ms": {"250ms"}}, nil, none, []string{"X-Deadline-Ms=250ms"}},
+		{"spaces around", http.Header{"Grpc-Timeout": {" 250m\t"}}, nil, ms250, nil},
+		{"a space inside", http.Header{"Grpc-Timeout": {"250 m"}}, nil, none, []string{"Grpc-Timeout=250 m"}},
+		{"empty", http.Header{"Connect-Timeout-Ms": {""}}, nil, none, []string{"Connect-Timeout-Ms="}},
+		{"a list", http.Header{"Connect-Timeout-Ms": {"250, 100"}}, nil, none, []string{"Connect-Timeout-Ms=250, 100"}},
+		{"repeated, the shortest counts", http.Header{"Grpc-Timeout": {"3S", "250m", "1S"}}, nil, ms250, nil},
+		{"repeated, one malformed", http.Header{"Connect-Timeout-Ms": {"oops", "250"}}, nil, ms250, []string{"Connect-Timeout-Ms=oops"}},
+		{"repeated, one expired", http.Header{"Grpc-Timeout": {"3S", "0n"}}, nil, notRun, nil},
+		{"several formats, the shortest counts", http.Header{
+			"Grpc-Timeout":                   {"1S"},
+			"X-Envoy-Expected-Rq-Timeout-Ms": {"400"},
+			"Connect-Timeout-Ms":             {"250"},
+			"X-Deadline-Ms":                  {"300"},
+		}, nil, ms250, nil},
+		{"several formats, all malformed", http.Header{
+			"Grpc-Timeout":       {"1s"},
+			"Connect-Timeout-Ms": {"-1"},
+		}, nil, none, []string{"Grpc-Timeout=1s", "Connect-Timeout-Ms=-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				left, resp, malformed := serveDeadline(t, t.Context(), tt.header, append([]HandlerOption{every}, tt.opts...)...)
+				assert.Equal(t, tt.left, left, "time left in the handler")
+				assert.Equal(t, tt.malformed, malformed, "malformed values reported")
+				if tt.left == notRun {
+					assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
+					assert.Equal(t, "false", resp.Header.Get(ShouldRetryHeader))
+					return
+				}
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+			})
+		})
+	}
+}
+
+func TestHandlerDeadlineNeverExtendsItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		left, _, _ := serveDeadline(t, ctx, http.Header{"Grpc-Timeout": {"5S"}}, HandlerDeadline(GRPCTimeout))
+		assert.Equal(t, 100*time.Millisecond, left)
+	})
+}
+
+func TestHandlerWithoutDeadlineOptionIgnoresHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		left, resp, _ := serveDeadline(t, t.Context(), http.Header{"Grpc-Timeout": {"0n"}})
+		assert.Equal(t, time.Duration(-1), left)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	})
+}
+
+func TestHandlerOnMalformedDeadlineHooksAddUp(t *testing.T) {
+	var calls []string
+	h := NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		HandlerDeadline(ConnectTimeout),
+		HandlerOnMalformedDeadline(func(*http.Request, DeadlineFormat, string) { calls = append(calls, "first") }),
+		HandlerOnMalformedDeadline(func(*http.Request, DeadlineFormat, string) { calls = append(calls, "second") }))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Connect-Timeout-Ms", "x")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	assert.Equal(t, []string{"first", "second"}, calls)
+}
+
+func TestHandlerOptionsPanic(t *testing.T) {
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	assert.Panics(t, func() { NewHandler(nil) })
+	assert.Panics(t, func() { NewHandler(h, nil) })
+	assert.Panics(t, func() { HandlerDeadline() })
+	assert.Panics(t, func() { HandlerDeadline("a b") })
+	assert.Panics(t, func() { HandlerMaxDeadline(0) })
+	assert.Panics(t, func() { HandlerDeadlineMargin(-time.Nanosecond) })
+	assert.Panics(t, func() { HandlerOnMalformedDeadline(nil) })
+}
+
+// TestDeadlineCarriedThroughAService serves a request with 300 ms left
+// through a Handler whose handler calls a dependency through a Transport
+// with the request's context: the dependency is sent the time left, less
+// the margin and the time the handler took before calling.
+func TestDeadlineCarriedThroughAService(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dep := &script{steps: statuses(200)}
+		client := &http.Client{Transport: newTestTransport(dep, 0, WithDeadlineHeader(GRPCTimeout))}
+		h := NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(20 * time.Millisecond) // work before the call
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://dep.test/", nil)
+			require.NoError(t, err)
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}), HandlerDeadline(GRPCTimeout))
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("Grpc-Timeout", "300m")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		require.Equal(t, 1, dep.count())
+		assert.Equal(t, "278m", dep.headers[0].Get("Grpc-Timeout"))
+	})
+}
+
+// TestExpiredRequestSignalledAbove answers a request whose deadline has
+// passed through a real server: the caller above, a Transport, does not
+// retry the 504.
+func TestExpiredRequestSignalledAbove(t *testing.T) {
+	runs := 0
+	srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runs++ }), HandlerDeadline(GRPCTimeout)))
+	defer srv.Close()
+	tr := New(WithBackoff(Constant(0)))
+	defer tr.CloseIdleConnections()
+	req := get(t, srv.URL)
+	req.Header.Set("Grpc-Timeout", "0n")
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
+	assert.Equal(t, 1, Attempts(resp))
+	assert.Zero(t, runs, "the handler never ran")
+}
+
+// FuzzHandlerDeadline serves requests with any value in a format and any
+// grpc-timeout: the handler runs with a deadline no further than the cap,
+// or is not run and the answer is 504 with the signal, and nothing panics.
+func FuzzHandlerDeadline(f *testing.F) {
+	for _, tt := range parseTests {
+		f.Add(string(tt.f), tt.value, "250m")
+	}
+	f.Fuzz(func(t *testing.T, name, value, grpc string) {
+		if name == "" || !validHeaderName(name) {
+			return
+		}
+		format := DeadlineFormat(http.CanonicalHeaderKey(name))
+		left, ran := time.Duration(-1), false
+		h := NewHandler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			ran = true
+			if d, ok := r.Context().Deadline(); ok {
+				left = time.Until(d)
+			}
+		}), HandlerDeadline(format, GRPCTimeout), HandlerMaxDeadline(time.Second))
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header = http.Header{string(format): {value}}
+		req.Header.Add(string(GRPCTimeout), grpc)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if !ran {
+			if rec.Code != http.StatusGatewayTimeout || rec.Header().Get(ShouldRetryHeader) != "false" {
+				t.Fatalf("handler not run, answered %d %q", rec.Code, rec.Header())
+			}
+			return
+		}
+		if rec.Code != http.StatusOK {
+			t.Fatalf("answered %d", rec.Code)
+		}
+		if left > time.Second {
+			t.Fatalf("%s %q, grpc-timeout %q: %v left, past the cap", name, value, grpc, left)
+		}
+	})
+}
