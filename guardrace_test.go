@@ -269,7 +269,10 @@ func guardedPost(url, body, key string) *http.Request {
 // send a GOAWAY that says it was not processed. Every later send is run
 // and answered. With GOMAXPROCS raised, so that net/http's goroutines race
 // the Transport's, no request runs twice, and no request that was told
-// ErrBaseResend had its stopped send arrive.
+// ErrBaseResend had its stopped send arrive. Each failure ends every
+// request alike: the HTTP/1 one in its error, PROTOCOL_ERROR and GOAWAY in
+// ErrBaseResend, REFUSED_STREAM in a success, net/http's resend on the
+// refused stream's connection let through.
 func TestGuardNeverTwiceUnderRace(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
 	const perShape = 70 // per lane: 16 lanes × 9 shapes × 70 = 10,080 requests
@@ -277,11 +280,15 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 		name  string
 		h2    bool
 		first string
+		// What each request ends in: "failed" (the error of the one
+		// send), "stopped" (ErrBaseResend) or "ok"; and whether it ran.
+		want string
+		ran  bool
 	}{
-		{"HTTP/1 reused connection closed after the request ran", false, "close"},
-		{"HTTP/2 PROTOCOL_ERROR after the request ran", true, "protocol"},
-		{"HTTP/2 REFUSED_STREAM", true, "refuse"},
-		{"HTTP/2 GOAWAY, stream not processed", true, "goaway"},
+		{"HTTP/1 reused connection closed after the request ran", false, "close", "failed", true},
+		{"HTTP/2 PROTOCOL_ERROR after the request ran", true, "protocol", "stopped", true},
+		{"HTTP/2 REFUSED_STREAM", true, "refuse", "ok", true},
+		{"HTTP/2 GOAWAY, stream not processed", true, "goaway", "stopped", false},
 	}
 	const lanes = 4 // per scenario
 	type key struct{ scenario, body, key string }
@@ -373,6 +380,13 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 				total += c.requests
 				doubles += c.doubles
 				written += c.stoppedWritten
+				outcomes := map[string]int{"ok": c.ok, "stopped": c.stopped, "failed": c.failed}
+				assert.Equal(t, c.requests, outcomes[sc.want], "%s, %s, %s: all %s", sc.name, body, k, sc.want)
+				if sc.ran {
+					assert.Equal(t, c.requests, c.execs, "%s, %s, %s: each ran once", sc.name, body, k)
+				} else {
+					assert.Zero(t, c.execs, "%s, %s, %s: none ran", sc.name, body, k)
+				}
 			}
 		}
 	}
