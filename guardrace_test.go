@@ -69,19 +69,15 @@ func newLaneServer(t *testing.T, h2 bool, first string, config *tls.Config) *lan
 			go func() {
 				defer s.wg.Done()
 				defer s.ended(c)
+				h2 := s.h2
 				if tc, ok := c.Conn.(*tls.Conn); ok {
 					if tc.Handshake() != nil {
 						return
 					}
 					s.notify() // drain may now close its side
-					if tc.ConnectionState().NegotiatedProtocol == "h2" {
-						s.serveH2(c)
-					} else {
-						s.serveH1(c)
-					}
-					return
+					h2 = tc.ConnectionState().NegotiatedProtocol == "h2"
 				}
-				if s.h2 {
+				if h2 {
 					s.serveH2(c)
 				} else {
 					s.serveH1(c)
