@@ -131,8 +131,8 @@ func (r *replay) next() (io.ReadCloser, error) {
 }
 
 // rewindBody returns a GetBody for a guarded attempt of a request whose
-// GetBody is getBody, for net/http's HTTP/1 resend of an attempt of which
-// nothing was written, or nil when there is no body to give. A GetBody of
+// GetBody is getBody, for the resends of net/http's that the attempt's
+// guard lets through, or nil when there is no body to give. A GetBody of
 // http.NewRequest's is given as it is: whoever calls it, its body shares
 // nothing with the one it replaces. Any other comes through rewindOnly.
 func (r *replay) rewindBody(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {

@@ -76,11 +76,13 @@
 // refused the stream. Once a connection was obtained the request may have
 // run, and it is never resent: no hook that may fire late, no GOAWAY and no
 // error text counts as proof. Such a request is also kept from net/http's own
-// resends, which are stopped before they write (ErrBaseResend), but one:
-// over HTTP/1, net/http sends it again only when nothing of it was written
-// to a reused connection that the server had closed, which proves the first
-// send never reached the server, and that resend goes out as through a
-// plain transport. WithIdempotencyKeys gives
+// resends, which are stopped before they write anything (ErrBaseResend),
+// but those that follow a send that provably never ran: over HTTP/1,
+// net/http sends it again only when nothing of it was written to a reused
+// connection (a blank key is sent under its lower-case name, so that
+// net/http does not call the request replayable); over HTTP/2, a resend on
+// the connection of a stream the server refused (REFUSED_STREAM). These go
+// out as through a plain transport. WithIdempotencyKeys gives
 // key-less requests a random key, the same on every attempt. NoRetry and
 // MaxAttempts change the number of attempts for one call.
 //

@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptrace"
 	"testing"
 
@@ -18,13 +17,13 @@ func TestGuardContext(t *testing.T) {
 	require.NotNil(t, traceKey, "httptrace's key was learnt: the guard's context carries its trace itself")
 
 	t.Run("carries the trace", func(t *testing.T) {
-		g, ctx := startGuard(context.Background(), http.Header{})
+		g, ctx := startGuard(context.Background())
 		defer g.end()
 		assert.Same(t, &g.ctx.trace, httptrace.ContextClientTrace(ctx))
 		assert.Nil(t, ctx.Value(attemptKey{}))
 	})
 	t.Run("ended before anyone waited", func(t *testing.T) {
-		g, ctx := startGuard(context.Background(), http.Header{})
+		g, ctx := startGuard(context.Background())
 		require.NoError(t, ctx.Err())
 		g.end()
 		assert.ErrorIs(t, ctx.Err(), context.Canceled)
@@ -36,7 +35,7 @@ func TestGuardContext(t *testing.T) {
 	})
 	t.Run("cancelled with its parent", func(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
-		g, ctx := startGuard(parent, http.Header{})
+		g, ctx := startGuard(parent)
 		defer g.end()
 		done := ctx.Done()
 		cancel()
@@ -44,7 +43,7 @@ func TestGuardContext(t *testing.T) {
 		assert.ErrorIs(t, ctx.Err(), context.Canceled)
 	})
 	t.Run("a child made under it is cancelled by the guard", func(t *testing.T) {
-		g, ctx := startGuard(context.Background(), http.Header{})
+		g, ctx := startGuard(context.Background())
 		child, cancel := context.WithCancelCause(ctx) // as net/http makes one
 		defer cancel(nil)
 		g.ctx.cancel(ErrBaseResend)

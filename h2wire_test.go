@@ -158,6 +158,25 @@ func (s *h2Server) serve(c *h2Conn) {
 	if s.onAccept != nil {
 		s.onAccept(c)
 	}
+	serveFrames(c, func(uint32) {
+		s.mu.Lock()
+		s.requests++
+		s.mu.Unlock()
+	}, func(id uint32) {
+		s.settle(c)
+		if s.onRequest != nil {
+			s.mu.Lock()
+			n := s.requests
+			s.mu.Unlock()
+			s.onRequest(c, id, n)
+		}
+	})
+}
+
+// serveFrames reads c as an HTTP/2 server does, acknowledging SETTINGS and
+// PING, until it fails. It calls begin when a request's header block starts
+// to arrive on stream id, and end once the block has arrived whole.
+func serveFrames(c *h2Conn, begin, end func(id uint32)) {
 	r := bufio.NewReader(c)
 	preface := make([]byte, len(http2Preface))
 	if _, err := io.ReadFull(r, preface); err != nil || string(preface) != http2Preface {
@@ -181,19 +200,11 @@ func (s *h2Server) serve(c *h2Conn) {
 			}
 		case frameHeaders:
 			block = id
-			s.mu.Lock()
-			s.requests++
-			s.mu.Unlock()
+			begin(id)
 			fallthrough
 		case frameContinuation:
 			if flags&flagEndHeaders != 0 {
-				s.settle(c)
-				if s.onRequest != nil {
-					s.mu.Lock()
-					n := s.requests
-					s.mu.Unlock()
-					s.onRequest(c, block, n)
-				}
+				end(block)
 			}
 		}
 	}

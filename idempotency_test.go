@@ -71,7 +71,7 @@ func TestMayResendWithGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, _ := startGuard(t.Context(), http.Header{})
+			g, _ := startGuard(t.Context())
 			defer g.end()
 			g.set(guardAsked, tt.asked)
 			g.conns.Store(tt.conns)

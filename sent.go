@@ -7,52 +7,93 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"reflect"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// ErrBaseResend is the error of an attempt that the base transport tried to
-// resend on its own, and that the Transport stopped before anything more
-// was written, because the request may not be sent twice. net/http resends
-// some requests by itself: over HTTP/2 after a stream reset with
-// REFUSED_STREAM or PROTOCOL_ERROR or after a GOAWAY, over HTTP/1 after a
-// reused connection failed. A PROTOCOL_ERROR reset does not prove that the
-// server did not process the request, so none of these resends is allowed
-// for a request the Transport guards, but one: net/http's HTTP/1 resend of
-// a request of which nothing was written, on a reused connection that the
-// server had closed, which proves that the first send never reached the
-// server. Whether a stopped send reached the server is unknown.
+// ErrBaseResend is the error of an attempt of a request that may not be
+// sent twice (a non-idempotent request without an idempotency key) when the
+// base transport set out to send it again on its own and the Transport
+// stopped that second send before any byte of it was written: a caller told
+// ErrBaseResend can rely on the request having been sent once, not twice.
+// Whether the one send was processed is unknown, and it is not retried.
+//
+// net/http resends by itself over HTTP/2, after a stream reset with
+// REFUSED_STREAM or PROTOCOL_ERROR, a GOAWAY, or a connection that could not
+// take the stream. Such a resend is let through when it goes out on the very
+// connection that failed, which only REFUSED_STREAM (by which the server says
+// it did not process the request) and a stream never opened leave usable,
+// and stopped otherwise: a PROTOCOL_ERROR reset does not prove that the
+// server did not process the request. A resend after an HTTP/1 send is
+// never stopped: net/http resends a request it does not consider replayable
+// only when it wrote nothing of it. See guard for how each path is decided.
 var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resending a request that may not be sent twice")
 
 // A guard watches one attempt of a request that may not be sent twice (a
-// non-idempotent request without an idempotency key), through
-// net/http/httptrace, for two things:
+// non-idempotent request without an idempotency key) through
+// net/http/httptrace. It proves that the attempt never reached the server,
+// and it makes a second execution by the base impossible, not unlikely.
 //
-//   - Proof that the attempt never reached the server: the base asked for a
-//     connection (GetConn) and had obtained none (GotConn) when its
-//     RoundTrip returned. net/http's Transport calls both hooks on the
-//     goroutine of RoundTrip, before it writes any byte of the request, over
-//     HTTP/1 and HTTP/2 alike, so once RoundTrip has returned no late hook
-//     can change the verdict. Hooks that fire on other goroutines, such as
-//     WroteHeaders (HTTP/2 writes headers on a goroutine of its own, and may
-//     write them after RoundTrip returned), are never used as evidence.
-//   - A resend by the base itself: each send obtains a connection, so a
-//     second GotConn within one attempt is net/http about to resend. The
-//     guard cancels the attempt's context there, on the goroutine that is
-//     about to write, and net/http checks the context before it writes.
+// The proof: the base asked for a connection (GetConn) and had obtained
+// none (GotConn) when its RoundTrip returned. net/http's Transport calls
+// both hooks on the goroutine of RoundTrip, before it writes any byte of the
+// request, over HTTP/1 and HTTP/2 alike, so once RoundTrip has returned no
+// late hook can change the verdict. Hooks that fire on other goroutines,
+// such as WroteHeaders, are never used as evidence.
 //
-// One resend is let through: net/http's HTTP/1 Transport sends a request
-// that it does not consider replayable (no idempotent method, no
-// idempotency key entry) again only when nothing of it was written to a
-// reused connection, its nothingWrittenError; or, for HTTP/2, when no
-// connection was cached, before anything was sent. Its connection loop
-// (Transport.getConn) then obtains the next connection, so a GotConn
-// called from there, after a reused connection, follows a send that
-// provably wrote nothing. Every other resend, among them every one that
-// HTTP/2 makes itself, is stopped.
+// A second send: every send of net/http's obtains a connection first, and
+// GotConn is called on the goroutine of RoundTrip just before the send. The
+// guard reads from the stack which of net/http's connection loops called
+// it, and decides there, for each way net/http resends (the Go 1.26 source:
+// transport.go, h2_bundle.go):
+//
+//   - HTTP/1, Transport.roundTrip's loop (persistConn.shouldRetryRequest). A
+//     request that net/http does not consider replayable is sent again only
+//     after a nothingWrittenError: not one byte of it reached the reused
+//     connection. Request.isReplayable calls a POST replayable when its
+//     header has an Idempotency-Key or X-Idempotency-Key entry, whatever its
+//     value, so a guarded attempt never carries one (a blank key travels
+//     under the lower-case name: see unreplayable). A send that follows a
+//     send of this loop is therefore let through: the one before it wrote
+//     nothing.
+//   - HTTP/2, http2Transport.RoundTripOpt's loop (http2shouldRetryRequest,
+//     http2canRetryError). net/http resends after REFUSED_STREAM, a
+//     PROTOCOL_ERROR reset from the server, a GOAWAY, and a connection that
+//     could not open the stream (errClientConnUnusable). Before the error
+//     reaches that loop, a PROTOCOL_ERROR reset has marked its connection
+//     not to be reused and a GOAWAY its connection unusable, so a resend
+//     that goes out on the connection of the send before it follows
+//     REFUSED_STREAM, which says the server did not process the request (RFC
+//     9113, section 8.7), or a stream never opened. That resend is let
+//     through; every other is stopped.
+//   - A stop is made before the send writes anything, not raced with it:
+//     the guard cancels the attempt's context from within GotConn. Over
+//     HTTP/2 the send then starts on a goroutine of its own, which checks
+//     the context without blocking, under the connection's write lock,
+//     before it encodes the header block (encodeAndWriteHeaders): the
+//     cancel happened before that goroutine started, so the check sees it,
+//     and nothing of the send is written. Over HTTP/1 net/http queues the
+//     request to the connection's write loop without looking at the
+//     context: the guard closes the connection it has just been handed
+//     (an HTTP/1 connection carries one request at a time), so that the
+//     write fails, and the loop finds the context cancelled before it asks
+//     for another. An HTTP/1 send is stopped only when net/http's HTTP/2
+//     loop has handed the request over to the HTTP/1 one after a failure
+//     (no HTTP/2 connection is left, and the next one speaks HTTP/1, as
+//     behind a balancer whose instances differ).
+//   - A base other than net/http's Transport (golang.org/x/net's HTTP/2
+//     Transport, a RoundTripper of one's own) has every second send stopped
+//     by the cancel, which is then as good as that base's check of its
+//     context.
+//
+// A request body reaches net/http's resends only through GetBody, called on
+// the goroutine of RoundTrip before the next connection is obtained. A
+// guarded attempt's GetBody is http.NewRequest's, whose bodies share
+// nothing, or else one (see rewindOnly) that gives net/http's HTTP/1 rewind
+// the body at once, its HTTP/2 resend a body that asks for its bytes only
+// when first read, which happens after the guard let the send through and
+// its header block was written, and any other caller ErrBaseResend.
 //
 // A guard is used by one attempt only: its hooks close over it, and a base
 // that called them late must not reach another request's guard. It holds
@@ -60,22 +101,26 @@ var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resen
 // and its two hooks only: the attempt's request, its context, and the
 // wrapper of the response body that ends the context.
 type guard struct {
-	flags atomic.Uint32 // guardAsked | guardReused | guardStopped | guardProves
+	flags atomic.Uint32 // guardAsked | guardStopped | guardHTTP1 | guardHTTP2
 	conns atomic.Int32  // GotConn calls
 	ctx   guardCtx      // holds the trace
 	req   http.Request  // the attempt, under ctx
-	resp  io.ReadCloser // the attempt's response body, once wrapped
+	// held is, while the base's RoundTrip runs, the connection that
+	// net/http's HTTP/2 loop obtained last (a net.Conn is an
+	// io.ReadCloser), and then the attempt's response body, once wrapped.
+	// GotConn sets it only when called from net/http's HTTP/2 loop, which
+	// calls it on the goroutine of RoundTrip before RoundTrip returns; wrap
+	// sets it after. Sharing one field keeps the guard in its size class.
+	held io.ReadCloser
 }
 
 // A guard's flags. It is kept small (512 bytes, a size class of its own)
 // since every guarded attempt allocates one.
 const (
 	guardAsked   = 1 << iota // GetConn fired: the base reports through httptrace
-	guardReused              // the last connection obtained had carried a request before
 	guardStopped             // a resend was stopped
-	// guardProves is set when net/http does not consider the request
-	// replayable, so that its HTTP/1 resend proves nothing was written.
-	guardProves
+	guardHTTP1               // the last connection came from net/http's HTTP/1 loop
+	guardHTTP2               // the last connection came from net/http's HTTP/2 loop
 )
 
 // is reports whether every flag of f is set.
@@ -90,20 +135,13 @@ func (g *guard) set(f uint32, on bool) {
 	}
 }
 
-// startGuard returns a guard for one attempt, whose header is h, and the
-// attempt's context, derived from ctx, carrying the guard's hooks composed
-// with any trace the caller set, whose hooks still fire.
-func startGuard(ctx context.Context, h http.Header) (*guard, context.Context) {
+// startGuard returns a guard for one attempt and the attempt's context,
+// derived from ctx, carrying the guard's hooks composed with any trace the
+// caller set, whose hooks still fire.
+func startGuard(ctx context.Context) (*guard, context.Context) {
 	g := &guard{}
-	g.set(guardProves, !keyEntry(h))
 	g.ctx.trace.GetConn = func(string) { g.set(guardAsked, true) }
-	g.ctx.trace.GotConn = func(info httptrace.GotConnInfo) {
-		if g.conns.Add(1) > 1 && !(g.is(guardProves|guardReused) && calledFrom(http1GetConn)) {
-			g.set(guardStopped, true)
-			g.ctx.cancel(ErrBaseResend)
-		}
-		g.set(guardReused, info.Reused)
-	}
+	g.ctx.trace.GotConn = func(info httptrace.GotConnInfo) { g.obtained(info.Conn) }
 	g.ctx.parent, g.ctx.carries = ctx, true
 	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
 		// The caller's trace is composed with the guard's, as
@@ -129,7 +167,7 @@ func (g *guard) wrap(body io.ReadCloser) io.ReadCloser {
 	if _, ok := body.(io.Writer); ok {
 		return newCancelBody(body, g.end)
 	}
-	g.resp = body
+	g.held = body
 	return (*guardBody)(g)
 }
 
@@ -137,10 +175,10 @@ func (g *guard) wrap(body io.ReadCloser) io.ReadCloser {
 // attempt's context when the body is closed.
 type guardBody guard
 
-func (b *guardBody) Read(p []byte) (int, error) { return b.resp.Read(p) }
+func (b *guardBody) Read(p []byte) (int, error) { return b.held.Read(p) }
 
 func (b *guardBody) Close() error {
-	err := b.resp.Close()
+	err := b.held.Close()
 	(*guard)(b).end()
 	return err
 }
@@ -261,77 +299,6 @@ func (c *guardCtx) end() {
 	c.mu.Unlock()
 	c.cancelInner(context.Canceled)
 }
-
-// keyEntry reports whether h has an Idempotency-Key or X-Idempotency-Key
-// entry, whatever its value: what makes net/http consider a POST
-// replayable (see http.Request.isReplayable).
-func keyEntry(h http.Header) bool {
-	_, ok := h["Idempotency-Key"]
-	if !ok {
-		_, ok = h["X-Idempotency-Key"]
-	}
-	return ok
-}
-
-// The functions of net/http's HTTP/1 Transport whose calls prove that a
-// guarded request is sent again only because nothing of it was written:
-// the connection loop, which calls GotConn for each HTTP/1 connection it
-// obtains, and the rewind of a body that was read, which calls GetBody.
-// net/http gives no other way to tell its HTTP/1 resend from its HTTP/2
-// ones; should it rename them, no resend is let through.
-const (
-	http1GetConn    = "net/http.(*Transport).getConn"
-	http1RewindBody = "net/http.rewindBody"
-)
-
-// calledFrom reports whether the caller of the hook that calls it was fn,
-// seen through the frames of httptrace's composition of traces.
-func calledFrom(fn string) bool {
-	var pcs [24]uintptr
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
-	for {
-		f, more := frames.Next()
-		switch {
-		case f.Function == fn:
-			return true
-		case !strings.HasPrefix(f.Function, "reflect.") && !strings.HasPrefix(f.Function, "runtime.") &&
-			!strings.HasPrefix(f.Function, "net/http/httptrace.") && !strings.HasPrefix(f.Function, "github.com/retryhttp/retryhttp."):
-			return false
-		}
-		if !more {
-			return false
-		}
-	}
-}
-
-// rewindOnly returns a GetBody for a guarded attempt that gives net/http's
-// HTTP/1 Transport a body from src for its resend of a request of which
-// nothing was written, and refuses every other caller. HTTP/2 asks for a
-// body before it resends after failures that prove nothing; the guard stops
-// that resend, but src must not be asked while HTTP/2 may still be reading
-// the body it replaces.
-func rewindOnly(src bodySource) func() (io.ReadCloser, error) {
-	return func() (io.ReadCloser, error) {
-		if !calledFrom(http1RewindBody) {
-			return nil, errNoResend
-		}
-		return src.resend()
-	}
-}
-
-// A bodySource gives the body of a resend.
-type bodySource interface {
-	resend() (io.ReadCloser, error)
-}
-
-// getBodyFunc is a Request.GetBody as a bodySource.
-type getBodyFunc func() (io.ReadCloser, error)
-
-func (f getBodyFunc) resend() (io.ReadCloser, error) { return f() }
-
-// errNoResend is what a guarded attempt's GetBody tells a base that asks
-// for a body to resend with, other than after proof that nothing was sent.
-var errNoResend = errors.New("retryhttp: the request may not be sent twice")
 
 // provedUnsent reports whether the attempt provably never reached the
 // server: a connection was asked for and none was obtained. Without

@@ -249,7 +249,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 	// A request that may not be sent twice is guarded on every attempt:
 	// the base must not resend it on its own, and only a guard can prove
 	// that an attempt never reached the server.
-	guarded := !p.resendable && !idempotent && !hasIdempotencyKey(header)
+	guarded, header := guardHeader(header, !p.resendable && !idempotent)
 
 	var (
 		spent   Tokens            // what the budget took for the current retry
@@ -274,7 +274,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 				actx = withSentDeadline(actx, left)
 			}
 			if guarded {
-				g, actx = startGuard(actx, header)
+				g, actx = startGuard(actx)
 			}
 			a = g.request(req, actx)
 			if retire {

@@ -88,7 +88,7 @@ const (
 	ruleKeyless     = "a POST without an idempotency key is not resent once the server may have run it"
 	ruleRetryAfter  = "a Retry-After beyond the limit (WithRetryAfterLimit, 1 minute) is not waited for"
 	ruleNetworkAuth = "511 asks for a login to the network (a captive portal): final"
-	ruleBaseResend  = "net/http's own resend of a POST without a key is stopped (ErrBaseResend): it resends after PROTOCOL_ERROR too, which proves nothing"
+	ruleBaseResend  = "net/http's own resend of a POST without a key after PROTOCOL_ERROR is stopped (ErrBaseResend): the server may have run it"
 )
 
 // a rescueCase is a row before it is run: how to run one library against

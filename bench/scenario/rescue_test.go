@@ -67,6 +67,7 @@ func TestRescueRowsThatMatter(t *testing.T) {
 		"GET: proxy answers CONNECT 503, then tunnels",
 		"POST without a key: proxy answers CONNECT 503, then tunnels",
 		"GET: base's ResponseHeaderTimeout, HTTP/1.1",
+		"POST without a key: HTTP/2 REFUSED_STREAM",
 		"PUT 512 KiB without GetBody, Content-Length: 503 before the body is read",
 		"PUT 512 KiB without GetBody, chunked: 503 before the body is read",
 	} {

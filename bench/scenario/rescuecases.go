@@ -142,7 +142,7 @@ func rescueCases() []rescueCase {
 		uploadCase("PUT 512 KiB without GetBody, chunked: 503 before the body is read", "chunked"),
 		uploadCase("PUT 512 KiB without GetBody, Expect: 100-continue: 503 before the body is read", "expect"),
 		h2Case("GET: HTTP/2 REFUSED_STREAM", "", false, http.MethodGet, "refuse"),
-		h2Case("POST without a key: HTTP/2 REFUSED_STREAM", ruleBaseResend, true, http.MethodPost, "refuse"),
+		h2Case("POST without a key: HTTP/2 REFUSED_STREAM", "", true, http.MethodPost, "refuse"),
 		h2Case("POST without a key: HTTP/2 PROTOCOL_ERROR after the request ran", ruleBaseResend, true, http.MethodPost, "protocol"),
 		h2Case("GET: HTTP/2 GOAWAY, stream not processed", "", false, http.MethodGet, "goaway"),
 		h2TLSCase("GET: HTTP/2 stream reset (INTERNAL_ERROR)", func(w http.ResponseWriter, n int64, _ *httptest.Server) {
