@@ -236,6 +236,9 @@ func resumeCandidate(t *Transport, resp *http.Response) bool {
 // acceptsRanges reports whether an Accept-Ranges field lists "bytes".
 func acceptsRanges(values []string) bool {
 	for _, v := range values {
+		if v == "bytes" {
+			return true // as nearly every server says it
+		}
 		for v != "" {
 			var unit string
 			unit, v, _ = strings.Cut(v, ",")

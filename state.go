@@ -86,6 +86,13 @@ func (s *retryState) policy() policy {
 	return s.p
 }
 
+// first reports whether the request has made one attempt, sent as the
+// caller made it: nothing in the machine but its Transport and request.
+func (s *retryState) first() bool {
+	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 && !s.retire &&
+		!s.keyed && !s.guarded && s.body.kind == kindNone
+}
+
 // request returns the current attempt's request, whose body is body, and
 // its guard if it has one: the caller's request itself when nothing about
 // the attempt differs from it, or else a copy.
