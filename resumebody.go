@@ -69,8 +69,7 @@ type bodyReader struct {
 type bodyMode uint8
 
 const (
-	modeNew    bodyMode = iota // not read yet: what it may be is not known
-	modeResume                 // resumable
+	modeResume bodyMode = iota // resumable
 	modePass                   // not resumable: passed on as it is, its failure explained
 	modeEnded                  // over: every Read returns err
 )
@@ -313,6 +312,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 		s.release(failed, body, err, v, pt)
 		ctx, ok := b.newAttempt()
 		if !ok {
+			s.refund()
 			return b.end(errReadClosed)
 		}
 		if werr := s.wait(ctx, delay); werr != nil {
