@@ -149,24 +149,6 @@ func (t *Transport) logNoTimeLeft(req *http.Request, attempt int, left time.Dura
 	}
 }
 
-// waitToSend waits for delay before retry attempt of req, as wait does, and
-// then returns the time left for the retry's deadline headers, or
-// ErrNoTimeLeft when the wait left less than minTimeLeft (a timer fired
-// late), so that the retry is not sent.
-func (t *Transport) waitToSend(req *http.Request, attempt int, delay time.Duration) (time.Duration, error) {
-	ctx := req.Context()
-	if err := wait(ctx, delay); err != nil {
-		return 0, err
-	}
-	left, ok := t.timeToSend(ctx)
-	if !ok {
-		t.logNoTimeLeft(req, attempt, left)
-		markGaveUp(ctx)
-		return left, ErrNoTimeLeft
-	}
-	return left, nil
-}
-
 // waitReason is why a retry whose wait ended in err was given up on.
 func waitReason(err error) GiveUpReason {
 	if err == ErrNoTimeLeft {

@@ -53,6 +53,13 @@ const (
 	// (WithAdaptiveThrottling). No attempt was sent: the event's Attempt is
 	// 0 and its Err is ErrThrottled.
 	GiveUpThrottled GiveUpReason = "host is throttled"
+	// GiveUpNotResumable: a response body failed after its headers (cut,
+	// reset, or stalled), and it may not be resumed: the event's Err is a
+	// *ResumeError whose Reason says why. The event's Resume is set.
+	GiveUpNotResumable GiveUpReason = "body cannot be resumed"
+	// GiveUpResumeLimit: a response body failed again after the most
+	// resumes a body gets (WithResumeLimit). The event's Resume is set.
+	GiveUpResumeLimit GiveUpReason = "resume limit reached"
 )
 
 // A GiveUpEvent describes a request whose retries ended although its last
@@ -83,11 +90,22 @@ type GiveUpEvent struct {
 	// times to response headers, or 0 while fewer than 20 are known (the
 	// retry then had to have 1 ms). It is 0 for other reasons.
 	HostLatency time.Duration
+	// Resume reports that the failure is a response body's, after its
+	// headers, or a resume's (see RetryEvent.Resume); the hooks are then
+	// called on the goroutine reading the body, after RoundTrip returned.
+	// Reason is any that applies to a retry (budget, deadline, ...), or
+	// GiveUpNotResumable or GiveUpResumeLimit.
+	Resume bool
+	// Offset is, when Resume is set, how many bytes of the body the caller
+	// had received.
+	Offset int64
 }
 
 // WithOnGiveUp calls fn when the Transport stops retrying a request whose
 // last attempt failed in a way worth retrying, with the reason, on the
-// goroutine making the request, before RoundTrip returns. fn must be fast
+// goroutine making the request, before RoundTrip returns; or, for a
+// response body that failed after its headers and is not resumed
+// (GiveUpEvent.Resume), on the goroutine reading it. fn must be fast
 // and must not block. Each WithOnGiveUp adds a hook: several are called in
 // the order of their options. Together with WithOnRetry it sees every
 // decision the Transport makes after a retryable failure, which is what
@@ -115,19 +133,22 @@ func both[E any](first, second func(E)) func(E) {
 // reportGiveUp counts the request that was given up on for adaptive
 // throttling, if on, and calls the give-up hooks, if any.
 func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
-	if t.throttle != nil {
-		t.throttle.gaveUp(t, req, attempt, reason, err)
+	t.reportGiveUpEvent(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer})
+}
+
+// reportGiveUpEvent counts the request given up on for adaptive
+// throttling, if on, unless e is a response body's (a body given up on
+// after its headers is not counted: its request was, when RoundTrip
+// returned), and calls the give-up hooks, if any, with e.
+func (t *Transport) reportGiveUpEvent(e GiveUpEvent) {
+	if t.throttle != nil && !e.Resume {
+		t.throttle.gaveUp(t, e.Request, e.Attempt, e.Reason, e.Err)
 	}
 	if t.onGiveUp == nil {
 		return
 	}
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	e := GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v, Peer: peer}
-	if reason == GiveUpDeadline {
-		e.TimeLeft, e.HostLatency = t.deadlineFacts(req)
+	if e.Reason == GiveUpDeadline {
+		e.TimeLeft, e.HostLatency = t.deadlineFacts(e.Request)
 	}
 	t.onGiveUp(e)
 }
