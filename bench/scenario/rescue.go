@@ -20,12 +20,15 @@ type Cell struct {
 	Status     int   // the final status, 0 after an error
 	Err        error // the final error, if any
 	BodyCut    bool  // the response body ended in an error
+	BodyErr    error // the error that ended the body, if any
+	BodyWrong  bool  // the caller read bytes the server did not send there
 	Executions int64 // handler runs at the destination
 }
 
-// OK reports whether the caller got a success with its whole body.
+// OK reports whether the caller got a success with its whole body, as the
+// server sent it.
 func (c Cell) OK() bool {
-	return c.Err == nil && !c.BodyCut && c.Status >= 200 && c.Status < 300
+	return c.Err == nil && !c.BodyCut && !c.BodyWrong && c.Status >= 200 && c.Status < 300
 }
 
 // String formats the cell as "outcome · executions".
@@ -36,6 +39,10 @@ func (c Cell) String() string {
 		out = "timeout"
 	case c.Err != nil:
 		out = "error"
+	case c.BodyWrong:
+		out += ", wrong bytes"
+	case c.BodyCut && errors.Is(c.BodyErr, context.DeadlineExceeded):
+		out += ", body timeout"
 	case c.BodyCut:
 		out += ", body cut"
 	}
@@ -143,7 +150,8 @@ func RescueTable(rows []RescueRow) Table {
 		Note: fmt.Sprintf("%d failures a user meets, over real loopback connections and servers (HTTP/1.1, HTTP/2, "+
 			"TLS, a CONNECT proxy). Each library over a fresh base like http.DefaultTransport, 3 attempts, its own "+
 			"default delays and budget; each cell is one request, bounded by %v: what the caller got (a status, "+
-			"\"error\", \"timeout\") · the executions the destination saw. **Bold**: a success. ⚠: a request that "+
+			"\"error\", \"timeout\"; after a status, \"body cut\" or \"body timeout\" when reading the body failed, "+
+			"\"wrong bytes\" when it read bytes the server did not send there) · the executions the destination saw. **Bold**: a success. ⚠: a request that "+
 			"may not be executed twice (a POST without a usable key) executed more than once. Where retryhttp gets "+
 			"no success, the last column names the rule by which it declines, if one does.", len(rows), cellTimeout),
 		Header: []string{"failure"},
@@ -178,15 +186,30 @@ func freshBase() *http.Transport { return peers.NewBase() }
 
 // send sends req through lib over base and reads the response to its end.
 func send(lib peers.Library, base *http.Transport, req *http.Request) Cell {
+	return sendBody(lib, base, req, nil)
+}
+
+// sendBody is send, and, when want is not nil, compares the body read with
+// want: bytes that are not want's at their offset, or a body that ends
+// early without an error, make the cell's BodyWrong.
+func sendBody(lib peers.Library, base *http.Transport, req *http.Request, want []byte) Cell {
 	rt := lib.New(base, rescueConfig)
 	defer closeIdle(rt, base)
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return Cell{Err: err}
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return Cell{Status: resp.StatusCode, BodyCut: err != nil}
+	defer resp.Body.Close()
+	c := Cell{Status: resp.StatusCode}
+	if want == nil {
+		_, c.BodyErr = io.Copy(io.Discard, resp.Body)
+	} else {
+		var got []byte
+		got, c.BodyErr = io.ReadAll(resp.Body)
+		c.BodyWrong = !bytes.HasPrefix(want, got) || (c.BodyErr == nil && len(got) != len(want))
+	}
+	c.BodyCut = c.BodyErr != nil
+	return c
 }
 
 // closeIdle closes the idle connections of rt, which may keep them in a

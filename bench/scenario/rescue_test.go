@@ -28,6 +28,7 @@ func TestRescueNeverWorseThanAPeer(t *testing.T) {
 	for _, r := range rows {
 		require.Len(t, r.Cells, len(libs), r.Name)
 		assert.False(t, r.Unsafe(peers.RetryHTTP), "%s: retryhttp executed it %d times", r.Name, r.Cells[peers.RetryHTTP].Executions)
+		assert.False(t, r.Cells[peers.RetryHTTP].BodyWrong, "%s: retryhttp's caller read bytes the server did not send there", r.Name)
 		if r.Rescued(peers.RetryHTTP) {
 			rescuedByUs++
 			continue
@@ -84,4 +85,24 @@ func TestRescueRowsThatMatter(t *testing.T) {
 	r := rows["GET: proxy answers CONNECT 407 (credentials)"]
 	assert.Zero(t, r.Cells[peers.RetryHTTP].Executions)
 	assert.False(t, r.Cells[peers.RetryHTTP].OK())
+}
+
+// TestRescueBodyRows checks that each body row's failure happens (a plain
+// transport's caller reads part of the body, then an error), and that no
+// library gives its caller a byte the server did not send there.
+func TestRescueBodyRows(t *testing.T) {
+	n := 0
+	for _, r := range rescueRows() {
+		if !strings.Contains(r.Name, "at 256 KiB") {
+			continue
+		}
+		n++
+		plain := r.Cells[peers.Plain]
+		assert.True(t, plain.BodyCut, "%s: plain: %v", r.Name, plain)
+		assert.Equal(t, int64(1), plain.Executions, r.Name)
+		for lib, c := range r.Cells {
+			assert.False(t, c.BodyWrong, "%s: %s: %v", r.Name, lib, c)
+		}
+	}
+	assert.Equal(t, len(bodyCases()), n, "body rows")
 }
