@@ -22,8 +22,12 @@ type s3Store struct {
 	backend *s3mem.Backend
 
 	mu       sync.Mutex
-	rejected int // requests whose signature did not match
+	rejected int           // requests whose signature did not match
+	gets     []rangeHeader // the range headers of each GET, in order
 }
+
+// A rangeHeader is what a GET asked for of an object's bytes.
+type rangeHeader struct{ Range, IfRange string }
 
 // newS3Store starts an S3 with the given buckets.
 func newS3Store(buckets ...string) (*s3Store, error) {
@@ -38,6 +42,11 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return
+		}
+		if r.Method == http.MethodGet {
+			s.mu.Lock()
+			s.gets = append(s.gets, rangeHeader{r.Header.Get("Range"), r.Header.Get("If-Range")})
+			s.mu.Unlock()
 		}
 		if err := checkSigV4(r, body); err != nil {
 			s.mu.Lock()
@@ -58,6 +67,14 @@ func (s *s3Store) Rejected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rejected
+}
+
+// Gets returns the Range and If-Range headers of each GET that reached
+// the store, in order of arrival.
+func (s *s3Store) Gets() []rangeHeader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]rangeHeader(nil), s.gets...)
 }
 
 // Object returns the stored object, or nil.
