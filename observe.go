@@ -98,14 +98,14 @@ func both[E any](first, second func(E)) func(E) {
 
 // reportGiveUp calls the give-up hooks, if any.
 func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
-	if t.onGiveUp == nil {
-		return
+	t.reportGiveUpEvent(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer})
+}
+
+// reportGiveUpEvent calls the give-up hooks, if any, with e.
+func (t *Transport) reportGiveUpEvent(e GiveUpEvent) {
+	if t.onGiveUp != nil {
+		t.onGiveUp(e)
 	}
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	t.onGiveUp(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: status, Err: err, Verdict: v, Peer: peer})
 }
 
 // PeerFromContext returns the remote address of the connection that

@@ -208,168 +208,63 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		return nil, &Error{Err: err}
 	}
-	var th *hostThrottle
-	if t.throttle != nil {
-		var p float64
-		var ok bool
-		if th, p, ok = t.throttle.admit(t, req); !ok {
-			return t.shed(req, p)
-		}
+	var s retryState
+	if p, ok := s.start(t, req); !ok {
+		return t.shed(req, p)
 	}
-	ctx := req.Context()
-	hasBody := req.Body != nil && req.Body != http.NoBody
-	// The caller's overrides are read at once only when they change how the
-	// first attempt is sent; for a request without a body whose method is
-	// idempotent, only once a retry is considered, so that a success costs
-	// nothing.
-	idempotent := idempotentMethod(req.Method)
-	var p policy
-	if hasBody || !idempotent || t.attemptHeader != "" || t.hedge != nil {
-		p = t.policy(req)
-	}
-	var body replay // the zero replay sends no body
-	if hasBody {
-		body.prepare(req, t.bodyBufferLimit, p.maxAttempts > 1)
-	}
-	header, keyed := req.Header, false
-	if t.autoKeys && !p.resendable && !idempotent && !hasIdempotencyKey(header) {
-		header, keyed = header.Clone(), true
-		header.Set(IdempotencyKeyHeader, newIdempotencyKey())
-	}
-	// A request that may not be sent twice is guarded on every attempt:
-	// the base must not resend it on its own, and only a guard can prove
-	// that an attempt never reached the server.
-	guarded := !p.resendable && !idempotent && !hasIdempotencyKey(header)
-
-	var (
-		spent   Tokens            // what the budget took for the current retry
-		prev    time.Duration     // the previous retry's delay
-		next    = body.first(req) // the next attempt's body
-		attempt = 1
-		failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
-		retire  bool             // an HTTP/2 attempt failed: retries retire their connection
-	)
+	next := s.body.first(req) // the next attempt's body
 	for {
-		a := req
-		var g *guard
-		if attempt > 1 || body.modifies() || keyed || guarded || t.attemptHeader != "" {
-			actx := ctx
-			if attempt > 1 {
-				actx = context.WithValue(ctx, attemptKey{}, attempt)
-				if len(failed) > 0 {
-					actx = context.WithValue(actx, failedKey{}, failed)
-				}
-			}
-			if guarded {
-				g, actx = startGuard(actx, header)
-			}
-			a = g.request(req, actx)
-			if retire {
-				// An HTTP/2 connection carries other requests too: the
-				// retry marks the one it is sent on as not to be reused.
-				a.Close = true
-			}
-			a.Header = header
-			if t.attemptHeader != "" {
-				a.Header = header.Clone()
-				a.Header.Set(t.attemptHeader, attemptHeaderValue(attempt, p.maxAttempts))
-			}
-			body.setBody(a, next, !guarded)
-			if guarded {
-				// net/http resends a request with a body by itself only
-				// through GetBody: give it one for the resend that proves
-				// nothing was sent, and none after any other failure.
-				a.GetBody = body.rewindBody(req.GetBody)
-			}
-		}
+		a, g := s.request(next)
 		var resp *http.Response
 		var err error
 		var pt *peerTrace
-		if firstSent {
+		switch {
+		case firstSent:
 			resp, err, firstSent = resp0, err0, false
-		} else if attempt == 1 && t.hedge != nil && !guarded && hedgeable(req, idempotent, hasBody, p) {
-			var sent int
-			var took Tokens
-			resp, a, sent, took, err = t.sendFirstHedged(req, a, p)
-			attempt, spent = sent, took
-		} else {
-			if t.peers {
-				var refuse []netip.AddrPort
-				if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
-					refuse = failed
-				}
-				a, pt = tracePeer(a, refuse)
-			}
-			resp, err = t.send(a)
+		case s.hedges():
+			resp, a, s.attempt, s.spent, err = t.sendFirstHedged(req, a, s.p)
+		default:
+			a, pt, resp, err = s.send(a, g)
 		}
 		if err != nil && g.stoppedResend() {
 			err = errors.Join(ErrBaseResend, err)
 		}
 
-		v := t.classify(a, resp, err)
-		if t.throttle != nil {
-			t.throttle.record(t, th, req, err, v)
-		}
+		v := s.judge(a, resp, err)
 		if v.Decision != Retry {
 			if err != nil || failureStatus(resp.StatusCode) {
-				markGaveUp(ctx)
-			} else if t.budget != nil && healthy(resp) {
-				t.deposit(req, spent)
+				markGaveUp(req.Context())
+			} else if healthy(resp) {
+				s.succeed()
 			}
-			return t.finish(resp, err, attempt, a, &body, g)
+			return s.finish(a, pt, resp, err, g)
 		}
-		if p.maxAttempts == 0 {
-			p = t.policy(req)
+		delay, reason := s.plan(a, resp, err, v, g)
+		if reason == "" {
+			var berr error
+			if next, berr = s.body.next(); berr != nil {
+				reason = GiveUpBodyNotReplayable
+			} else if !s.pay(v) {
+				closeBody(next)
+				reason = GiveUpBudgetExhausted
+			}
 		}
-		delay, reason := t.plan(a, resp, err, attempt, prev, v, g, p)
 		if reason != "" {
-			return t.giveUp(req, a, pt, attempt, reason, resp, err, v, &body, g)
+			return s.giveUp(a, pt, reason, resp, err, v, g)
 		}
-		nb, berr := body.next()
-		if berr != nil {
-			return t.giveUp(req, a, pt, attempt, GiveUpBodyNotReplayable, resp, err, v, &body, g)
-		}
-		if t.budget != nil {
-			took, berr := t.budget.Withdraw(req, v)
-			if berr != nil {
-				closeBody(nb)
-				return t.giveUp(req, a, pt, attempt, GiveUpBudgetExhausted, resp, err, v, &body, g)
-			}
-			spent = took
-		}
-
-		peer := pt.peer()
-		t.notify(req, attempt, delay, resp, err, v, peer)
-		leave := err != nil || instanceFailure(resp, v)
-		if resp != nil && leave {
-			// Closed unread, the body takes its connection with it.
-			resp.Body.Close()
-			pt.retire(resp)
-			retire = retire || resp.ProtoMajor == 2
-		} else if resp != nil {
-			discard(resp)
-		} else if leave {
-			retire = retire || pt.multiplexed()
-		}
-		if leave && peer.IsValid() {
-			failed = append(failed, peer)
-		}
+		t.notify(s.retryEvent(delay, resp, err, v, pt.peer()))
+		s.release(resp, bodyOf(resp), err, v, pt)
 		g.end()
-		if werr := wait(ctx, delay); werr != nil {
-			closeBody(nb)
-			body.done()
-			if t.budget != nil && spent > 0 {
-				// The retry was paid for but never sent.
-				t.budget.Deposit(req, spent)
-			}
-			t.reportGiveUp(req, attempt, GiveUpCanceled, resp, err, v, peer)
+		if werr := s.wait(req.Context(), delay); werr != nil {
+			closeBody(next)
+			s.body.done()
+			t.reportGiveUpEvent(s.giveUpEvent(GiveUpCanceled, resp, err, v, pt.peer()))
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
-			return nil, &Error{Attempts: attempt, Err: werr}
+			return nil, &Error{Attempts: s.attempt, Err: werr}
 		}
-		next, prev = nb, delay
-		attempt++
+		s.next(delay)
 	}
 }
 
@@ -409,16 +304,16 @@ func (t *Transport) policy(req *http.Request) policy {
 	return p
 }
 
-// giveUp ends the retries of req, whose last attempt, a, failed in a way
-// worth retrying with verdict v, for the given reason: it logs the reason,
-// reports it to the give-up hooks, tells a Handler serving the request that
-// a dependency was given up on, and returns the last result.
-func (t *Transport) giveUp(req, a *http.Request, pt *peerTrace, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, body *replay, g *guard) (*http.Response, error) {
-	peer := pt.peer()
-	t.logGiveUp(a, attempt, reason, resp, err, peer)
-	t.reportGiveUp(req, attempt, reason, resp, err, v, peer)
+// giveUp ends the retries of the request, whose last attempt, a, failed in
+// a way worth retrying with verdict v, for the given reason: it logs the
+// reason, reports it to the give-up hooks, tells a Handler serving the
+// request that a dependency was given up on, and returns the last result.
+func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
+	e := s.giveUpEvent(reason, resp, err, v, pt.peer())
+	s.t.logGiveUp(a, e)
+	s.t.reportGiveUpEvent(e)
 	markGaveUp(a.Context())
-	return t.finish(resp, err, attempt, a, body, g)
+	return s.finish(a, pt, resp, err, g)
 }
 
 // failureStatus reports the statuses by which a dependency fails in a way a
@@ -498,17 +393,17 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 
 // finish returns the last attempt's result to the caller, releasing the
 // request's body and the attempt's guard once they are no longer used.
-func (t *Transport) finish(resp *http.Response, err error, attempt int, a *http.Request, body *replay, g *guard) (*http.Response, error) {
-	body.done()
+func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response, err error, g *guard) (*http.Response, error) {
+	s.body.done()
 	if err != nil {
 		g.end()
-		return nil, &Error{Attempts: attempt, Err: err}
+		return nil, &Error{Attempts: s.attempt, Err: err}
 	}
 	if g != nil {
 		// The body is read in the attempt's context: end it on Close.
 		resp.Body = g.wrap(resp.Body)
 	}
-	if attempt > 1 && resp.Request == nil {
+	if s.attempt > 1 && resp.Request == nil {
 		resp.Request = a
 	}
 	return resp, nil
@@ -528,13 +423,17 @@ func instanceFailure(resp *http.Response, v Verdict) bool {
 }
 
 // discard drains a little of a response that will not be returned, so its
-// connection can be reused, and closes it. A body that stalls is closed
-// after drainTimeout, which ends a blocked read in net/http's bodies.
-func discard(resp *http.Response) {
-	stop := time.AfterFunc(drainTimeout, func() { resp.Body.Close() })
-	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+// connection can be reused, and closes it.
+func discard(resp *http.Response) { discardBody(resp.Body) }
+
+// discardBody drains a little of a response body that will not be
+// returned, and closes it. A body that stalls is closed after
+// drainTimeout, which ends a blocked read in net/http's bodies.
+func discardBody(body io.ReadCloser) {
+	stop := time.AfterFunc(drainTimeout, func() { body.Close() })
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
 	if stop.Stop() {
-		resp.Body.Close()
+		body.Close()
 	}
 }
 
@@ -554,25 +453,24 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // notify tells the hook and the logger about a retry about to be made.
-func (t *Transport) notify(req *http.Request, attempt int, delay time.Duration, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
+func (t *Transport) notify(e RetryEvent) {
 	if t.onRetry != nil {
-		t.onRetry(RetryEvent{Request: req, Attempt: attempt, Delay: delay, StatusCode: status, Err: err, Verdict: v, Peer: peer})
+		t.onRetry(e)
 	}
-	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
-		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: retrying",
-			append(requestAttrs(req, attempt, resp, err, peer), slog.Duration("delay", delay))...)
+	ctx := e.Request.Context()
+	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: retrying",
+			append(attemptAttrs(e.Request, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.Duration("delay", e.Delay))...)
 	}
 }
 
-// logGiveUp logs a retryable failure that is not retried, and why.
-func (t *Transport) logGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, peer netip.AddrPort) {
-	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
-		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not retrying",
-			append(requestAttrs(req, attempt, resp, err, peer), slog.String("reason", string(reason)))...)
+// logGiveUp logs a retryable failure that is not retried, and why. req is
+// the attempt's request, whose context the logger is given.
+func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent) {
+	ctx := req.Context()
+	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not retrying",
+			append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason)))...)
 	}
 }
 
@@ -580,6 +478,12 @@ func (t *Transport) logGiveUp(req *http.Request, attempt int, reason GiveUpReaso
 // information or query strings, which may hold secrets, and with the
 // connection's remote address when it is known.
 func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error, peer netip.AddrPort) []slog.Attr {
+	return attemptAttrs(req, attempt, statusOf(resp), err, peer)
+}
+
+// attemptAttrs is requestAttrs for an attempt whose status, 0 when it has
+// none, is known.
+func attemptAttrs(req *http.Request, attempt, status int, err error, peer netip.AddrPort) []slog.Attr {
 	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
 	if u.Host == "" {
 		u.Host = req.Host
@@ -593,8 +497,8 @@ func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error
 		slog.String("url", u.String()),
 		slog.Int("attempt", attempt),
 	}
-	if resp != nil {
-		attrs = append(attrs, slog.Int("status", resp.StatusCode))
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
 	}
 	if peer.IsValid() {
 		attrs = append(attrs, slog.String("network.peer.address", peer.Addr().String()), slog.Int("network.peer.port", int(peer.Port())))

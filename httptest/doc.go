@@ -18,7 +18,11 @@
 // misbehaviour: a Delay before the headers, a Hang until the client gives
 // up, a connection reset after the handler ran (ResetAfterRead), a
 // connection closed before the body was read (CloseBeforeRead), a body cut
-// short (Truncate) or streamed slowly (Slow). Sequence, First and Chance
+// short (Truncate) or streamed slowly (Slow). CloseAfter, ResetAfter and
+// StallAfter stream the handler's body and close the connection, reset it,
+// or stop sending once a number of its bytes are sent (over HTTP/2 the first
+// two reset the stream): the failures a client meets after the headers,
+// for testing how it resumes a body. Sequence, First and Chance
 // choose among faults by attempt number, and Func by anything else: the
 // time, the load, a switch the test flips.
 //

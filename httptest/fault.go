@@ -30,6 +30,7 @@ type action struct {
 	cut    int           // pass: body bytes sent before the connection is closed; -1 for all
 	chunk  int           // pass: streamed in chunks of this many bytes, 0 for at once
 	every  time.Duration // pass: pause between chunks
+	stream bodyFault     // pass: what befalls the streamed body after some bytes
 }
 
 type kind uint8
@@ -47,7 +48,8 @@ func (a action) executes() bool { return a.kind == pass || a.kind == reset }
 
 // String names the action as the records show it: "pass", "503",
 // "429 Retry-After: 2", "hang", "reset", "close", "truncate 10",
-// "slow 512/10ms", each after "delay 100ms, " when delayed.
+// "slow 512/10ms", "close after 1024", "reset after 1024", "stall after
+// 1024", each after "delay 100ms, " when delayed.
 func (a action) String() string {
 	var s string
 	switch a.kind {
@@ -64,6 +66,8 @@ func (a action) String() string {
 		s = "close"
 	default:
 		switch {
+		case a.stream.how != bodyWhole:
+			s = a.stream.String()
 		case a.cut >= 0:
 			s = "truncate " + strconv.Itoa(a.cut)
 		case a.chunk > 0:

@@ -33,6 +33,11 @@ func TestFaultString(t *testing.T) {
 		{"Truncate", Truncate(10), "truncate 10", true},
 		{"Truncate negative", Truncate(-3), "truncate 0", true},
 		{"Slow", Slow(4, 10*time.Millisecond), "slow 4/10ms", true},
+		{"CloseAfter", CloseAfter(1024), "close after 1024", true},
+		{"ResetAfter", ResetAfter(1 << 40), "reset after 1099511627776", true},
+		{"StallAfter", StallAfter(0), "stall after 0", true},
+		{"StallAfter negative", StallAfter(-1), "stall after 0", true},
+		{"Delay of CloseAfter", Delay(time.Second, CloseAfter(5)), "delay 1s, close after 5", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -127,7 +127,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		abort(w, r, true)
 	default:
 		if a.cut < 0 && a.chunk == 0 {
-			p.proxy.ServeHTTP(w, r)
+			rw, cw := cutWriterFor(w, r, a.stream, p.stop)
+			p.proxy.ServeHTTP(rw, r)
+			cw.finish()
 			return
 		}
 		rec := httptest.NewRecorder()

@@ -110,8 +110,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			// Recorded first: the client may have the response before
 			// the handler returns.
 			s.executed(e)
-			s.handler.ServeHTTP(w, r)
+			rw, cw := cutWriterFor(w, r, a.stream, s.stop)
+			s.handler.ServeHTTP(rw, r)
 			body.drain()
+			cw.finish()
 			return
 		}
 		rec := httptest.NewRecorder()

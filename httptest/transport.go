@@ -3,6 +3,7 @@ package httptest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -24,8 +26,11 @@ import (
 // A misbehaviour becomes what net/http would return for it: Hang blocks
 // until the request's context is done and returns its error;
 // ResetAfterRead returns an error wrapping syscall.ECONNRESET;
-// CloseBeforeRead returns an error wrapping io.EOF; Truncate's body fails
-// with io.ErrUnexpectedEOF. The request's httptrace.ClientTrace, if any, has
+// CloseBeforeRead returns an error wrapping io.EOF; Truncate's body, and
+// CloseAfter's, fail with io.ErrUnexpectedEOF; ResetAfter's body fails with
+// an error wrapping syscall.ECONNRESET; StallAfter's body blocks until the
+// request's context is done or the body is closed. Its bodies fail reads
+// once closed, as net/http's do. The request's httptrace.ClientTrace, if any, has
 // GetConn, GotConn, WroteHeaders and WroteRequest called, except that
 // CloseBeforeRead calls only GetConn, GotConn and WroteHeaders: every
 // attempt reaches the server.
@@ -103,8 +108,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	}
 	resp := response(req, rec.Code, rec.Header(), rec.Body.Bytes())
-	if a.cut >= 0 || a.chunk > 0 {
-		resp.Body = &faultyBody{ctx: ctx, b: rec.Body.Bytes(), cut: a.cut, chunk: a.chunk, every: a.every}
+	if a.cut >= 0 || a.chunk > 0 || a.stream.how != bodyWhole {
+		resp.Body = &faultyBody{ctx: ctx, b: rec.Body.Bytes(), cut: a.cut, chunk: a.chunk, every: a.every,
+			stream: a.stream, closed: make(chan struct{})}
 	}
 	return resp, nil
 }
@@ -166,19 +172,38 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // faultyBody is a response body cut short after cut bytes (when cut >= 0),
-// or streamed chunk bytes at a time with a pause of every between chunks.
+// or streamed chunk bytes at a time with a pause of every between chunks,
+// or struck by a stream fault once stream.after bytes were read. Like
+// net/http's bodies, it fails reads once closed, and Close ends a read that
+// blocks.
 type faultyBody struct {
-	ctx   context.Context
-	b     []byte
-	cut   int
-	chunk int
-	every time.Duration
-	sent  int
+	ctx    context.Context
+	b      []byte
+	cut    int
+	chunk  int
+	every  time.Duration
+	stream bodyFault
+	sent   int
+
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
+// errBodyClosed is what a faultyBody's Read returns once it is closed, as
+// net/http's bodies do.
+var errBodyClosed = errors.New("httptest: read on closed response body")
+
 func (f *faultyBody) Read(p []byte) (int, error) {
+	select {
+	case <-f.closed:
+		return 0, errBodyClosed
+	default:
+	}
 	if f.cut >= 0 && f.sent >= f.cut && f.sent < len(f.b) {
 		return 0, io.ErrUnexpectedEOF
+	}
+	if f.stream.how != bodyWhole && int64(f.sent) >= f.stream.after && f.sent < len(f.b) {
+		return 0, f.strike()
 	}
 	if f.sent >= len(f.b) {
 		return 0, io.EOF
@@ -186,6 +211,9 @@ func (f *faultyBody) Read(p []byte) (int, error) {
 	end := len(f.b)
 	if f.cut >= 0 {
 		end = min(end, f.cut)
+	}
+	if f.stream.how != bodyWhole {
+		end = int(min(int64(end), f.stream.after))
 	}
 	if f.chunk > 0 {
 		if f.sent > 0 && f.sent%f.chunk == 0 {
@@ -200,4 +228,24 @@ func (f *faultyBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (f *faultyBody) Close() error { return nil }
+// strike returns the error of a read at the point where the stream fault
+// strikes, as net/http would report it, waiting first for a stall to end.
+func (f *faultyBody) strike() error {
+	switch f.stream.how {
+	case bodyReset:
+		return &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	case bodyStall:
+		select {
+		case <-f.ctx.Done():
+			return f.ctx.Err()
+		case <-f.closed:
+			return errBodyClosed
+		}
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func (f *faultyBody) Close() error {
+	f.closeOnce.Do(func() { close(f.closed) })
+	return nil
+}

@@ -1,0 +1,270 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// A retryState is the retry machine of one request: what its attempts
+// share, from the first attempt to the last retry and, for a response body
+// that may be resumed, to the body's last resume, after RoundTrip has
+// returned. The attempt loop of RoundTrip and a resumable body drive it
+// alike: each failure is judged by the classifier, its retry planned by
+// plan, paid from the budget, reported to the hooks and the log, and sent
+// away from the connection and the address that failed.
+//
+// RoundTrip keeps it on its stack; a resumable body takes a copy of its
+// own, so that a request whose response cannot be resumed allocates
+// nothing for it.
+type retryState struct {
+	t   *Transport
+	req *http.Request // the caller's
+	// p is the request's policy, the zero policy until something needs it:
+	// a retry, or a first attempt that depends on it.
+	p policy
+	// body gives each attempt its request body.
+	body replay
+	// header is every attempt's header: the caller's, or a copy carrying
+	// an automatic idempotency key (keyed).
+	header http.Header
+	keyed  bool
+	// guarded is set when the request may not be sent twice: each attempt
+	// is guarded against the base's own resends.
+	guarded bool
+	th      *hostThrottle // the host's counts, under adaptive throttling
+
+	attempt int              // the current attempt's number, from 1
+	spent   Tokens           // what the budget took for the current retry
+	prev    time.Duration    // the previous retry's delay
+	failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
+	retire  bool             // an HTTP/2 attempt failed: retries retire their connection
+}
+
+// start readies the retries of req, a valid request, through t. It
+// reports false, with the probability of refusal, when adaptive throttling
+// refuses the request.
+func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
+	s.t, s.req, s.attempt, s.header = t, req, 1, req.Header
+	if t.throttle != nil {
+		th, p, ok := t.throttle.admit(t, req)
+		if !ok {
+			return p, false
+		}
+		s.th = th
+	}
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	// The caller's overrides are read at once only when they change how the
+	// first attempt is sent; for a request without a body whose method is
+	// idempotent, only once a retry is considered, so that a success costs
+	// nothing.
+	idempotent := idempotentMethod(req.Method)
+	if hasBody || !idempotent || t.attemptHeader != "" || t.hedge != nil {
+		s.p = t.policy(req)
+	}
+	if hasBody {
+		s.body.prepare(req, t.bodyBufferLimit, s.p.maxAttempts > 1)
+	}
+	if t.autoKeys && !s.p.resendable && !idempotent && !hasIdempotencyKey(s.header) {
+		s.header, s.keyed = s.header.Clone(), true
+		s.header.Set(IdempotencyKeyHeader, newIdempotencyKey())
+	}
+	// A request that may not be sent twice is guarded on every attempt:
+	// the base must not resend it on its own, and only a guard can prove
+	// that an attempt never reached the server.
+	s.guarded = !s.p.resendable && !idempotent && !hasIdempotencyKey(s.header)
+	return 0, true
+}
+
+// policy returns the request's policy, reading it on first use.
+func (s *retryState) policy() policy {
+	if s.p.maxAttempts == 0 {
+		s.p = s.t.policy(s.req)
+	}
+	return s.p
+}
+
+// request returns the current attempt's request, whose body is body, and
+// its guard if it has one: the caller's request itself when nothing about
+// the attempt differs from it, or else a copy.
+func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard) {
+	req, t := s.req, s.t
+	if s.attempt == 1 && !s.body.modifies() && !s.keyed && !s.guarded && t.attemptHeader == "" {
+		return req, nil
+	}
+	actx := s.context(req.Context())
+	var g *guard
+	if s.guarded {
+		g, actx = startGuard(actx, s.header)
+	}
+	a := g.request(req, actx)
+	s.prepare(a, s.header, false)
+	s.body.setBody(a, body, !s.guarded)
+	if s.guarded {
+		// net/http resends a request with a body by itself only
+		// through GetBody: give it one for the resend that proves
+		// nothing was sent, and none after any other failure.
+		a.GetBody = s.body.rewindBody(req.GetBody)
+	}
+	return a, g
+}
+
+// context returns the context of the current attempt, derived from ctx:
+// a retry's carries its number and the peers to avoid.
+func (s *retryState) context(ctx context.Context) context.Context {
+	if s.attempt == 1 {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, attemptKey{}, s.attempt)
+	if len(s.failed) > 0 {
+		ctx = context.WithValue(ctx, failedKey{}, s.failed)
+	}
+	return ctx
+}
+
+// prepare gives a, a copy of the caller's request for the current attempt,
+// the header h (copied first unless owned, when the attempt is numbered)
+// and, after an HTTP/2 failure, the mark that retires its connection.
+func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
+	if s.retire {
+		// An HTTP/2 connection carries other requests too: the retry
+		// marks the one it is sent on as not to be reused.
+		a.Close = true
+	}
+	a.Header = h
+	if s.t.attemptHeader != "" {
+		if !owned {
+			a.Header = h.Clone()
+		}
+		a.Header.Set(s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
+	}
+}
+
+// hedges reports whether the current attempt is a first attempt to hedge.
+func (s *retryState) hedges() bool {
+	req := s.req
+	return s.attempt == 1 && s.t.hedge != nil && !s.guarded &&
+		hedgeable(req, idempotentMethod(req.Method), req.Body != nil && req.Body != http.NoBody, s.p)
+}
+
+// send sends the attempt a, whose guard is g, through the base, tracing
+// its connection when the Transport traces peers. It returns the attempt's
+// request as sent, with its trace.
+func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
+	var pt *peerTrace
+	if s.t.peers {
+		var refuse []netip.AddrPort
+		if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
+			refuse = s.failed
+		}
+		a, pt = tracePeer(a, refuse)
+	}
+	resp, err := s.t.send(a)
+	return a, pt, resp, err
+}
+
+// judge classifies the outcome of the attempt a, and counts it for
+// adaptive throttling.
+func (s *retryState) judge(a *http.Request, resp *http.Response, err error) Verdict {
+	v := s.t.classify(a, resp, err)
+	if s.t.throttle != nil {
+		s.t.throttle.record(s.t, s.th, s.req, err, v)
+	}
+	return v
+}
+
+// plan decides whether the failed attempt a, with verdict v, is retried
+// and after what delay, as Transport.plan does under the request's policy.
+func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v Verdict, g *guard) (time.Duration, GiveUpReason) {
+	return s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
+}
+
+// pay withdraws the cost of a retry with verdict v from the budget, and
+// reports false when the budget refuses it.
+func (s *retryState) pay(v Verdict) bool {
+	if s.t.budget == nil {
+		return true
+	}
+	took, err := s.t.budget.Withdraw(s.req, v)
+	if err != nil {
+		return false
+	}
+	s.spent = took
+	return true
+}
+
+// release lets go of the failed attempt's response, if any, whose body is
+// body: closed unread when the retry should leave its connection, which
+// then goes with it, and otherwise drained a little so that the connection
+// is reused. It records where the attempt failed, for the retry to avoid.
+func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v Verdict, pt *peerTrace) {
+	leave := err != nil || instanceFailure(resp, v)
+	switch {
+	case resp != nil && leave:
+		body.Close()
+		pt.retire(resp)
+		s.retire = s.retire || resp.ProtoMajor == 2
+	case resp != nil:
+		discardBody(body)
+	case leave:
+		s.retire = s.retire || pt.multiplexed()
+	}
+	if peer := pt.peer(); leave && peer.IsValid() {
+		s.failed = append(s.failed, peer)
+	}
+}
+
+// wait waits for the retry's delay, or until ctx is done; then the retry
+// is not made, and the budget gets back what it took for it.
+func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
+	err := wait(ctx, delay)
+	if err != nil && s.t.budget != nil && s.spent > 0 {
+		// The retry was paid for but never sent.
+		s.t.budget.Deposit(s.req, s.spent)
+	}
+	return err
+}
+
+// next moves to the next attempt, made after a retry's delay.
+func (s *retryState) next(delay time.Duration) {
+	s.prev = delay
+	s.attempt++
+}
+
+// succeed refunds the budget for the request's success: what the last
+// retry cost, or the refund of a first attempt that succeeded.
+func (s *retryState) succeed() {
+	if s.t.budget != nil {
+		s.t.deposit(s.req, s.spent)
+	}
+}
+
+// retryEvent describes the retry about to be made after the failed attempt
+// whose outcome is resp or err, for the hooks.
+func (s *retryState) retryEvent(delay time.Duration, resp *http.Response, err error, v Verdict, peer netip.AddrPort) RetryEvent {
+	return RetryEvent{Request: s.req, Attempt: s.attempt, Delay: delay, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer}
+}
+
+// giveUpEvent describes the end of the retries after the failed attempt
+// whose outcome is resp or err, for the hooks.
+func (s *retryState) giveUpEvent(reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) GiveUpEvent {
+	return GiveUpEvent{Request: s.req, Attempt: s.attempt, Reason: reason, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer}
+}
+
+// bodyOf returns resp's body, nil when there is no response.
+func bodyOf(resp *http.Response) io.ReadCloser {
+	if resp == nil {
+		return nil
+	}
+	return resp.Body
+}
+
+// statusOf returns resp's status code, 0 when there is no response.
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
