@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,10 +102,11 @@ const (
 // a rescueCase is a row before it is run: how to run one library against
 // the failure.
 type rescueCase struct {
-	name string
-	rule string
-	once bool
-	run  func(ctx context.Context, lib peers.Library) Cell
+	name    string
+	rule    string
+	once    bool
+	timeout time.Duration // bounds each cell; 0 for cellTimeout
+	run     func(ctx context.Context, lib peers.Library) Cell
 }
 
 // RunRescue runs every row of the rescue matrix against every library, at
@@ -122,7 +124,7 @@ func RunRescue(ctx context.Context, parallel int) []RescueRow {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				cctx, cancel := context.WithTimeout(ctx, cellTimeout)
+				cctx, cancel := context.WithTimeout(ctx, cmp.Or(c.timeout, cellTimeout))
 				defer cancel()
 				cell := c.run(cctx, lib)
 				mu.Lock()
@@ -149,11 +151,11 @@ func RescueTable(rows []RescueRow) Table {
 		Title: "rescue: which failures each library turns into a success",
 		Note: fmt.Sprintf("%d failures a user meets, over real loopback connections and servers (HTTP/1.1, HTTP/2, "+
 			"TLS, a CONNECT proxy). Each library over a fresh base like http.DefaultTransport, 3 attempts, its own "+
-			"default delays and budget; each cell is one request, bounded by %v: what the caller got (a status, "+
+			"default delays and budget; each cell is one request, bounded by %v (the stall row's by %v): what the caller got (a status, "+
 			"\"error\", \"timeout\"; after a status, \"body cut\" or \"body timeout\" when reading the body failed, "+
 			"\"wrong bytes\" when it read bytes the server did not send there) · the executions the destination saw. **Bold**: a success. ⚠: a request that "+
 			"may not be executed twice (a POST without a usable key) executed more than once. Where retryhttp gets "+
-			"no success, the last column names the rule by which it declines, if one does.", len(rows), cellTimeout),
+			"no success, the last column names the rule by which it declines, if one does.", len(rows), cellTimeout, stallCellTimeout),
 		Header: []string{"failure"},
 	}
 	for _, l := range libs {

@@ -77,6 +77,11 @@ func (o bodyOrigin) handler() http.Handler {
 	})
 }
 
+// stallCellTimeout bounds the stall row's cells: long enough for
+// retryhttp's default stall timeout (10 s, detected within 12.5 s) and the
+// resume after it.
+const stallCellTimeout = 20 * time.Second
+
 // bodyCase is a request of method to a server of origin whose first
 // attempt's body meets fault; over HTTP/2 (TLS) when h2 is set. The caller
 // must read bodyData.
@@ -97,17 +102,21 @@ func bodyCase(name, rule, method string, origin bodyOrigin, fault httptest.Fault
 // bodyCases returns the rows for failures of the response body.
 func bodyCases() []rescueCase {
 	strong := bodyOrigin{etag: `"v1"`}
-	cut := httptest.Truncate(bodyCut)
+	cut := httptest.CloseAfter(bodyCut)
+	stall := bodyCase("GET 1 MiB, strong ETag: body stalls at 256 KiB", "", http.MethodGet, strong,
+		httptest.StallAfter(bodyCut), false)
+	stall.timeout = stallCellTimeout
 	return []rescueCase{
 		bodyCase("GET 1 MiB, strong ETag: body cut (closed) at 256 KiB", "", http.MethodGet, strong, cut, false),
+		bodyCase("GET 1 MiB, strong ETag: body cut (reset) at 256 KiB", "", http.MethodGet, strong,
+			httptest.ResetAfter(bodyCut), false),
 		bodyCase("GET 1 MiB, Last-Modified only: body cut at 256 KiB", "", http.MethodGet, bodyOrigin{lastMod: true}, cut, false),
 		bodyCase("GET 1 MiB, weak ETag: body cut at 256 KiB", "", http.MethodGet, bodyOrigin{etag: `W/"v1"`}, cut, false),
 		bodyCase("GET 1 MiB, no validator: body cut at 256 KiB", "", http.MethodGet, bodyOrigin{}, cut, false),
 		bodyCase("GET 1 MiB, strong ETag, gzip decoded by net/http: body cut at 256 KiB", "", http.MethodGet,
 			bodyOrigin{etag: `"v1"`, gzip: true}, cut, false),
 		bodyCase("GET 1 MiB, strong ETag: HTTP/2 stream reset at 256 KiB", "", http.MethodGet, strong, cut, true),
-		bodyCase("GET 1 MiB, strong ETag: body stalls at 256 KiB", "", http.MethodGet, strong,
-			httptest.Slow(bodyCut, time.Hour), false),
+		stall,
 		bodyCase("POST without a key, strong ETag: response body cut at 256 KiB", ruleKeyless, http.MethodPost, strong, cut, false),
 	}
 }
