@@ -6,10 +6,11 @@ import (
 )
 
 // callOptions are the overrides a caller gives one request through its
-// context: Resendable, NoRetry, MaxAttempts and NoHedge.
+// context: Resendable, NoRetry, MaxAttempts, NoHedge and NoResume.
 type callOptions struct {
 	resendable  bool
 	noHedge     bool
+	noResume    bool
 	maxAttempts int // 0: the Transport's
 }
 
@@ -47,7 +48,8 @@ func Resendable(ctx context.Context) context.Context {
 
 // NoRetry returns a copy of ctx under which requests get one attempt, as
 // MaxAttempts(ctx, 1) does: for a call that is retried at another layer, or
-// whose caller would rather fail fast.
+// whose caller would rather fail fast. Its response body is not resumed
+// either.
 func NoRetry(ctx context.Context) context.Context {
 	return MaxAttempts(ctx, 1)
 }

@@ -46,6 +46,13 @@ const (
 	// (WithAdaptiveThrottling). No attempt was sent: the event's Attempt is
 	// 0 and its Err is ErrThrottled.
 	GiveUpThrottled GiveUpReason = "host is throttled"
+	// GiveUpNotResumable: a response body failed after its headers (cut,
+	// reset, or stalled), and it may not be resumed: the event's Err is a
+	// *ResumeError whose Reason says why. The event's Resume is set.
+	GiveUpNotResumable GiveUpReason = "body cannot be resumed"
+	// GiveUpResumeLimit: a response body failed again after the most
+	// resumes a body gets (WithResumeLimit). The event's Resume is set.
+	GiveUpResumeLimit GiveUpReason = "resume limit reached"
 )
 
 // A GiveUpEvent describes a request whose retries ended although its last
@@ -67,11 +74,22 @@ type GiveUpEvent struct {
 	// Peer is the remote address of the last attempt's connection, as
 	// RetryEvent.Peer.
 	Peer netip.AddrPort
+	// Resume reports that the failure is a response body's, after its
+	// headers, or a resume's (see RetryEvent.Resume); the hooks are then
+	// called on the goroutine reading the body, after RoundTrip returned.
+	// Reason is any that applies to a retry (budget, deadline, ...), or
+	// GiveUpNotResumable or GiveUpResumeLimit.
+	Resume bool
+	// Offset is, when Resume is set, how many bytes of the body the caller
+	// had received.
+	Offset int64
 }
 
 // WithOnGiveUp calls fn when the Transport stops retrying a request whose
 // last attempt failed in a way worth retrying, with the reason, on the
-// goroutine making the request, before RoundTrip returns. fn must be fast
+// goroutine making the request, before RoundTrip returns; or, for a
+// response body that failed after its headers and is not resumed
+// (GiveUpEvent.Resume), on the goroutine reading it. fn must be fast
 // and must not block. Each WithOnGiveUp adds a hook: several are called in
 // the order of their options. Together with WithOnRetry it sees every
 // decision the Transport makes after a retryable failure, which is what

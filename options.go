@@ -216,11 +216,23 @@ type RetryEvent struct {
 	// unwraps to one (an Unwrap() http.RoundTripper method), or the attempt
 	// was hedged. Behind a proxy it is the proxy's address.
 	Peer netip.AddrPort
+	// Resume reports a resume: the failed attempt is a response body that
+	// failed after its headers (cut or reset, Err says how, or stalled,
+	// ErrStalled), or a request for the rest of one that failed, and the
+	// retry asks for the rest of the body with a range request. The hook
+	// is then called on the goroutine reading the body, after RoundTrip
+	// returned. See WithResumeLimit.
+	Resume bool
+	// Offset is, when Resume is set, how many bytes of the body the caller
+	// had received: the rest begins there.
+	Offset int64
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the
-// request. fn must be fast and must not block: the retry waits for it. Each
-// WithOnRetry adds a hook: several are called in the order of their options.
+// request, and before each resume of a response body (RetryEvent.Resume),
+// on the goroutine reading the body. fn must be fast and must not block: the
+// retry waits for it. Each WithOnRetry adds a hook: several are called in the
+// order of their options.
 func WithOnRetry(fn func(RetryEvent)) Option {
 	if fn == nil {
 		panic("retryhttp: WithOnRetry: nil function")

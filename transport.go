@@ -66,6 +66,8 @@ type Transport struct {
 	throttle        *throttling
 	logger          *slog.Logger
 	peers           bool // each attempt's connection is traced
+	resumeLimit     int  // the most resumes of a body; 0: bodies are not resumed
+	stallTimeout    time.Duration
 
 	// now and rand are the clock and the random source of jitter, uniform in
 	// [0, 1). In-package tests replace them.
@@ -87,6 +89,8 @@ func New(opts ...Option) *Transport {
 		budget:          NewHostBudget(),
 		retryAfterLimit: DefaultRetryAfterLimit,
 		bodyBufferLimit: DefaultBodyBufferLimit,
+		resumeLimit:     DefaultResumeLimit,
+		stallTimeout:    DefaultStallTimeout,
 		now:             time.Now,
 		rand:            rand.Float64,
 	}
@@ -192,6 +196,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.plain(req) {
 		resp, err := t.send(req)
 		if err == nil && t.doneAtOnce(req, resp) {
+			if resumeCandidate(t, resp) {
+				s := retryState{t: t, req: req, attempt: 1, header: req.Header}
+				s.offerResume(req, nil, resp)
+			}
 			return resp, nil
 		}
 		return t.roundTrip(req, resp, err, true)
@@ -289,12 +297,13 @@ type policy struct {
 	maxAttempts int  // at least 1 once set
 	resendable  bool // declared safe to send more than once
 	noHedge     bool // NoHedge
+	noResume    bool // NoResume
 }
 
 // policy returns the policy of req.
 func (t *Transport) policy(req *http.Request) policy {
 	co := callOptionsFrom(req.Context())
-	p := policy{maxAttempts: t.maxAttempts, resendable: co.resendable, noHedge: co.noHedge}
+	p := policy{maxAttempts: t.maxAttempts, resendable: co.resendable, noHedge: co.noHedge, noResume: co.noResume}
 	if co.maxAttempts > 0 {
 		p.maxAttempts = co.maxAttempts
 	}
@@ -392,7 +401,9 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 }
 
 // finish returns the last attempt's result to the caller, releasing the
-// request's body and the attempt's guard once they are no longer used.
+// request's body and the attempt's guard once they are no longer used, and
+// offering to resume the response body, if it may be resumed, should it
+// fail after the headers.
 func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response, err error, g *guard) (*http.Response, error) {
 	s.body.done()
 	if err != nil {
@@ -405,6 +416,9 @@ func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response,
 	}
 	if s.attempt > 1 && resp.Request == nil {
 		resp.Request = a
+	}
+	if resumeCandidate(s.t, resp) {
+		s.offerResume(a, pt, resp)
 	}
 	return resp, nil
 }
@@ -452,15 +466,21 @@ func wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// notify tells the hook and the logger about a retry about to be made.
+// notify tells the hook and the logger about a retry about to be made, or
+// a resume of a response body.
 func (t *Transport) notify(e RetryEvent) {
 	if t.onRetry != nil {
 		t.onRetry(e)
 	}
 	ctx := e.Request.Context()
 	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: retrying",
-			append(attemptAttrs(e.Request, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.Duration("delay", e.Delay))...)
+		msg := "retryhttp: retrying"
+		attrs := append(attemptAttrs(e.Request, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.Duration("delay", e.Delay))
+		if e.Resume {
+			msg = "retryhttp: resuming response body"
+			attrs = append(attrs, slog.Int64("offset", e.Offset))
+		}
+		t.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
 	}
 }
 
@@ -469,8 +489,11 @@ func (t *Transport) notify(e RetryEvent) {
 func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent) {
 	ctx := req.Context()
 	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not retrying",
-			append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason)))...)
+		attrs := append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason)))
+		if e.Resume {
+			attrs = append(attrs, slog.Int64("offset", e.Offset))
+		}
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not retrying", attrs...)
 	}
 }
 

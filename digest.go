@@ -1,0 +1,66 @@
+package retryhttp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"hash"
+	"strings"
+)
+
+// A reprDigest checks a body against its Repr-Digest (RFC 9530): the digest
+// of the representation, which a body that is the whole representation (a
+// 200) must match however many resumes it took.
+type reprDigest struct {
+	h    hash.Hash
+	want []byte
+}
+
+// newReprDigest returns a check of the digest in a Repr-Digest field's
+// values, nil when it holds none that can be checked: SHA-256 is preferred,
+// the cheaper to compute, then SHA-512; other algorithms (and the
+// deprecated md5, sha, crc32c...) are ignored, as is a malformed field.
+func newReprDigest(values []string) *reprDigest {
+	if len(values) == 0 {
+		return nil
+	}
+	var sha512Sum []byte
+	for _, v := range values {
+		// A Dictionary: key=:base64:, members separated by commas, each
+		// value perhaps followed by ;parameters.
+		for _, member := range strings.Split(v, ",") {
+			key, value, ok := strings.Cut(trimOWS(member), "=")
+			if !ok {
+				continue
+			}
+			value, _, _ = strings.Cut(value, ";")
+			if len(value) < 2 || value[0] != ':' || value[len(value)-1] != ':' {
+				continue
+			}
+			sum, err := base64.StdEncoding.DecodeString(value[1 : len(value)-1])
+			if err != nil {
+				continue
+			}
+			switch strings.ToLower(key) {
+			case "sha-256":
+				if len(sum) == sha256.Size {
+					return &reprDigest{h: sha256.New(), want: sum}
+				}
+			case "sha-512":
+				if len(sum) == sha512.Size {
+					sha512Sum = sum
+				}
+			}
+		}
+	}
+	if sha512Sum != nil {
+		return &reprDigest{h: sha512.New(), want: sha512Sum}
+	}
+	return nil
+}
+
+// matches reports whether the bytes written so far have the digest.
+func (d *reprDigest) matches() bool {
+	return bytes.Equal(d.h.Sum(nil), d.want)
+}

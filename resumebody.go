@@ -1,0 +1,448 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// A resumeBody is the body of a response that may be resumed: it passes
+// the response's body on to the caller, and when a read of it fails after
+// some bytes (the connection cut or reset, an HTTP/2 stream reset, a stall),
+// it asks for the rest with a range request pinned to the first response's
+// validator, checks that the answer continues the body, and reads on from
+// it, within the caller's Read. The caller sees every byte once and in
+// order, or a *ResumeError: never a byte the body did not have.
+//
+// It drives a copy of the request's retry machine, so that each resume is a
+// retry like the others: planned, paid from the budget, reported, and sent
+// away from the connection that failed.
+//
+// Its reading state belongs to the goroutine that calls Read; Close, and
+// the stall watch, may run on others at any time, and share with Read, under
+// mu, the body being read and the resume in flight.
+type resumeBody struct {
+	s    retryState
+	resp *http.Response // the first response, as the caller has it
+
+	// The reading goroutine's.
+	mode    bodyMode
+	rep     representation
+	why     ResumeReason // why the body may not be resumed (modePass)
+	a       *http.Request
+	pt      *peerTrace
+	part    *http.Response // the response whose body is being read
+	off     int64          // bytes the caller has received
+	pending error          // a failure that came with bytes, acted on at the next Read
+	err     error          // what every Read returns once the body has ended
+	digest  *reprDigest    // the running hash of the body, for its Repr-Digest
+	resumes int
+
+	// Shared, under mu.
+	mu        sync.Mutex
+	cur       io.ReadCloser // the body being read, nil while a resume is in flight
+	curClosed bool          // cur was closed by Close or by the stall watch
+	closed    bool          // Close was called
+	stalled   bool          // the stall watch found a read waiting too long
+	cancel    context.CancelCauseFunc
+	watch     stallWatch
+}
+
+type bodyMode uint8
+
+const (
+	modeNew    bodyMode = iota // not read yet: what it may be is not known
+	modeResume                 // resumable
+	modePass                   // not resumable: passed on as it is, its failure explained
+	modeEnded                  // over: every Read returns err
+)
+
+// errReadClosed is the error of a read of a closed body, or of one closed
+// while a resume was in flight.
+var errReadClosed = errors.New("retryhttp: read on closed response body")
+
+// offerResume makes the body of resp, the response to the attempt a, resume
+// when it fails, unless the caller turned that off.
+func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Response) {
+	p := s.policy()
+	if p.noResume || p.maxAttempts <= 1 {
+		return
+	}
+	b := &resumeBody{s: *s, resp: resp, a: a, pt: pt, part: resp, cur: resp.Body}
+	// Resumes count as attempts, beyond those made so far.
+	b.s.p.maxAttempts = s.attempt + s.t.resumeLimit
+	resp.Body = b
+}
+
+// start learns, on the first Read, whether the body may be resumed, and
+// readies what resuming needs.
+func (b *resumeBody) start() {
+	b.rep, b.why = describe(b.s.req, b.resp)
+	if b.why != "" {
+		b.mode = modePass
+		return
+	}
+	b.mode = modeResume
+	if b.rep.full {
+		b.digest = newReprDigest(b.resp.Header["Repr-Digest"])
+	}
+	if d := b.s.t.stallTimeout; d > 0 {
+		b.mu.Lock()
+		if !b.closed {
+			b.watch.start(d, b.checkStall)
+		}
+		b.mu.Unlock()
+	}
+}
+
+func (b *resumeBody) Read(p []byte) (int, error) {
+	for {
+		if b.mode != modeResume {
+			return b.readOther(p)
+		}
+		if err := b.pending; err != nil {
+			b.pending = nil
+			if err = b.fail(err); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		left := b.rep.length - b.off
+		if left == 0 {
+			return b.readEnd(p)
+		}
+		if int64(len(p)) > left {
+			p = p[:left]
+		}
+		b.watch.enter()
+		n, err := b.cur.Read(p)
+		b.watch.leave()
+		if n > 0 {
+			b.off += int64(n)
+			if b.digest != nil {
+				b.digest.h.Write(p[:n])
+			}
+		}
+		switch {
+		case err == nil:
+			return n, nil
+		case err == io.EOF && b.off == b.rep.length:
+			return n, b.complete()
+		case err == io.EOF:
+			err = io.ErrUnexpectedEOF // shorter than announced: cut
+		}
+		if n > 0 {
+			b.pending = err
+			return n, nil
+		}
+		if err = b.fail(err); err != nil {
+			return 0, err
+		}
+		// Resumed: read on from the rest.
+	}
+}
+
+// readOther reads a body that is not (or no longer) resumable.
+func (b *resumeBody) readOther(p []byte) (int, error) {
+	switch b.mode {
+	case modeNew:
+		b.start()
+		return b.Read(p)
+	case modeEnded:
+		return 0, b.err
+	}
+	n, err := b.cur.Read(p)
+	b.off += int64(n)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	if b.isClosed() {
+		return n, err
+	}
+	s := &b.s
+	v := s.judge(b.a, nil, err)
+	if v.Decision != Retry {
+		return n, err
+	}
+	rerr := &ResumeError{Reason: b.why, Offset: b.off, Err: err}
+	b.report(GiveUpNotResumable, nil, rerr, v)
+	return n, b.end(rerr)
+}
+
+// readEnd reads past the announced length, which must be the end.
+func (b *resumeBody) readEnd(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := b.cur.Read(p[:1])
+	switch {
+	case n > 0:
+		return 0, b.end(&ResumeError{Reason: ResumeWrongLength, Offset: b.off, Resumes: b.resumes})
+	case err == nil:
+		return 0, nil
+	}
+	// io.EOF, or a failure once every byte has arrived: the body is whole.
+	return 0, b.complete()
+}
+
+// complete ends a body that has all its bytes: it checks the digest, and
+// refunds the budget for the last resume, which succeeded.
+func (b *resumeBody) complete() error {
+	if b.digest != nil && !b.digest.matches() {
+		return b.end(&ResumeError{Reason: ResumeDigestMismatch, Offset: b.off, Resumes: b.resumes})
+	}
+	if b.resumes > 0 {
+		b.s.succeed()
+	}
+	return b.end(io.EOF)
+}
+
+// end ends the body: every later Read returns err, which end returns.
+func (b *resumeBody) end(err error) error {
+	b.mode, b.err = modeEnded, err
+	b.mu.Lock()
+	b.watch.stop()
+	b.mu.Unlock()
+	return err
+}
+
+func (b *resumeBody) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// fail acts on a failed read, err: it resumes the body, and returns nil,
+// when err is worth retrying and the body may be resumed; otherwise it ends
+// the body and returns the error the caller gets.
+func (b *resumeBody) fail(err error) error {
+	b.mu.Lock()
+	closed, stalled := b.closed, b.stalled
+	b.stalled = false
+	b.mu.Unlock()
+	if closed {
+		return b.end(err)
+	}
+	if stalled {
+		err = ErrStalled
+	}
+	v := b.s.judge(b.a, nil, err)
+	if v.Decision != Retry {
+		return b.end(err)
+	}
+	return b.resume(err, v)
+}
+
+// resume fetches the rest of the body after the read of the current part
+// failed with cause, judged v: as many times as the retry machine allows,
+// each after its backoff and paid from the budget. It returns nil once a
+// part that continues the body is being read, and otherwise ends the body.
+func (b *resumeBody) resume(cause error, v Verdict) error {
+	s := &b.s
+	a, pt, err := b.a, b.pt, cause
+	failed, body := b.part, b.takePart() // the failed response, and its body to let go of
+	var answered *http.Response          // the failed response, when it failed by its status
+	for {
+		delay, reason := s.plan(a, answered, err, v, nil)
+		if reason == GiveUpAttemptsExhausted {
+			reason = GiveUpResumeLimit
+		}
+		if reason == "" && !s.pay(v) {
+			reason = GiveUpBudgetExhausted
+		}
+		if reason != "" {
+			s.release(failed, body, err, v, pt)
+			rerr := &ResumeError{Reason: ResumeGaveUp, GiveUp: reason, Offset: b.off, Resumes: b.resumes, StatusCode: statusOf(answered), Err: joinCause(err, cause)}
+			b.report(reason, answered, err, v)
+			return b.end(rerr)
+		}
+		e := s.retryEvent(delay, answered, err, v, pt.peer())
+		e.Resume, e.Offset = true, b.off
+		s.t.notify(e)
+		s.release(failed, body, err, v, pt)
+		ctx, ok := b.newAttempt()
+		if !ok {
+			return b.end(errReadClosed)
+		}
+		if werr := s.wait(ctx, delay); werr != nil {
+			if b.isClosed() {
+				return b.end(errReadClosed)
+			}
+			b.report(GiveUpCanceled, answered, err, v)
+			return b.end(&ResumeError{Reason: ResumeGaveUp, GiveUp: GiveUpCanceled, Offset: b.off, Resumes: b.resumes, Err: errors.Join(werr, cause)})
+		}
+		s.next(delay)
+		b.resumes++
+		var resp *http.Response
+		a, pt, resp, err = b.sendRest(ctx)
+		if err != nil {
+			if v = s.judge(a, nil, err); v.Decision != Retry {
+				if b.isClosed() {
+					return b.end(errReadClosed)
+				}
+				return b.end(&ResumeError{Reason: ResumeFailed, Offset: b.off, Resumes: b.resumes, Err: joinCause(err, cause)})
+			}
+			failed, body, answered = nil, nil, nil
+			continue
+		}
+		switch code := resp.StatusCode; {
+		case code == http.StatusPartialContent:
+			if why := b.rep.continues(resp, b.off); why != "" {
+				resp.Body.Close()
+				return b.end(&ResumeError{Reason: why, Offset: b.off, Resumes: b.resumes, StatusCode: code, Err: cause})
+			}
+			if !b.splice(a, pt, resp) {
+				return b.end(errReadClosed)
+			}
+			return nil
+		case code/100 == 2 || code == http.StatusNotModified:
+			resp.Body.Close()
+			return b.end(&ResumeError{Reason: ResumeChanged, Offset: b.off, Resumes: b.resumes, StatusCode: code, Err: cause})
+		}
+		if v = s.judge(a, resp, nil); v.Decision != Retry {
+			resp.Body.Close()
+			return b.end(&ResumeError{Reason: ResumeRefused, Offset: b.off, Resumes: b.resumes, StatusCode: resp.StatusCode, Err: cause})
+		}
+		failed, body, answered, err = resp, resp.Body, resp, nil
+	}
+}
+
+// joinCause returns the error of a resume's failure, err, joined with
+// cause, the error that cut the body, unless they are one.
+func joinCause(err, cause error) error {
+	if err == nil || err == cause {
+		return cause
+	}
+	return errors.Join(err, cause)
+}
+
+// report logs the end of the body's resumes, reports it to the give-up
+// hooks, and tells a Handler serving the request.
+func (b *resumeBody) report(reason GiveUpReason, resp *http.Response, err error, v Verdict) {
+	s := &b.s
+	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
+	e.Resume, e.Offset = true, b.off
+	s.t.logGiveUp(b.a, e)
+	s.t.reportGiveUpEvent(e)
+	markGaveUp(s.req.Context())
+}
+
+// takePart takes the body being read away from Close and the stall watch,
+// for the reading goroutine to let go of: nil if either closed it already.
+func (b *resumeBody) takePart() io.ReadCloser {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur, closed := b.cur, b.curClosed
+	b.cur, b.curClosed = nil, false
+	if closed || cur == nil {
+		return http.NoBody
+	}
+	return cur
+}
+
+// newAttempt makes the context of the next resume, derived from the
+// request's, which Close and the stall watch can cancel, and releases the
+// last one's. It reports false once the body is closed.
+func (b *resumeBody) newAttempt() (context.Context, bool) {
+	ctx, cancel := context.WithCancelCause(b.s.req.Context())
+	b.mu.Lock()
+	closed, last := b.closed, b.cancel
+	b.cancel = cancel
+	b.mu.Unlock()
+	if last != nil {
+		last(context.Canceled)
+	}
+	if closed {
+		cancel(context.Canceled)
+		return nil, false
+	}
+	return ctx, true
+}
+
+// sendRest sends the request for the rest of the body, from b.off, under
+// ctx, as the current attempt. The stall watch bounds the wait for its
+// headers as it bounds a read.
+func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *http.Response, error) {
+	s := &b.s
+	a := s.req.WithContext(s.context(ctx))
+	s.prepare(a, b.rep.rangeHeader(s.header, b.off), true)
+	b.watch.enter()
+	a, pt, resp, err := s.send(a, nil)
+	b.watch.leave()
+	b.mu.Lock()
+	stalled := b.stalled
+	b.stalled = false
+	b.mu.Unlock()
+	if stalled && err != nil {
+		err = ErrStalled
+	}
+	return a, pt, resp, err
+}
+
+// splice makes resp, the answer of a for the rest, the part being read. It
+// reports false, closing resp, when the body was closed meanwhile.
+func (b *resumeBody) splice(a *http.Request, pt *peerTrace, resp *http.Response) bool {
+	b.mu.Lock()
+	closed := b.closed
+	if !closed {
+		b.cur, b.curClosed = resp.Body, false
+	}
+	b.mu.Unlock()
+	if closed {
+		resp.Body.Close()
+		return false
+	}
+	b.a, b.pt, b.part = a, pt, resp
+	return true
+}
+
+// Close closes the body being read and ends a resume in flight and the
+// stall watch. It may be called while a Read is under way, from another
+// goroutine, and more than once: the second call does nothing.
+func (b *resumeBody) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	cur, curClosed, cancel := b.cur, b.curClosed, b.cancel
+	b.curClosed = true
+	b.watch.stop()
+	b.mu.Unlock()
+	var err error
+	if cur != nil && !curClosed {
+		err = cur.Close()
+	}
+	if cancel != nil {
+		cancel(context.Canceled)
+	}
+	return err
+}
+
+// checkStall is the stall watch's check, on the timer's goroutine: a read
+// found stalled has its body closed, which ends the read, and a resume
+// found waiting too long for its headers is cancelled.
+func (b *resumeBody) checkStall() {
+	b.mu.Lock()
+	if b.closed || b.watch.off {
+		b.mu.Unlock()
+		return
+	}
+	var cur io.ReadCloser
+	if b.watch.check() {
+		b.stalled = true
+		if b.cur != nil && !b.curClosed {
+			cur, b.curClosed = b.cur, true
+		} else if b.cur == nil && b.cancel != nil {
+			b.cancel(ErrStalled)
+		}
+	}
+	b.watch.rearm()
+	b.mu.Unlock()
+	if cur != nil {
+		cur.Close()
+	}
+}
