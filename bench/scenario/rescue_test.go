@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench/peers"
 )
 
@@ -88,9 +89,17 @@ func TestRescueRowsThatMatter(t *testing.T) {
 }
 
 // TestRescueBodyRows checks that each body row's failure happens (a plain
-// transport's caller reads part of the body, then an error), and that no
-// library gives its caller a byte the server did not send there.
+// transport's caller reads part of the body, then an error), that no
+// library gives its caller a byte the server did not send there, and what
+// retryhttp made of each: the rest fetched by one more request, or the
+// typed error that says why not.
 func TestRescueBodyRows(t *testing.T) {
+	notResumed := map[string]retryhttp.ResumeReason{
+		"GET 1 MiB, weak ETag: body cut at 256 KiB":                             retryhttp.ResumeWeakValidator,
+		"GET 1 MiB, no validator: body cut at 256 KiB":                          retryhttp.ResumeNoValidator,
+		"GET 1 MiB, strong ETag, gzip decoded by net/http: body cut at 256 KiB": retryhttp.ResumeDecoded,
+		"POST without a key, strong ETag: response body cut at 256 KiB":         retryhttp.ResumeMethod,
+	}
 	n := 0
 	for _, r := range rescueRows() {
 		if !strings.Contains(r.Name, "at 256 KiB") {
@@ -103,6 +112,20 @@ func TestRescueBodyRows(t *testing.T) {
 		for lib, c := range r.Cells {
 			assert.False(t, c.BodyWrong, "%s: %s: %v", r.Name, lib, c)
 		}
+		ours := r.Cells[peers.RetryHTTP]
+		reason, declined := notResumed[r.Name]
+		if !declined {
+			assert.True(t, r.Rescued(peers.RetryHTTP), "%s: %v (%v)", r.Name, ours, ours.BodyErr)
+			assert.Equal(t, int64(2), ours.Executions, "%s: one request for the rest", r.Name)
+			continue
+		}
+		var re *retryhttp.ResumeError
+		if assert.ErrorAs(t, ours.BodyErr, &re, r.Name) {
+			assert.Equal(t, reason, re.Reason, r.Name)
+			assert.Zero(t, re.Resumes, r.Name)
+		}
+		assert.Equal(t, int64(1), ours.Executions, r.Name)
+		assert.NotEmpty(t, r.Rule, r.Name)
 	}
 	assert.Equal(t, len(bodyCases()), n, "body rows")
 }
