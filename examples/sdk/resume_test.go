@@ -8,12 +8,14 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/httptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,6 +49,20 @@ func putChecksummedObject(t *testing.T, store *s3Store, bucket, key string, body
 	require.NoError(t, err)
 }
 
+// objectBehindProxy starts gofakes3 with the object b/big.bin, objectSize
+// bytes stored with a CRC32 checksum, and the kit's proxy in front of it,
+// whose attempts get fault; both stop with the test.
+func objectBehindProxy(t *testing.T, fault httptest.Fault) (*s3Store, []byte, *httptest.Proxy) {
+	store, err := newS3Store("b")
+	require.NoError(t, err)
+	t.Cleanup(store.Close)
+	object := pattern(objectSize)
+	putChecksummedObject(t, store, "b", "big.bin", object)
+	proxy := httptest.NewProxy(store.URL, fault)
+	t.Cleanup(proxy.Close)
+	return store, object, proxy
+}
+
 // newS3ClientOwnRetries returns an S3 client with the SDK's own retries (its
 // standard retryer, delays of a millisecond) over a plain transport: the
 // SDK alone.
@@ -76,13 +92,7 @@ func getObject(ctx context.Context, c *s3.Client, bucket, key string) (*s3.GetOb
 // only up to the cut, and then fails. The SDK retries a call until its
 // response arrives; the body it hands its caller is the caller's problem.
 func TestS3GetObjectCutWithoutRetryhttp(t *testing.T) {
-	store, err := newS3Store("b")
-	require.NoError(t, err)
-	defer store.Close()
-	object := pattern(objectSize)
-	putChecksummedObject(t, store, "b", "big.bin", object)
-	proxy := httptest.NewProxy(store.URL, httptest.First(1, httptest.Truncate(cutAt)))
-	defer proxy.Close()
+	store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
 
 	out, got, err := getObject(t.Context(), newS3ClientOwnRetries(proxy.URL), "b", "big.bin")
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
@@ -112,13 +122,27 @@ func TestS3ChecksumValidated(t *testing.T) {
 	assert.Equal(t, object, got, "every byte, then the error")
 }
 
-// uploadBlob stores body as photos/name in Azurite.
-func uploadBlob(t *testing.T, url, name string, body []byte) {
+// uploadBlob stores objectSize bytes as photos/name in Azurite, and
+// returns them.
+func uploadBlob(t *testing.T, url, name string) []byte {
 	t.Helper()
 	c, err := newBlobClient(url, http.DefaultClient, true)
 	require.NoError(t, err)
+	body := pattern(objectSize)
 	_, err = c.UploadBuffer(t.Context(), "photos", name, body, nil)
 	require.NoError(t, err)
+	return body
+}
+
+// blobBehindProxy uploads the blob photos/name to Azurite, and starts the
+// kit's proxy in front of Azurite, whose attempts get fault, stopped with
+// the test.
+func blobBehindProxy(t *testing.T, name string, fault httptest.Fault) ([]byte, *httptest.Proxy) {
+	url := azurite(t)
+	blob := uploadBlob(t, url, name)
+	proxy := httptest.NewProxy(url, fault)
+	t.Cleanup(proxy.Close)
+	return blob, proxy
 }
 
 // downloadBlob downloads photos/name through c and reads the body to its
@@ -138,11 +162,7 @@ func downloadBlob(ctx context.Context, c *azblob.Client, name string) ([]byte, e
 // DownloadStreamResponse.NewRetryReader resumes, if the caller asks for
 // it.)
 func TestAzureDownloadCutWithoutRetryhttp(t *testing.T) {
-	url := azurite(t)
-	blob := pattern(objectSize)
-	uploadBlob(t, url, "cut-alone.bin", blob)
-	proxy := httptest.NewProxy(url, httptest.First(1, httptest.Truncate(cutAt)))
-	defer proxy.Close()
+	blob, proxy := blobBehindProxy(t, "cut-alone.bin", httptest.First(1, httptest.CloseAfter(cutAt)))
 	c, err := azblob.NewClientWithSharedKeyCredential(proxy.URL+"/"+azureAccount, sharedKey(t), &azblob.ClientOptions{
 		ClientOptions: policyOptions(&http.Client{Transport: &http.Transport{}}),
 	})
@@ -152,4 +172,176 @@ func TestAzureDownloadCutWithoutRetryhttp(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Equal(t, blob[:cutAt], got)
 	assert.Equal(t, 1, proxy.Attempts())
+}
+
+// A rangeRecorder is a base transport that records the Range and If-Range
+// of each request retryhttp sends through it.
+type rangeRecorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	sent []rangeHeader
+}
+
+func (r *rangeRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.sent = append(r.sent, rangeHeader{req.Header.Get("Range"), req.Header.Get("If-Range")})
+	r.mu.Unlock()
+	return r.base.RoundTrip(req)
+}
+
+func (r *rangeRecorder) requests() []rangeHeader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]rangeHeader(nil), r.sent...)
+}
+
+func (r *rangeRecorder) CloseIdleConnections() {
+	if c, ok := r.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// cutFaults are the failures of a download's body the recipes rescue: the
+// connection closed or reset 1 MiB in, or both, one after the other.
+var cutFaults = []struct {
+	name  string
+	fault httptest.Fault
+	cuts  int
+}{
+	{"closed", httptest.First(1, httptest.CloseAfter(cutAt)), 1},
+	{"reset", httptest.First(1, httptest.ResetAfter(cutAt)), 1},
+	{"closed, then reset", httptest.Sequence(httptest.CloseAfter(cutAt), httptest.ResetAfter(cutAt)), 2},
+}
+
+// s3Recipe returns the S3 recipe's transport: retryhttp with
+// AWSErrorClassifier, its delays cut short, closed with the test.
+func s3Recipe(t *testing.T) *retryhttp.Transport {
+	tr := retryhttp.New(append([]retryhttp.Option{
+		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+	}, fast...)...)
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+// TestS3GetObjectResumesCutBody downloads a 4 MiB object through the S3
+// recipe while the proxy cuts its body: the SDK's caller reads every byte,
+// and the SDK's own checksum validation (CRC32, over the whole body read)
+// passes over the splice. Each cut costs one more GET, for the rest: its
+// Range and If-Range are not signed, the SDK having signed a request
+// without them, and S3 checks the headers it signed (gofakes3 ignores
+// If-Range; retryhttp checks that the 206 carries the same ETag).
+func TestS3GetObjectResumesCutBody(t *testing.T) {
+	for _, tt := range cutFaults {
+		t.Run(tt.name, func(t *testing.T) {
+			store, object, proxy := objectBehindProxy(t, tt.fault)
+
+			out, got, err := getObject(t.Context(), newS3Client(proxy.URL, &http.Client{Transport: s3Recipe(t)}), "b", "big.bin")
+			require.NoError(t, err, "read whole, and the checksum validated")
+			require.True(t, bytes.Equal(object, got), "the object, byte for byte")
+			assert.NotEmpty(t, aws.ToString(out.ChecksumCRC32))
+			assert.Equal(t, tt.cuts+1, proxy.Attempts())
+			gets := store.Gets()
+			require.Len(t, gets, tt.cuts+1)
+			assert.Equal(t, rangeHeader{}, gets[0])
+			etag := aws.ToString(out.ETag)
+			for _, g := range gets[1:] {
+				assert.Regexp(t, `^bytes=\d+-$`, g.Range)
+				assert.Equal(t, etag, g.IfRange, "pinned to the object's ETag")
+			}
+			if tt.cuts == 1 && tt.name == "closed" {
+				assert.Equal(t, "bytes=1048576-", gets[1].Range)
+			}
+			assert.Zero(t, store.Rejected(), "every request's signature held")
+		})
+	}
+}
+
+// TestS3GetObjectSignedRangeNotResumed asks GetObject for a range of the
+// object: the SDK signs the Range header, so a request for the rest of the
+// range would fail S3's signature check. retryhttp sees the signed Range
+// in the Authorization header (SignedHeaders) and does not send it: the
+// caller's read ends in a *ResumeError (ResumeSignedRange) after the bytes
+// of the range that arrived, every one of them right.
+func TestS3GetObjectSignedRangeNotResumed(t *testing.T) {
+	store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+
+	out, err := newS3Client(proxy.URL, &http.Client{Transport: s3Recipe(t)}).GetObject(t.Context(), &s3.GetObjectInput{
+		Bucket: aws.String("b"), Key: aws.String("big.bin"), Range: aws.String("bytes=4096-"),
+	})
+	require.NoError(t, err)
+	defer out.Body.Close()
+	got, err := readAll(out.Body)
+	var re *retryhttp.ResumeError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, retryhttp.ResumeSignedRange, re.Reason)
+	assert.Zero(t, re.Resumes)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, object[4096:4096+cutAt], got)
+	assert.Equal(t, 1, proxy.Attempts())
+	assert.Zero(t, store.Rejected(), "no request for the rest was sent to fail")
+}
+
+// azureRecipe returns the Azure recipe's transport over a rangeRecorder,
+// its delays cut short, closed with the test.
+func azureRecipe(t *testing.T) (*http.Client, *rangeRecorder) {
+	rec := &rangeRecorder{base: &http.Transport{}}
+	tr := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(rec)}, fast...)...)
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}, rec
+}
+
+// TestAzureSharedKeyNotResumed downloads a blob through the recipe with a
+// Shared Key credential while the proxy cuts its body. Shared Key signs
+// the Range header, empty or not (Azurite, as Azure Storage, answers a
+// request with another Range 403 AuthorizationFailure), so retryhttp does
+// not ask for the rest: the read ends in a *ResumeError
+// (ResumeSignedRange) after the bytes that arrived, every one right.
+func TestAzureSharedKeyNotResumed(t *testing.T) {
+	blob, proxy := blobBehindProxy(t, "sharedkey.bin", httptest.First(1, httptest.CloseAfter(cutAt)))
+	hc, rec := azureRecipe(t)
+	c, err := newBlobClient(proxy.URL, hc, false)
+	require.NoError(t, err)
+
+	got, err := downloadBlob(t.Context(), c, "sharedkey.bin")
+	var re *retryhttp.ResumeError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, retryhttp.ResumeSignedRange, re.Reason)
+	assert.Equal(t, blob[:cutAt], got)
+	assert.Equal(t, 1, proxy.Attempts())
+	assert.Equal(t, []rangeHeader{{}}, rec.requests())
+}
+
+// TestAzureSASResumesCutBody downloads the blob through the recipe with a
+// SAS URL in place of the Shared Key: the signature is in the query and
+// covers no header, so the request for the rest may carry a Range.
+// retryhttp asks for it with If-Range on the blob's ETag (Azurite ignores
+// If-Range; retryhttp checks that the 206 carries the same ETag), and the
+// caller reads every byte.
+func TestAzureSASResumesCutBody(t *testing.T) {
+	url := azurite(t)
+	blob := uploadBlob(t, url, "sas.bin")
+	for _, tt := range cutFaults {
+		t.Run(tt.name, func(t *testing.T) {
+			proxy := httptest.NewProxy(url, tt.fault)
+			defer proxy.Close()
+			hc, rec := azureRecipe(t)
+			c, err := newBlobClientSAS(proxy.URL, "photos", "sas.bin", hc)
+			require.NoError(t, err)
+
+			resp, err := c.DownloadStream(t.Context(), nil)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			got, err := readAll(resp.Body)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(blob, got), "the blob, byte for byte")
+			assert.Equal(t, tt.cuts+1, proxy.Attempts())
+			sent := rec.requests()
+			require.Len(t, sent, tt.cuts+1)
+			assert.Equal(t, rangeHeader{}, sent[0])
+			for _, s := range sent[1:] {
+				assert.Regexp(t, `^bytes=\d+-$`, s.Range)
+				assert.Equal(t, string(*resp.ETag), s.IfRange)
+			}
+		})
+	}
 }
