@@ -3,6 +3,7 @@ package bench
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,13 +17,15 @@ import (
 // 256 MiB.
 const benchDownloadSize = 16 << 20
 
-// BenchmarkDownload reads a 16 MiB body from a loopback server through a
-// plain transport and through retryhttp: the cost of the body retryhttp
-// returns for a response it could resume.
+// BenchmarkDownload reads a 16 MiB body from a loopback server, and from
+// memory, through a plain transport and through retryhttp: the cost of the
+// body retryhttp returns for a response it could resume.
 func BenchmarkDownload(b *testing.B) {
-	for _, name := range []string{peers.Plain, peers.RetryHTTP} {
-		lib, _ := peers.ByName(name)
-		b.Run(name, func(b *testing.B) { BenchDownload(b, lib, benchDownloadSize) })
+	for _, where := range []string{"loopback", "memory"} {
+		for _, name := range []string{peers.Plain, peers.RetryHTTP} {
+			lib, _ := peers.ByName(name)
+			b.Run(where+"/"+name, func(b *testing.B) { BenchDownload(b, lib, benchDownloadSize, where == "memory") })
+		}
 	}
 }
 
@@ -58,4 +61,16 @@ func TestBlobServer(t *testing.T) {
 	resp, part := get("bytes=70000-")
 	assert.Equal(t, http.StatusPartialContent, resp.StatusCode)
 	assert.Equal(t, whole[70000:], part)
+
+	// The stub answers as the server does, through retryhttp too.
+	lib, _ := peers.ByName(peers.RetryHTTP)
+	n, err = Download(lib.New(BlobStub{Size: size}, OverheadConfig), "http://blob.test/", make([]byte, 32<<10))
+	require.NoError(t, err)
+	assert.Equal(t, int64(size), n)
+	stub, err := BlobStub{Size: size}.RoundTrip(httptest.NewRequest(http.MethodGet, "http://blob.test/", nil))
+	require.NoError(t, err)
+	fromStub, err := io.ReadAll(stub.Body)
+	require.NoError(t, err)
+	assert.Equal(t, whole, fromStub)
+	assert.Equal(t, resp.Header.Get("ETag"), stub.Header.Get("ETag"))
 }
