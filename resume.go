@@ -5,6 +5,7 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -235,6 +236,9 @@ func resumeCandidate(t *Transport, resp *http.Response) bool {
 // acceptsRanges reports whether an Accept-Ranges field lists "bytes".
 func acceptsRanges(values []string) bool {
 	for _, v := range values {
+		if v == "bytes" {
+			return true // as nearly every server says it
+		}
 		for v != "" {
 			var unit string
 			unit, v, _ = strings.Cut(v, ",")
@@ -372,10 +376,16 @@ func signedRange(req *http.Request) bool {
 		}
 	}
 	if q := req.URL.RawQuery; strings.Contains(q, "SignedHeaders") {
-		query := req.URL.Query()
-		for _, name := range [...]string{"X-Amz-SignedHeaders", "X-Goog-SignedHeaders"} {
-			if listsRange(query.Get(name)) {
-				return true
+		// Read by hand: url.ParseQuery drops a pair with a raw ";", as an
+		// unescaped list of signed headers has.
+		for q != "" {
+			var pair string
+			pair, q, _ = strings.Cut(q, "&")
+			name, value, _ := strings.Cut(pair, "=")
+			if strings.EqualFold(name, "X-Amz-SignedHeaders") || strings.EqualFold(name, "X-Goog-SignedHeaders") {
+				if v, err := url.QueryUnescape(value); err == nil && listsRange(v) {
+					return true
+				}
 			}
 		}
 	}

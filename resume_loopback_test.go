@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/httptest"
@@ -316,4 +318,35 @@ func TestResumeOffForTransportAndCall(t *testing.T) {
 			assert.Equal(t, 1, srv.Attempts())
 		})
 	}
+}
+
+// TestResumeLeavesTheAddressThatFailed serves one file from two addresses
+// of a host name, the first of which cuts every body, and checks that the
+// resume goes to the second, through the Dialer the default base dials
+// with: the caller reads the whole body, and the first address saw one
+// request.
+func TestResumeLeavesTheAddressThatFailed(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	addrs := resolver{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
+	lns, port := listenAll(t, addrs)
+	servers := make([]*httptest.Server, 2)
+	for i, fault := range []httptest.Fault{httptest.CloseAfter(1 << 20), httptest.Pass()} {
+		servers[i] = httptest.NewUnstartedServer(newFile(version{body: eightMiB, etag: `"v1"`}), fault)
+		servers[i].Listener.Close()
+		servers[i].Listener = lns[i]
+		servers[i].Start()
+		defer servers[i].Close()
+	}
+	base := &http.Transport{DialContext: (&retryhttp.Dialer{Resolver: addrs}).DialContext}
+	defer base.CloseIdleConnections()
+	var peers []netip.AddrPort
+	tr := newResumingTransport(base, retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { peers = append(peers, e.Peer) }))
+
+	got, err := readAll(t, t.Context(), tr, http.MethodGet, "http://files.test:"+port+"/file")
+	require.NoError(t, err)
+	requireSame(t, eightMiB, got)
+	assert.Equal(t, 1, servers[0].Attempts(), "requests to the address that cut the body")
+	assert.Equal(t, 1, servers[1].Attempts(), "requests to the other")
+	require.Len(t, peers, 1)
+	assert.Equal(t, "127.0.0.1:"+port, peers[0].String(), "the resume's event names the peer that failed")
 }

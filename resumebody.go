@@ -24,15 +24,35 @@ import (
 // the stall watch, may run on others at any time, and share with Read, under
 // mu, the body being read and the resume in flight.
 type resumeBody struct {
-	s    retryState
+	// Handed over by RoundTrip, then the reading goroutine's.
+	t    *Transport
+	req  *http.Request  // the caller's
 	resp *http.Response // the first response, as the caller has it
+	a    *http.Request  // the request of the part being read
+	pt   *peerTrace     // its connection's trace
+	// s is the request's retry machine. It is nil for a response to a
+	// first attempt sent as the caller made it (no retry, no trace, no
+	// throttling), whose machine holds nothing that t and req do not, and
+	// is made when a failure needs it.
+	s *retryState
 
+	// Shared, under mu.
+	mu        sync.Mutex
+	cur       io.ReadCloser // the body being read, nil while a resume is in flight
+	curClosed bool          // cur was closed by Close or by the stall watch
+	closed    bool          // Close was called
+	r         *bodyReader   // made by the first Read
+}
+
+// A bodyReader is what reading a resumable body takes beyond what RoundTrip
+// hands over, made by the first Read, so that a response whose body is
+// never read, or read without a failure, costs RoundTrip one small
+// allocation.
+type bodyReader struct {
 	// The reading goroutine's.
 	mode    bodyMode
 	rep     representation
-	why     ResumeReason // why the body may not be resumed (modePass)
-	a       *http.Request
-	pt      *peerTrace
+	why     ResumeReason   // why the body may not be resumed (modePass)
 	part    *http.Response // the response whose body is being read
 	off     int64          // bytes the caller has received
 	pending error          // a failure that came with bytes, acted on at the next Read
@@ -40,21 +60,16 @@ type resumeBody struct {
 	digest  *reprDigest    // the running hash of the body, for its Repr-Digest
 	resumes int
 
-	// Shared, under mu.
-	mu        sync.Mutex
-	cur       io.ReadCloser // the body being read, nil while a resume is in flight
-	curClosed bool          // cur was closed by Close or by the stall watch
-	closed    bool          // Close was called
-	stalled   bool          // the stall watch found a read waiting too long
-	cancel    context.CancelCauseFunc
-	watch     stallWatch
+	// Shared, under the body's mu.
+	stalled bool // the stall watch found a read waiting too long
+	cancel  context.CancelCauseFunc
+	watch   stallWatch
 }
 
 type bodyMode uint8
 
 const (
-	modeNew    bodyMode = iota // not read yet: what it may be is not known
-	modeResume                 // resumable
+	modeResume bodyMode = iota // resumable
 	modePass                   // not resumable: passed on as it is, its failure explained
 	modeEnded                  // over: every Read returns err
 )
@@ -64,77 +79,109 @@ const (
 var errReadClosed = errors.New("retryhttp: read on closed response body")
 
 // offerResume makes the body of resp, the response to the attempt a, resume
-// when it fails, unless the caller turned that off.
+// when it fails, unless the caller turned that off. It allocates once: the
+// body, with a copy of s unless s is that of a first attempt sent as the
+// caller made it.
 func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Response) {
 	p := s.policy()
 	if p.noResume || p.maxAttempts <= 1 {
 		return
 	}
-	b := &resumeBody{s: *s, resp: resp, a: a, pt: pt, part: resp, cur: resp.Body}
-	// Resumes count as attempts, beyond those made so far.
-	b.s.p.maxAttempts = s.attempt + s.t.resumeLimit
+	var b *resumeBody
+	if s.first() && pt == nil {
+		b = &resumeBody{}
+	} else {
+		sb := &stateBody{state: *s}
+		// Resumes count as attempts, beyond those made so far.
+		sb.state.p.maxAttempts = s.attempt + s.t.resumeLimit
+		b = &sb.resumeBody
+		b.s = &sb.state
+	}
+	b.t, b.req, b.resp, b.a, b.pt, b.cur = s.t, s.req, resp, a, pt, resp.Body
 	resp.Body = b
+}
+
+// A stateBody is a resumable body with a copy of its request's retry
+// machine, in one allocation.
+type stateBody struct {
+	resumeBody
+	state retryState
+}
+
+// state returns the request's retry machine, making the machine of a first
+// attempt sent as the caller made it when the body has none.
+func (b *resumeBody) state() *retryState {
+	if b.s == nil {
+		s := &retryState{t: b.t, req: b.req, attempt: 1, header: b.req.Header}
+		s.p = b.t.policy(b.req)
+		s.p.maxAttempts = 1 + b.t.resumeLimit
+		b.s = s
+	}
+	return b.s
 }
 
 // start learns, on the first Read, whether the body may be resumed, and
 // readies what resuming needs.
-func (b *resumeBody) start() {
-	b.rep, b.why = describe(b.s.req, b.resp)
-	if b.why != "" {
-		b.mode = modePass
-		return
+func (b *resumeBody) start() *bodyReader {
+	r := &bodyReader{part: b.resp}
+	r.rep, r.why = describe(b.req, b.resp)
+	r.mode = modeResume
+	if r.why != "" {
+		r.mode = modePass
+	} else if r.rep.full {
+		r.digest = newReprDigest(b.resp.Header["Repr-Digest"])
 	}
-	b.mode = modeResume
-	if b.rep.full {
-		b.digest = newReprDigest(b.resp.Header["Repr-Digest"])
+	b.mu.Lock()
+	b.r = r
+	if d := b.t.stallTimeout; d > 0 && r.mode == modeResume && !b.closed {
+		r.watch.start(d, b.checkStall)
 	}
-	if d := b.s.t.stallTimeout; d > 0 {
-		b.mu.Lock()
-		if !b.closed {
-			b.watch.start(d, b.checkStall)
-		}
-		b.mu.Unlock()
-	}
+	b.mu.Unlock()
+	return r
 }
 
 func (b *resumeBody) Read(p []byte) (int, error) {
+	r := b.r
+	if r == nil {
+		r = b.start()
+	}
 	for {
-		if b.mode != modeResume {
+		if r.mode != modeResume {
 			return b.readOther(p)
 		}
-		if err := b.pending; err != nil {
-			b.pending = nil
+		if err := r.pending; err != nil {
+			r.pending = nil
 			if err = b.fail(err); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		left := b.rep.length - b.off
+		left := r.rep.length - r.off
 		if left == 0 {
 			return b.readEnd(p)
 		}
 		if int64(len(p)) > left {
 			p = p[:left]
 		}
-		b.watch.enter()
+		r.watch.enter()
 		n, err := b.cur.Read(p)
-		b.watch.leave()
+		r.watch.leave()
 		if n > 0 {
-			b.off += int64(n)
-			if b.digest != nil {
-				b.digest.h.Write(p[:n])
+			r.off += int64(n)
+			if r.digest != nil {
+				r.digest.h.Write(p[:n])
 			}
 		}
 		switch {
 		case err == nil:
 			return n, nil
-		case err == io.EOF && b.off == b.rep.length:
+		case err == io.EOF && r.off == r.rep.length:
 			return n, b.complete()
 		case err == io.EOF:
 			err = io.ErrUnexpectedEOF // shorter than announced: cut
 		}
 		if n > 0 {
-			b.pending = err
+			r.pending = err
 			return n, nil
 		}
 		if err = b.fail(err); err != nil {
@@ -144,29 +191,22 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 	}
 }
 
-// readOther reads a body that is not (or no longer) resumable.
+// readOther reads a body that is not, or no longer, resumable.
 func (b *resumeBody) readOther(p []byte) (int, error) {
-	switch b.mode {
-	case modeNew:
-		b.start()
-		return b.Read(p)
-	case modeEnded:
-		return 0, b.err
+	r := b.r
+	if r.mode == modeEnded {
+		return 0, r.err
 	}
 	n, err := b.cur.Read(p)
-	b.off += int64(n)
-	if err == nil || err == io.EOF {
+	r.off += int64(n)
+	if err == nil || err == io.EOF || b.isClosed() {
 		return n, err
 	}
-	if b.isClosed() {
-		return n, err
-	}
-	s := &b.s
-	v := s.judge(b.a, nil, err)
+	v := b.state().judge(b.a, nil, err)
 	if v.Decision != Retry {
 		return n, err
 	}
-	rerr := &ResumeError{Reason: b.why, Offset: b.off, Err: err}
+	rerr := &ResumeError{Reason: r.why, Offset: r.off, Err: err}
 	b.report(GiveUpNotResumable, nil, rerr, v)
 	return n, b.end(rerr)
 }
@@ -179,7 +219,7 @@ func (b *resumeBody) readEnd(p []byte) (int, error) {
 	n, err := b.cur.Read(p[:1])
 	switch {
 	case n > 0:
-		return 0, b.end(&ResumeError{Reason: ResumeWrongLength, Offset: b.off, Resumes: b.resumes})
+		return 0, b.end(b.r.error(ResumeWrongLength, 0, nil))
 	case err == nil:
 		return 0, nil
 	}
@@ -190,20 +230,27 @@ func (b *resumeBody) readEnd(p []byte) (int, error) {
 // complete ends a body that has all its bytes: it checks the digest, and
 // refunds the budget for the last resume, which succeeded.
 func (b *resumeBody) complete() error {
-	if b.digest != nil && !b.digest.matches() {
-		return b.end(&ResumeError{Reason: ResumeDigestMismatch, Offset: b.off, Resumes: b.resumes})
+	r := b.r
+	if r.digest != nil && !r.digest.matches() {
+		return b.end(r.error(ResumeDigestMismatch, 0, nil))
 	}
-	if b.resumes > 0 {
-		b.s.succeed()
+	if r.resumes > 0 {
+		b.state().succeed()
 	}
 	return b.end(io.EOF)
 }
 
+// error returns the error that ends the body for reason.
+func (r *bodyReader) error(reason ResumeReason, status int, err error) *ResumeError {
+	return &ResumeError{Reason: reason, Offset: r.off, Resumes: r.resumes, StatusCode: status, Err: err}
+}
+
 // end ends the body: every later Read returns err, which end returns.
 func (b *resumeBody) end(err error) error {
-	b.mode, b.err = modeEnded, err
+	r := b.r
+	r.mode, r.err = modeEnded, err
 	b.mu.Lock()
-	b.watch.stop()
+	r.watch.stop()
 	b.mu.Unlock()
 	return err
 }
@@ -219,8 +266,8 @@ func (b *resumeBody) isClosed() bool {
 // the body and returns the error the caller gets.
 func (b *resumeBody) fail(err error) error {
 	b.mu.Lock()
-	closed, stalled := b.closed, b.stalled
-	b.stalled = false
+	closed, stalled := b.closed, b.r.stalled
+	b.r.stalled = false
 	b.mu.Unlock()
 	if closed {
 		return b.end(err)
@@ -228,7 +275,7 @@ func (b *resumeBody) fail(err error) error {
 	if stalled {
 		err = ErrStalled
 	}
-	v := b.s.judge(b.a, nil, err)
+	v := b.state().judge(b.a, nil, err)
 	if v.Decision != Retry {
 		return b.end(err)
 	}
@@ -240,9 +287,9 @@ func (b *resumeBody) fail(err error) error {
 // each after its backoff and paid from the budget. It returns nil once a
 // part that continues the body is being read, and otherwise ends the body.
 func (b *resumeBody) resume(cause error, v Verdict) error {
-	s := &b.s
+	s, r := b.state(), b.r
 	a, pt, err := b.a, b.pt, cause
-	failed, body := b.part, b.takePart() // the failed response, and its body to let go of
+	failed, body := r.part, b.takePart() // the failed response, and its body to let go of
 	var answered *http.Response          // the failed response, when it failed by its status
 	for {
 		delay, reason := s.plan(a, answered, err, v, nil)
@@ -254,16 +301,18 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 		}
 		if reason != "" {
 			s.release(failed, body, err, v, pt)
-			rerr := &ResumeError{Reason: ResumeGaveUp, GiveUp: reason, Offset: b.off, Resumes: b.resumes, StatusCode: statusOf(answered), Err: joinCause(err, cause)}
+			rerr := r.error(ResumeGaveUp, statusOf(answered), joinCause(err, cause))
+			rerr.GiveUp = reason
 			b.report(reason, answered, err, v)
 			return b.end(rerr)
 		}
 		e := s.retryEvent(delay, answered, err, v, pt.peer())
-		e.Resume, e.Offset = true, b.off
+		e.Resume, e.Offset = true, r.off
 		s.t.notify(e)
 		s.release(failed, body, err, v, pt)
 		ctx, ok := b.newAttempt()
 		if !ok {
+			s.refund()
 			return b.end(errReadClosed)
 		}
 		if werr := s.wait(ctx, delay); werr != nil {
@@ -271,10 +320,12 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 				return b.end(errReadClosed)
 			}
 			b.report(GiveUpCanceled, answered, err, v)
-			return b.end(&ResumeError{Reason: ResumeGaveUp, GiveUp: GiveUpCanceled, Offset: b.off, Resumes: b.resumes, Err: errors.Join(werr, cause)})
+			rerr := r.error(ResumeGaveUp, 0, errors.Join(werr, cause))
+			rerr.GiveUp = GiveUpCanceled
+			return b.end(rerr)
 		}
 		s.next(delay)
-		b.resumes++
+		r.resumes++
 		var resp *http.Response
 		a, pt, resp, err = b.sendRest(ctx)
 		if err != nil {
@@ -282,16 +333,16 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 				if b.isClosed() {
 					return b.end(errReadClosed)
 				}
-				return b.end(&ResumeError{Reason: ResumeFailed, Offset: b.off, Resumes: b.resumes, Err: joinCause(err, cause)})
+				return b.end(r.error(ResumeFailed, 0, joinCause(err, cause)))
 			}
 			failed, body, answered = nil, nil, nil
 			continue
 		}
 		switch code := resp.StatusCode; {
 		case code == http.StatusPartialContent:
-			if why := b.rep.continues(resp, b.off); why != "" {
+			if why := r.rep.continues(resp, r.off); why != "" {
 				resp.Body.Close()
-				return b.end(&ResumeError{Reason: why, Offset: b.off, Resumes: b.resumes, StatusCode: code, Err: cause})
+				return b.end(r.error(why, code, cause))
 			}
 			if !b.splice(a, pt, resp) {
 				return b.end(errReadClosed)
@@ -299,11 +350,11 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 			return nil
 		case code/100 == 2 || code == http.StatusNotModified:
 			resp.Body.Close()
-			return b.end(&ResumeError{Reason: ResumeChanged, Offset: b.off, Resumes: b.resumes, StatusCode: code, Err: cause})
+			return b.end(r.error(ResumeChanged, code, cause))
 		}
 		if v = s.judge(a, resp, nil); v.Decision != Retry {
 			resp.Body.Close()
-			return b.end(&ResumeError{Reason: ResumeRefused, Offset: b.off, Resumes: b.resumes, StatusCode: resp.StatusCode, Err: cause})
+			return b.end(r.error(ResumeRefused, resp.StatusCode, cause))
 		}
 		failed, body, answered, err = resp, resp.Body, resp, nil
 	}
@@ -321,16 +372,17 @@ func joinCause(err, cause error) error {
 // report logs the end of the body's resumes, reports it to the give-up
 // hooks, and tells a Handler serving the request.
 func (b *resumeBody) report(reason GiveUpReason, resp *http.Response, err error, v Verdict) {
-	s := &b.s
+	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
-	e.Resume, e.Offset = true, b.off
+	e.Resume, e.Offset = true, b.r.off
 	s.t.logGiveUp(b.a, e)
 	s.t.reportGiveUpEvent(e)
 	markGaveUp(s.req.Context())
 }
 
 // takePart takes the body being read away from Close and the stall watch,
-// for the reading goroutine to let go of: nil if either closed it already.
+// for the reading goroutine to let go of: http.NoBody if either closed it
+// already.
 func (b *resumeBody) takePart() io.ReadCloser {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -346,10 +398,10 @@ func (b *resumeBody) takePart() io.ReadCloser {
 // request's, which Close and the stall watch can cancel, and releases the
 // last one's. It reports false once the body is closed.
 func (b *resumeBody) newAttempt() (context.Context, bool) {
-	ctx, cancel := context.WithCancelCause(b.s.req.Context())
+	ctx, cancel := context.WithCancelCause(b.req.Context())
 	b.mu.Lock()
-	closed, last := b.closed, b.cancel
-	b.cancel = cancel
+	closed, last := b.closed, b.r.cancel
+	b.r.cancel = cancel
 	b.mu.Unlock()
 	if last != nil {
 		last(context.Canceled)
@@ -361,19 +413,19 @@ func (b *resumeBody) newAttempt() (context.Context, bool) {
 	return ctx, true
 }
 
-// sendRest sends the request for the rest of the body, from b.off, under
-// ctx, as the current attempt. The stall watch bounds the wait for its
-// headers as it bounds a read.
+// sendRest sends the request for the rest of the body, from the caller's
+// offset, under ctx, as the current attempt. The stall watch bounds the
+// wait for its headers as it bounds a read.
 func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *http.Response, error) {
-	s := &b.s
+	s, r := b.state(), b.r
 	a := s.req.WithContext(s.context(ctx))
-	s.prepare(a, b.rep.rangeHeader(s.header, b.off), true)
-	b.watch.enter()
+	s.prepare(a, r.rep.rangeHeader(s.header, r.off), true)
+	r.watch.enter()
 	a, pt, resp, err := s.send(a, nil)
-	b.watch.leave()
+	r.watch.leave()
 	b.mu.Lock()
-	stalled := b.stalled
-	b.stalled = false
+	stalled := r.stalled
+	r.stalled = false
 	b.mu.Unlock()
 	if stalled && err != nil {
 		err = ErrStalled
@@ -394,7 +446,7 @@ func (b *resumeBody) splice(a *http.Request, pt *peerTrace, resp *http.Response)
 		resp.Body.Close()
 		return false
 	}
-	b.a, b.pt, b.part = a, pt, resp
+	b.a, b.pt, b.r.part = a, pt, resp
 	return true
 }
 
@@ -408,9 +460,13 @@ func (b *resumeBody) Close() error {
 		return nil
 	}
 	b.closed = true
-	cur, curClosed, cancel := b.cur, b.curClosed, b.cancel
+	cur, curClosed := b.cur, b.curClosed
 	b.curClosed = true
-	b.watch.stop()
+	var cancel context.CancelCauseFunc
+	if r := b.r; r != nil {
+		cancel = r.cancel
+		r.watch.stop()
+	}
 	b.mu.Unlock()
 	var err error
 	if cur != nil && !curClosed {
@@ -427,20 +483,21 @@ func (b *resumeBody) Close() error {
 // found waiting too long for its headers is cancelled.
 func (b *resumeBody) checkStall() {
 	b.mu.Lock()
-	if b.closed || b.watch.off {
+	r := b.r
+	if b.closed || r.watch.off {
 		b.mu.Unlock()
 		return
 	}
 	var cur io.ReadCloser
-	if b.watch.check() {
-		b.stalled = true
+	if r.watch.check() {
+		r.stalled = true
 		if b.cur != nil && !b.curClosed {
 			cur, b.curClosed = b.cur, true
-		} else if b.cur == nil && b.cancel != nil {
-			b.cancel(ErrStalled)
+		} else if b.cur == nil && r.cancel != nil {
+			r.cancel(ErrStalled)
 		}
 	}
-	b.watch.rearm()
+	r.watch.rearm()
 	b.mu.Unlock()
 	if cur != nil {
 		cur.Close()

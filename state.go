@@ -86,6 +86,13 @@ func (s *retryState) policy() policy {
 	return s.p
 }
 
+// first reports whether the request has made one attempt, sent as the
+// caller made it: nothing in the machine but its Transport and request.
+func (s *retryState) first() bool {
+	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 && !s.retire &&
+		!s.keyed && !s.guarded && s.body.kind == kindNone
+}
+
 // request returns the current attempt's request, whose body is body, and
 // its guard if it has one: the caller's request itself when nothing about
 // the attempt differs from it, or else a copy.
@@ -220,11 +227,18 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 // is not made, and the budget gets back what it took for it.
 func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 	err := wait(ctx, delay)
-	if err != nil && s.t.budget != nil && s.spent > 0 {
-		// The retry was paid for but never sent.
-		s.t.budget.Deposit(s.req, s.spent)
+	if err != nil {
+		s.refund()
 	}
 	return err
+}
+
+// refund gives the budget back what it took for a retry that was paid for
+// but is not sent.
+func (s *retryState) refund() {
+	if s.t.budget != nil && s.spent > 0 {
+		s.t.budget.Deposit(s.req, s.spent)
+	}
 }
 
 // next moves to the next attempt, made after a retry's delay.

@@ -61,6 +61,16 @@
 //	                   retryhttp.retry.delay (how long the first attempt
 //	                   had waited, seconds); the hedge's own span has
 //	                   http.request.resend_count its number less one
+//	retryhttp.resume   a response body failed after its headers and the
+//	                   rest is about to be asked for: the attributes of
+//	                   retryhttp.retry, and retryhttp.resume.offset (the
+//	                   bytes the caller had); the request for the rest is an
+//	                   attempt with a span of its own, a resend
+//
+// A give_up event of a body that failed after its headers has
+// retryhttp.resume (true) and retryhttp.resume.offset too. The events of a
+// body come while the caller reads it, after RoundTrip returned: they are
+// recorded if the caller's span is still open then.
 //
 // A failure that the classifier does not retry (a 404, a TLS error) is
 // final, not given up on, and has no event: its span says what happened.
@@ -96,9 +106,11 @@
 //	attempts     http.request.method, server.address, server.port
 //	retries      http.request.method, server.address, server.port,
 //	             error.type, retryhttp.verdict.throttle,
-//	             retryhttp.verdict.timeout
+//	             retryhttp.verdict.timeout, and retryhttp.resume (true)
+//	             for a resume of a response body
 //	give_ups     http.request.method, server.address, server.port,
-//	             error.type, retryhttp.give_up.reason
+//	             error.type, retryhttp.give_up.reason, and
+//	             retryhttp.resume (true) for a response body
 //	hedges       http.request.method, server.address, server.port
 //	retry.delay  http.request.method, server.address, server.port,
 //	             retryhttp.verdict.throttle
@@ -116,8 +128,8 @@
 // of its error as the conventions name it ("*net.OpError"), as otelhttp sets
 // it on the span. retryhttp.give_up.reason is one of attempts_exhausted,
 // budget_exhausted, not_resendable, body_not_replayable, retry_after_limit,
-// rate_limit_reset_limit, deadline, canceled and throttled (see ReasonValue
-// and retryhttp.GiveUpReason). A request refused by adaptive throttling is
+// rate_limit_reset_limit, deadline, canceled, throttled, not_resumable and
+// resume_limit (see ReasonValue and retryhttp.GiveUpReason). A request refused by adaptive throttling is
 // counted both in give_ups, with reason throttled and error.type
 // *errors.errorString, and in throttled.
 //

@@ -36,6 +36,10 @@ const (
 	RetryEventName  = "retryhttp.retry"
 	GiveUpEventName = "retryhttp.give_up"
 	HedgeEventName  = "retryhttp.hedge"
+	// ResumeEventName is the event of a retry that resumes a response
+	// body: a request for the rest of a body that failed after its headers
+	// (retryhttp.RetryEvent.Resume).
+	ResumeEventName = "retryhttp.resume"
 )
 
 // Attribute keys of this package, beside the semantic conventions' ones.
@@ -56,12 +60,19 @@ const (
 	// ReasonKey is why a request was given up on; ReasonValue lists its
 	// values.
 	ReasonKey = attribute.Key("retryhttp.give_up.reason")
+	// ResumeKey marks a retry, or a give-up, of a response body that
+	// failed after its headers: true, and absent for requests.
+	ResumeKey = attribute.Key("retryhttp.resume")
+	// OffsetKey is, on the event of a resume or of a body given up on, how
+	// many bytes of the body the caller had received.
+	OffsetKey = attribute.Key("retryhttp.resume.offset")
 )
 
 // ReasonValue returns the value of the retryhttp.give_up.reason attribute
 // for r: attempts_exhausted, budget_exhausted, not_resendable,
 // body_not_replayable, retry_after_limit, rate_limit_reset_limit, deadline,
-// canceled, throttled, or _OTHER for a reason this version does not know.
+// canceled, throttled, not_resumable, resume_limit, or _OTHER for a reason
+// this version does not know.
 func ReasonValue(r retryhttp.GiveUpReason) string {
 	switch r {
 	case retryhttp.GiveUpAttemptsExhausted:
@@ -82,6 +93,10 @@ func ReasonValue(r retryhttp.GiveUpReason) string {
 		return "canceled"
 	case retryhttp.GiveUpThrottled:
 		return "throttled"
+	case retryhttp.GiveUpNotResumable:
+		return "not_resumable"
+	case retryhttp.GiveUpResumeLimit:
+		return "resume_limit"
 	}
 	return "_OTHER"
 }
@@ -197,6 +212,9 @@ func (o *observer) retry(e retryhttp.RetryEvent) {
 	attrs = append(attrs, ThrottleKey.Bool(e.Verdict.Throttle))
 	o.delay.Record(ctx, e.Delay.Seconds(), metric.WithAttributes(attrs...))
 	attrs = append(attrs, TimeoutKey.Bool(e.Verdict.Timeout), outcome(e.StatusCode, e.Err))
+	if e.Resume {
+		attrs = append(attrs, ResumeKey.Bool(true))
+	}
 	o.retries.Add(ctx, 1, metric.WithAttributes(attrs...))
 
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
@@ -210,7 +228,12 @@ func (o *observer) retry(e retryhttp.RetryEvent) {
 		if e.Verdict.RetryAfter > 0 {
 			ev = append(ev, RetryAfterKey.Float64(e.Verdict.RetryAfter.Seconds()))
 		}
-		span.AddEvent(RetryEventName, trace.WithAttributes(ev...))
+		name := RetryEventName
+		if e.Resume {
+			name = ResumeEventName
+			ev = append(ev, OffsetKey.Int64(e.Offset))
+		}
+		span.AddEvent(name, trace.WithAttributes(ev...))
 	}
 }
 
@@ -232,21 +255,29 @@ func (o *observer) hedge(e retryhttp.HedgeEvent) {
 func (o *observer) giveUp(e retryhttp.GiveUpEvent) {
 	ctx := e.Request.Context()
 	reason := ReasonKey.String(ReasonValue(e.Reason))
-	var buf [5]attribute.KeyValue
+	var buf [6]attribute.KeyValue
 	attrs := append(requestAttrs(buf[:0], e.Request), reason, outcome(e.StatusCode, e.Err))
-	o.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
+	if e.Resume {
+		o.giveUps.Add(ctx, 1, metric.WithAttributes(append(attrs, ResumeKey.Bool(true))...))
+	} else {
+		o.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
+	}
 	if e.Reason == retryhttp.GiveUpThrottled {
 		o.shed.Add(ctx, 1, metric.WithAttributes(attrs[:len(attrs)-2]...))
 	}
 
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent(GiveUpEventName, trace.WithAttributes(
+		ev := []attribute.KeyValue{
 			AttemptKey.Int(e.Attempt),
 			reason,
 			outcomeEvent(e.StatusCode, e.Err),
 			ThrottleKey.Bool(e.Verdict.Throttle),
 			TimeoutKey.Bool(e.Verdict.Timeout),
-		))
+		}
+		if e.Resume {
+			ev = append(ev, ResumeKey.Bool(true), OffsetKey.Int64(e.Offset))
+		}
+		span.AddEvent(GiveUpEventName, trace.WithAttributes(ev...))
 	}
 }
 

@@ -139,6 +139,8 @@ func TestReasonValues(t *testing.T) {
 		retryhttp.GiveUpDeadline:            "deadline",
 		retryhttp.GiveUpCanceled:            "canceled",
 		retryhttp.GiveUpThrottled:           "throttled",
+		retryhttp.GiveUpNotResumable:        "not_resumable",
+		retryhttp.GiveUpResumeLimit:         "resume_limit",
 		"something new":                     "_OTHER",
 	}
 	for r, want := range reasons {

@@ -1,0 +1,163 @@
+package retryhttp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// resumableStub answers every request with a canned 200 whose body may be
+// resumed: Accept-Ranges, a strong ETag, a length. It allocates nothing
+// itself.
+type resumableStub struct {
+	resp http.Response
+	body nopReader
+}
+
+type nopReader struct{}
+
+func (nopReader) Read([]byte) (int, error) { return 0, io.EOF }
+func (nopReader) Close() error             { return nil }
+
+func (s *resumableStub) RoundTrip(*http.Request) (*http.Response, error) {
+	// The Transport wraps the body it returns: start each round trip from
+	// the canned one.
+	s.resp.Body = s.body
+	return &s.resp, nil
+}
+
+func newResumableStub() *resumableStub {
+	h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"0123456789abcdef"`}, "Content-Length": {"1048576"}}
+	return &resumableStub{resp: http.Response{StatusCode: 200, Header: h, ContentLength: 1 << 20}}
+}
+
+// BenchmarkResumableOverhead compares the success path of a GET whose
+// response may be resumed, through the bare stub and through a default
+// Transport over it: the Transport wraps the body, in one allocation. The
+// GET whose response may not be resumed is BenchmarkOverhead's.
+func BenchmarkResumableOverhead(b *testing.B) {
+	for _, tr := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", newResumableStub()},
+		{"retryhttp", New(WithBase(newResumableStub()))},
+		{"retryhttp-WithoutResume", New(WithBase(newResumableStub()), WithoutResume())},
+	} {
+		b.Run(tr.name, func(b *testing.B) {
+			req, _ := http.NewRequest(http.MethodGet, "http://svc.test/file", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.rt.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestResumableGetAllocatesOnce pins the cost of a GET whose response may
+// be resumed: the body's wrapper, one allocation, which holds the
+// request's retry machine.
+func TestResumableGetAllocatesOnce(t *testing.T) {
+	tr := New(WithBase(newResumableStub()))
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/file", nil)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 1.0)
+}
+
+// pattern is a file of size bytes whose content repeats a block, read
+// without holding it in memory, for http.ServeContent.
+type pattern struct {
+	size, off int64
+}
+
+var patternBlock = func() []byte {
+	b := make([]byte, 64<<10)
+	for i := range b {
+		b[i] = byte(i*31 + i>>8)
+	}
+	return b
+}()
+
+func (p *pattern) Read(b []byte) (int, error) {
+	if p.off >= p.size {
+		return 0, io.EOF
+	}
+	b = b[:min(int64(len(b)), p.size-p.off)]
+	n := 0
+	for n < len(b) {
+		n += copy(b[n:], patternBlock[(p.off+int64(n))%int64(len(patternBlock)):])
+	}
+	p.off += int64(n)
+	return n, nil
+}
+
+func (p *pattern) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		p.off = offset
+	case io.SeekCurrent:
+		p.off += offset
+	case io.SeekEnd:
+		p.off = p.size + offset
+	}
+	return p.off, nil
+}
+
+// discardWriter discards what it is given, as a consumer that writes the
+// body elsewhere does. Unlike io.Discard it has no ReadFrom, so that
+// io.CopyBuffer reads with the caller's buffer.
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkReadLoopback reads a body of 256 MiB, which may be resumed,
+// from a loopback server (http.ServeContent) through a plain pooled
+// transport and through a default Transport over the same kind of
+// transport, in 32 KiB reads: the difference is what watching and
+// counting the body's bytes costs. MB/s is the throughput.
+func BenchmarkReadLoopback(b *testing.B) {
+	const size = 256 << 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"pattern-`+strconv.Itoa(size)+`"`)
+		http.ServeContent(w, r, "", time.Unix(1_700_000_000, 0), &pattern{size: size})
+	}))
+	defer srv.Close()
+	for _, tr := range []struct {
+		name string
+		make func() http.RoundTripper
+	}{
+		{"plain", func() http.RoundTripper { return defaultBase() }},
+		{"retryhttp", func() http.RoundTripper { return New() }},
+	} {
+		b.Run(tr.name, func(b *testing.B) {
+			rt := tr.make()
+			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+			buf := make([]byte, 32<<10)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.CopyBuffer(discardWriter{}, resp.Body, buf)
+				resp.Body.Close()
+				if err != nil || n != size {
+					b.Fatalf("read %d bytes: %v", n, err)
+				}
+			}
+		})
+	}
+}

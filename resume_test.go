@@ -1,0 +1,312 @@
+package retryhttp
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	lastModified = "Tue, 14 Nov 2023 22:13:20 GMT"
+	sameSecond   = "Tue, 14 Nov 2023 22:13:20 GMT"
+	aSecondLater = "Tue, 14 Nov 2023 22:13:21 GMT"
+)
+
+// resumable returns a response to a GET that may be resumed, with the
+// header fields given (an empty value deletes one), and its request.
+func resumable(status int, fields map[string]string) (*http.Request, *http.Response) {
+	req, _ := http.NewRequest(http.MethodGet, "https://bucket.example/key", nil)
+	h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"v1"`}, "Content-Length": {"100"}}
+	for k, v := range fields {
+		if v == "" {
+			delete(h, k)
+		} else {
+			h[k] = []string{v}
+		}
+	}
+	resp := &http.Response{StatusCode: status, Header: h, ContentLength: 100, Body: http.NoBody, Request: req}
+	return req, resp
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		fields map[string]string
+		change func(*http.Request, *http.Response)
+		want   ResumeReason
+		rep    representation
+	}{
+		{name: "strong ETag", status: 200,
+			rep: representation{length: 100, complete: 100, validator: `"v1"`, byETag: true, full: true}},
+		{name: "strong Last-Modified", status: 200, fields: map[string]string{"Etag": "", "Last-Modified": lastModified, "Date": aSecondLater},
+			rep: representation{length: 100, complete: 100, validator: lastModified, full: true}},
+		{name: "Last-Modified in the second of Date", status: 200, fields: map[string]string{"Etag": "", "Last-Modified": lastModified, "Date": sameSecond},
+			want: ResumeNoValidator},
+		{name: "Last-Modified without Date", status: 200, fields: map[string]string{"Etag": "", "Last-Modified": lastModified},
+			want: ResumeNoValidator},
+		{name: "no validator", status: 200, fields: map[string]string{"Etag": ""}, want: ResumeNoValidator},
+		{name: "weak ETag", status: 200, fields: map[string]string{"Etag": `W/"v1"`}, want: ResumeWeakValidator},
+		{name: "weak ETag beside a strong Last-Modified", status: 200,
+			fields: map[string]string{"Etag": `W/"v1"`, "Last-Modified": lastModified, "Date": aSecondLater}, want: ResumeWeakValidator},
+		{name: "a coding the caller asked for", status: 200, fields: map[string]string{"Content-Encoding": "gzip"},
+			rep: representation{length: 100, complete: 100, validator: `"v1"`, byETag: true, encoding: "gzip", full: true}},
+		{name: "decoded", status: 200, change: func(_ *http.Request, r *http.Response) { r.Uncompressed = true }, want: ResumeDecoded},
+		{name: "no length", status: 200, change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: ResumeUnknownLength},
+		{name: "POST", status: 200, change: func(q *http.Request, _ *http.Response) { q.Method = http.MethodPost }, want: ResumeMethod},
+		{name: "GET with a body", status: 200, change: func(q *http.Request, _ *http.Response) { q.Body = http.NoBody; q.Body = nopBody{} }, want: ResumeMethod},
+		{name: "the caller's range", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1099/5000"},
+			rep: representation{start: 1000, length: 100, complete: 5000, validator: `"v1"`, byETag: true}},
+		{name: "a range of unknown total", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1099/*"},
+			rep: representation{start: 1000, length: 100, complete: -1, validator: `"v1"`, byETag: true}},
+		{name: "a range whose length disagrees", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1199/5000"}, want: ResumeUnknownLength},
+		{name: "several ranges", status: 206, fields: map[string]string{"Content-Type": "multipart/byteranges; boundary=x"}, want: ResumeUnknownLength},
+		{name: "signed Range", status: 200, change: func(q *http.Request, _ *http.Response) {
+			q.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-date, Signature=abc")
+		}, want: ResumeSignedRange},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, resp := resumable(tt.status, tt.fields)
+			if tt.change != nil {
+				tt.change(req, resp)
+			}
+			rep, why := describe(req, resp)
+			assert.Equal(t, tt.want, why)
+			if tt.want == "" {
+				assert.Equal(t, tt.rep, rep)
+			}
+		})
+	}
+}
+
+type nopBody struct{}
+
+func (nopBody) Read([]byte) (int, error) { return 0, nil }
+func (nopBody) Close() error             { return nil }
+
+func TestResumeCandidate(t *testing.T) {
+	tr := New()
+	tests := []struct {
+		name   string
+		status int
+		fields map[string]string
+		want   bool
+	}{
+		{"200 with Accept-Ranges: bytes", 200, nil, true},
+		{"Accept-Ranges in a list, any case", 200, map[string]string{"Accept-Ranges": "none, Bytes"}, true},
+		{"Accept-Ranges: none", 200, map[string]string{"Accept-Ranges": "none"}, false},
+		{"no Accept-Ranges", 200, map[string]string{"Accept-Ranges": ""}, false},
+		{"206", 206, map[string]string{"Accept-Ranges": ""}, true},
+		{"404", 404, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, resp := resumable(tt.status, tt.fields)
+			resp.Body = nopBody{}
+			assert.Equal(t, tt.want, resumeCandidate(tr, resp))
+		})
+	}
+	_, resp := resumable(200, nil)
+	assert.False(t, resumeCandidate(tr, resp), "no body")
+	resp.Body = nopBody{}
+	assert.False(t, resumeCandidate(New(WithoutResume()), resp), "WithoutResume")
+}
+
+// contentRangeTests is shared by TestParseContentRange and the seed corpus
+// of FuzzParseContentRange.
+var contentRangeTests = []struct {
+	in                    string
+	first, last, complete int64
+	ok                    bool
+}{
+	{"bytes 0-99/100", 0, 99, 100, true},
+	{"bytes 100-199/1000", 100, 199, 1000, true},
+	{"Bytes 5-5/6", 5, 5, 6, true},
+	{" bytes 1-2/* ", 1, 2, -1, true},
+	{"bytes 0-99/99", 0, 0, 0, false}, // past the end
+	{"bytes 5-4/10", 0, 0, 0, false},
+	{"bytes */100", 0, 0, 0, false}, // a 416's
+	{"bytes -1-5/10", 0, 0, 0, false},
+	{"bytes 1-5", 0, 0, 0, false},
+	{"items 1-5/10", 0, 0, 0, false},
+	{"bytes 1-5/10x", 0, 0, 0, false},
+	{"bytes 99999999999999999999-1/2", 0, 0, 0, false},
+	{"", 0, 0, 0, false},
+}
+
+func TestParseContentRange(t *testing.T) {
+	for _, tt := range contentRangeTests {
+		first, last, complete, ok := parseContentRange(tt.in)
+		assert.Equal(t, tt.ok, ok, "%q", tt.in)
+		if tt.ok {
+			assert.Equal(t, []int64{tt.first, tt.last, tt.complete}, []int64{first, last, complete}, "%q", tt.in)
+		}
+	}
+}
+
+func FuzzParseContentRange(f *testing.F) {
+	for _, tt := range contentRangeTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		first, last, complete, ok := parseContentRange(in)
+		if !ok {
+			return
+		}
+		if first < 0 || last < first || (complete != -1 && complete <= last) {
+			t.Fatalf("%q: accepted %d-%d/%d", in, first, last, complete)
+		}
+	})
+}
+
+func TestSignedRange(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		query  string
+		want   bool
+	}{
+		{"unsigned", nil, "", false},
+		{"a bearer token", http.Header{"Authorization": {"Bearer abc"}}, "", false},
+		{"SigV4 without range", http.Header{"Authorization": {"AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=y"}}, "", false},
+		{"SigV4 with range", http.Header{"Authorization": {"AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host;range;x-amz-date, Signature=y"}}, "", true},
+		{"SigV4A with range", http.Header{"Authorization": {"AWS4-ECDSA-P256-SHA256 Credential=x, SignedHeaders=host;Range, Signature=y"}}, "", true},
+		{"Google V4 with range", http.Header{"Authorization": {"GOOG4-HMAC-SHA256 Credential=x, SignedHeaders=host;range, Signature=y"}}, "", true},
+		{"a header named like range", http.Header{"Authorization": {"AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host;x-range, Signature=y"}}, "", false},
+		{"presigned S3 URL with range", nil, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=host%3Brange&X-Amz-Signature=z", true},
+		{"presigned S3 URL", nil, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=host&X-Amz-Signature=z", false},
+		{"signed GCS URL with range", nil, "X-Goog-SignedHeaders=host;range", true},
+		{"Azure Shared Key", http.Header{"Authorization": {"SharedKey account:c2lnbmF0dXJl"}}, "", true},
+		{"Azure Shared Key Lite", http.Header{"Authorization": {"SharedKeyLite account:c2lnbmF0dXJl"}}, "", false},
+		{"Azure SAS", nil, "sv=2024-05-04&sig=abc", false},
+		{"HTTP Message Signature over range", http.Header{"Signature-Input": {`sig1=("@method" "@path" "range");created=1`}}, "", true},
+		{"HTTP Message Signature", http.Header{"Signature-Input": {`sig1=("@method" "@path");created=1`}}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &http.Request{Method: http.MethodGet, URL: &url.URL{Scheme: "https", Host: "h", Path: "/k", RawQuery: tt.query}, Header: tt.header}
+			if req.Header == nil {
+				req.Header = http.Header{}
+			}
+			assert.Equal(t, tt.want, signedRange(req))
+		})
+	}
+}
+
+func TestContinues(t *testing.T) {
+	full := representation{length: 100, complete: 100, validator: `"v1"`, byETag: true, full: true}
+	byDate := representation{length: 100, complete: 100, validator: lastModified, full: true}
+	part := representation{start: 1000, length: 100, complete: 5000, validator: `"v1"`, byETag: true}
+	tests := []struct {
+		name   string
+		rep    representation
+		off    int64
+		fields map[string]string
+		length int64
+		want   ResumeReason
+	}{
+		{"the rest", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, 60, ""},
+		{"the rest, no Content-Length", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, -1, ""},
+		{"the rest of the caller's range", part, 40, map[string]string{"Content-Range": "bytes 1040-1099/5000"}, 60, ""},
+		{"by Last-Modified", byDate, 40, map[string]string{"Etag": "", "Last-Modified": lastModified, "Content-Range": "bytes 40-99/100"}, 60, ""},
+		{"another ETag", full, 40, map[string]string{"Etag": `"v2"`, "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
+		{"the ETag made weak", full, 40, map[string]string{"Etag": `W/"v1"`, "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
+		{"no ETag", full, 40, map[string]string{"Etag": "", "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
+		{"another Last-Modified", byDate, 40, map[string]string{"Etag": "", "Last-Modified": aSecondLater, "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
+		{"another complete length", full, 40, map[string]string{"Content-Range": "bytes 40-99/101"}, 60, ResumeChanged},
+		{"another coding", full, 40, map[string]string{"Content-Encoding": "gzip", "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
+		{"from elsewhere", full, 40, map[string]string{"Content-Range": "bytes 0-99/100"}, 100, ResumeMisaligned},
+		{"short of the end", full, 40, map[string]string{"Content-Range": "bytes 40-89/100"}, 50, ResumeMisaligned},
+		{"a length that disagrees", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, 61, ResumeMisaligned},
+		{"no Content-Range", full, 40, nil, 60, ResumeMisaligned},
+		{"several ranges", full, 40, map[string]string{"Content-Range": "bytes 40-99/100", "Content-Type": "multipart/byteranges; boundary=b"}, 60, ResumeMisaligned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, resp := resumable(206, tt.fields)
+			resp.ContentLength = tt.length
+			assert.Equal(t, tt.want, tt.rep.continues(resp, tt.off))
+		})
+	}
+}
+
+func TestRangeHeader(t *testing.T) {
+	caller := http.Header{"Authorization": {"Bearer t"}, "Range": {"bytes=1000-1099"}}
+	full := representation{length: 100, complete: 100, validator: `"v1"`, byETag: true, full: true}
+	h := full.rangeHeader(caller, 40)
+	assert.Equal(t, http.Header{"Authorization": {"Bearer t"}, "Range": {"bytes=40-"}, "If-Range": {`"v1"`}, "Accept-Encoding": {"identity"}}, h)
+	assert.Equal(t, "bytes=1000-1099", caller.Get("Range"), "the caller's header is not modified")
+
+	part := representation{start: 1000, length: 100, complete: 5000, validator: lastModified}
+	h = part.rangeHeader(http.Header{"Accept-Encoding": {"gzip"}}, 40)
+	assert.Equal(t, http.Header{"Range": {"bytes=1040-1099"}, "If-Range": {lastModified}, "Accept-Encoding": {"gzip"}}, h)
+	assert.Equal(t, "bytes=40-", full.rangeHeader(nil, 40).Get("Range"))
+}
+
+func TestReprDigest(t *testing.T) {
+	body := []byte("the joined body")
+	s256 := sha256.Sum256(body)
+	s512 := sha512.Sum512(body)
+	b64 := base64.StdEncoding.EncodeToString
+	tests := []struct {
+		name   string
+		values []string
+		want   bool // a digest is checked
+	}{
+		{"none", nil, false},
+		{"sha-256", []string{"sha-256=:" + b64(s256[:]) + ":"}, true},
+		{"sha-512", []string{"sha-512=:" + b64(s512[:]) + ":"}, true},
+		{"both, with parameters and spaces", []string{"sha-512=:" + b64(s512[:]) + ":;x=1 ,  sha-256=:" + b64(s256[:]) + ":"}, true},
+		{"in two field lines", []string{"unixsum=:AAA=:", "SHA-256=:" + b64(s256[:]) + ":"}, true},
+		{"unknown algorithm", []string{"md5=:" + b64(s256[:16]) + ":"}, false},
+		{"wrong size", []string{"sha-256=:" + b64(s256[:31]) + ":"}, false},
+		{"not base64", []string{"sha-256=:***:"}, false},
+		{"not a byte sequence", []string{"sha-256=" + b64(s256[:])}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newReprDigest(tt.values)
+			require.Equal(t, tt.want, d != nil)
+			if d == nil {
+				return
+			}
+			d.h.Write(body[:5])
+			d.h.Write(body[5:])
+			assert.True(t, d.matches())
+			d.h.Write([]byte("x"))
+			assert.False(t, d.matches())
+		})
+	}
+}
+
+func TestResumeErrorMessage(t *testing.T) {
+	tests := []struct {
+		err  ResumeError
+		want string
+	}{
+		{ResumeError{Reason: ResumeWeakValidator, Offset: 1024, Err: errCut}, "retryhttp: response body not resumed at byte 1024: entity tag is weak: cut"},
+		{ResumeError{Reason: ResumeGaveUp, GiveUp: GiveUpBudgetExhausted, Offset: 7, Resumes: 2, StatusCode: 503, Err: errCut},
+			"retryhttp: response body not resumed at byte 7: resumes given up (retry budget exhausted) (status 503) after 2 resumes: cut"},
+		{ResumeError{Reason: ResumeDigestMismatch, Offset: 100, Resumes: 1}, "retryhttp: response body wrong at byte 100: Repr-Digest does not match the body after 1 resumes"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.err.Error())
+	}
+	stalled := &ResumeError{Reason: ResumeGaveUp, Err: ErrStalled}
+	assert.True(t, stalled.Timeout())
+	assert.ErrorIs(t, stalled, ErrStalled)
+}
+
+// errCut stands for the error of a cut body.
+var errCut = errorString("cut")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
