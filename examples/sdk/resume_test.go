@@ -8,8 +8,11 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	nethttptest "net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -341,6 +344,98 @@ func TestAzureSASResumesCutBody(t *testing.T) {
 			for _, s := range sent[1:] {
 				assert.Regexp(t, `^bytes=\d+-$`, s.Range)
 				assert.Equal(t, string(*resp.ETag), s.IfRange)
+			}
+		})
+	}
+}
+
+// TestS3PresignedRangeResumes downloads a range of the object through a
+// presigned URL (s3.PresignClient), whose signature is in the query and
+// covers only the Host, with the Range header added by the caller after
+// signing: the recipe for a ranged download that resumes. The proxy cuts
+// the body; retryhttp asks for the rest of the caller's range, which the
+// signature does not cover, and the caller reads the range whole. A URL
+// presigned with the Range in it (X-Amz-SignedHeaders names range) is not
+// resumed: ResumeSignedRange.
+func TestS3PresignedRangeResumes(t *testing.T) {
+	const from = 4096
+	t.Run("Range added after signing", func(t *testing.T) {
+		store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+		url := presignGetObject(t, proxy.URL, nil)
+		resp, got, err := getRange(t, url, from)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusPartialContent, resp.StatusCode)
+		require.True(t, bytes.Equal(object[from:], got), "the range, byte for byte")
+		assert.Equal(t, []rangeHeader{
+			{Range: "bytes=4096-"},
+			{Range: "bytes=" + strconv.Itoa(from+cutAt) + "-" + strconv.Itoa(objectSize-1), IfRange: resp.Header.Get("ETag")},
+		}, store.Gets(), "the caller's range, then the rest of it, to the range's last byte")
+		assert.Zero(t, store.Rejected(), "the presigned signature held for both")
+	})
+	t.Run("Range signed", func(t *testing.T) {
+		store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+		url := presignGetObject(t, proxy.URL, aws.String("bytes=4096-"))
+		_, got, err := getRange(t, url, from)
+		var re *retryhttp.ResumeError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, retryhttp.ResumeSignedRange, re.Reason)
+		assert.Equal(t, object[from:from+cutAt], got)
+		assert.Len(t, store.Gets(), 1)
+		assert.Zero(t, store.Rejected())
+	})
+}
+
+// presignGetObject presigns a GetObject of b/big.bin at url for an hour,
+// with the Range rng in the signature when it is not nil.
+func presignGetObject(t *testing.T, url string, rng *string) string {
+	t.Helper()
+	p, err := s3.NewPresignClient(newS3Client(url, http.DefaultClient), s3.WithPresignExpires(time.Hour)).PresignGetObject(t.Context(),
+		&s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("big.bin"), Range: rng})
+	require.NoError(t, err)
+	return p.URL
+}
+
+// getRange GETs url with Range: bytes=from- through the S3 recipe, and
+// reads the body to its end.
+func getRange(t *testing.T, url string, from int) (*http.Response, []byte, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Range", "bytes="+strconv.Itoa(from)+"-")
+	resp, err := s3Recipe(t).RoundTrip(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, err := readAll(resp.Body)
+	return resp, got, err
+}
+
+// TestCheckPresigned checks that the store's signature check accepts a
+// presigned request as signed, with a header added that the signature does
+// not name, and rejects one whose query or signed header changed.
+func TestCheckPresigned(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		rng    *string
+		change func(r *http.Request)
+		ok     bool
+	}{
+		{"as signed", nil, func(*http.Request) {}, true},
+		{"an unsigned Range added", nil, func(r *http.Request) { r.Header.Set("Range", "bytes=10-") }, true},
+		{"another key", nil, func(r *http.Request) { r.URL.Path = "/b/other.bin" }, false},
+		{"a query parameter added", nil, func(r *http.Request) { r.URL.RawQuery += "&versionId=2" }, false},
+		{"the signed Range changed", aws.String("bytes=0-"), func(r *http.Request) { r.Header.Set("Range", "bytes=10-") }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := nethttptest.NewRequest(http.MethodGet, presignGetObject(t, "http://s3.test", tt.rng), nil)
+			if tt.rng != nil {
+				r.Header.Set("Range", *tt.rng)
+			}
+			tt.change(r)
+			err := checkSigV4(r, nil)
+			if tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, "signature does not match")
 			}
 		})
 	}
