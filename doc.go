@@ -140,13 +140,62 @@
 // sent on as not to be reused. Each attempt's peer address is in
 // RetryEvent.Peer, GiveUpEvent.Peer and PeerFromContext.
 //
+// # Resuming response bodies
+//
+// A failure after the response headers, while the caller reads the body
+// (the connection closed or reset, an HTTP/2 stream reset, bytes that stop
+// coming), is where large downloads fail, and resending the request cannot
+// rescue it: the caller has the response and part of its body. The
+// Transport resumes such a body where that is provably safe. The caller's
+// Read blocks while it asks for the rest (Range: bytes=N-, with If-Range
+// carrying the first response's validator), checks that the answer is a
+// 206 that continues the same representation (a Content-Range that starts
+// at N, the same complete length, the same validator, which it compares
+// itself, since some servers ignore If-Range), and reads on: the caller
+// sees every byte once, in order.
+//
+// Only the body of a GET without a body is resumed, and only when its
+// response showed range support (Accept-Ranges: bytes, or a 206), a length,
+// and a strong validator: a strong ETag, or a Last-Modified a second or
+// more before the response's Date (RFC 9110, section 8.8.2.2). A weak ETag,
+// a body net/http decoded (Response.Uncompressed), a request whose signature
+// covers its Range header (AWS Signature Version 4, Google's V4 signing,
+// Azure Shared Key, RFC 9421 signatures) and other methods are not resumed:
+// the failure of such a body ends the read with a *ResumeError that says
+// why and wraps the original error. So does a resume that cannot continue
+// the body: a 200 (the representation changed), another validator or
+// length, a refusal. A body is never spliced from two representations nor
+// restarted under bytes already delivered. A response that shows no range
+// support is passed through untouched, at no cost.
+//
+// The joined body must have its Content-Length, and, when the response
+// carries a Repr-Digest (RFC 9530, sha-256 or sha-512), match it: checked at
+// the end whether or not the body was resumed; a mismatch fails the last
+// Read with a *ResumeError.
+//
+// A Read of a resumable body that receives no byte for the stall timeout
+// (WithStallTimeout) is taken for a cut, and resumed: one timer per body,
+// no goroutine, and only while the caller waits in Read. Bodies that cannot
+// be resumed are never watched: a stream of events may sit idle as long as
+// its server likes.
+//
+// Each resume is a retry: it waits its backoff, is paid from the budget (a
+// host that cuts every body gets about 100 resumes from a full bucket),
+// stays within the request's context, is reported to WithOnRetry
+// (RetryEvent.Resume and Offset) and the log, and goes, through the Dialer,
+// to an address other than the one that failed. A body gets at most
+// WithResumeLimit resumes. WithoutResume turns resumption off for a
+// Transport, NoResume and NoRetry for one call. Closing the body stops
+// everything, whenever it is called.
+//
 // # Observing retries
 //
 // WithOnRetry sees each retry before its wait, and WithOnGiveUp each request
 // whose last attempt failed in a way worth retrying but that was not retried,
 // with a GiveUpReason: attempts or budget exhausted, not resendable, body not
-// replayable, Retry-After or rate limit reset beyond the limit, deadline, or
-// the context done during the wait. Each of these options adds a hook;
+// replayable, Retry-After or rate limit reset beyond the limit, deadline,
+// the context done during the wait, and, for a response body, not resumable
+// or its resume limit reached. Each of these options adds a hook;
 // several are called in order. A base transport reads each attempt's number
 // with AttemptFromContext, and a gauge reads the budget with Transport.Budget
 // and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
@@ -185,9 +234,10 @@
 //
 // Package github.com/retryhttp/retryhttp/httptest provides local servers, and
 // an in-memory transport for testing/synctest, that fail on purpose (a 503, a
-// Retry-After, a reset after the handler ran, a hang, a truncated body) and
-// record each request's attempts and executions, so that tests can prove how
-// their clients retry.
+// Retry-After, a reset after the handler ran, a hang, a truncated body, a
+// body closed, reset or stalled after n bytes) and record each request's
+// attempts and executions, so that tests can prove how their clients retry
+// and resume.
 //
 // # Defaults
 //
@@ -211,6 +261,9 @@
 //	adaptive throttle  off; when on: per host over 10 s, K = 2, at most   WithAdaptiveThrottling
 //	                   90% refused, none before 20 requests
 //	resendable         idempotent methods and keyed requests only         WithResendable, Resendable
+//	body resumption    on, where provably safe; at most 10 resumes        WithResumeLimit, WithoutResume,
+//	                   per body                                           NoResume
+//	stall timeout      10 s, for bodies that may be resumed               WithStallTimeout
 //	classifier         DefaultClassifier()                                WithClassifier
 //	base transport     go-cleanhttp's pooled transport                    WithBase
 //
@@ -223,5 +276,13 @@
 // retries start at 1 s. One minute bounds how long a Retry-After can hold a
 // request; past that, scheduling the work again is the caller's decision.
 // 1 MiB covers nearly all API request bodies while bounding the memory a
-// request in flight can hold.
+// request in flight can hold. Ten resumes let a long download survive a
+// flaky path, and report a body that keeps failing; the budget bounds
+// resumes across bodies. 10 s without a byte is more than a healthy TCP
+// connection goes silent even when it loses a segment several times in a
+// row (Linux doubles its retransmission timeout from at least 200 ms: five
+// losses in a row on a short path are silent for 6.2 s, three on a path
+// whose timeout is 1 s for 7 s), and far less than the quarter of an hour
+// Linux takes to fail a connection that is gone; resuming a body that was
+// only slow costs one request.
 package retryhttp

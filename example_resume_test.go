@@ -1,0 +1,123 @@
+package retryhttp_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/httptest"
+)
+
+// serveFile serves 64 KiB through http.ServeContent, which answers range
+// requests, with the entity tag etag.
+func serveFile(etag string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", etag)
+		http.ServeContent(w, r, "", time.Unix(1_700_000_000, 0), bytes.NewReader(make([]byte, 64<<10)))
+	})
+}
+
+// download reads the file at url whole through client, and prints how
+// many bytes it got and how it ended.
+func download(client *http.Client, ctx context.Context, url string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	fmt.Println("read", n, "bytes, error:", err)
+}
+
+func ExampleWithResumeLimit() {
+	// The server closes the connection after 10,000 bytes of the body, the
+	// first time.
+	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.CloseAfter(10_000)))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithResumeLimit(3), // at most 3 requests for the rest of one body
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+			fmt.Println("resuming:", e.Resume, "at byte", e.Offset, "after", e.Err)
+		}),
+	)}
+	download(client, context.Background(), srv.URL)
+	fmt.Println("requests:", srv.Attempts())
+	// Output:
+	// resuming: true at byte 10000 after unexpected EOF
+	// read 65536 bytes, error: <nil>
+	// requests: 2
+}
+
+func ExampleWithStallTimeout() {
+	// The server stops sending after 10,000 bytes of the body, the first
+	// time, and keeps the connection open.
+	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.StallAfter(10_000)))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithStallTimeout(500*time.Millisecond),
+		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+			fmt.Println("stalled:", errors.Is(e.Err, retryhttp.ErrStalled), "at byte", e.Offset)
+		}),
+	)}
+	download(client, context.Background(), srv.URL)
+	// Output:
+	// stalled: true at byte 10000
+	// read 65536 bytes, error: <nil>
+}
+
+func ExampleWithoutResume() {
+	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.CloseAfter(10_000)))
+	defer srv.Close()
+
+	// The cut reaches the caller, as through a plain transport.
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithoutResume())}
+	download(client, context.Background(), srv.URL)
+	// Output:
+	// read 10000 bytes, error: unexpected EOF
+}
+
+func ExampleNoResume() {
+	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.CloseAfter(10_000)))
+	defer srv.Close()
+
+	// This caller resumes by itself: the Transport leaves this call's body
+	// alone.
+	client := &http.Client{Transport: retryhttp.New()}
+	download(client, retryhttp.NoResume(context.Background()), srv.URL)
+	// Output:
+	// read 10000 bytes, error: unexpected EOF
+}
+
+func ExampleResumeError() {
+	// A weak entity tag may name other bytes: the body is not resumed.
+	srv := httptest.NewServer(serveFile(`W/"v1"`), httptest.CloseAfter(10_000))
+	defer srv.Close()
+
+	client := &http.Client{Transport: retryhttp.New()}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	var rerr *retryhttp.ResumeError
+	if errors.As(err, &rerr) {
+		fmt.Printf("not resumed at byte %d: %s\n", rerr.Offset, rerr.Reason)
+		fmt.Println("cut:", errors.Is(err, io.ErrUnexpectedEOF))
+	}
+	// Output:
+	// not resumed at byte 10000: entity tag is weak
+	// cut: true
+}
