@@ -41,12 +41,18 @@ func startNginx(t *testing.T) *nginx.Server {
 // that its Last-Modified is a strong validator too), and returns its bytes.
 func staticFile(t *testing.T, s *nginx.Server, name string, size int, seed uint64) []byte {
 	t.Helper()
-	data := make([]byte, size)
-	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(data)
+	data := fileData(size, seed)
 	path := filepath.Join(s.Root, name)
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	old := time.Now().Add(-time.Hour - time.Duration(seed)*time.Minute)
 	require.NoError(t, os.Chtimes(path, old, old))
+	return data
+}
+
+// fileData returns size bytes drawn from seed.
+func fileData(size int, seed uint64) []byte {
+	data := make([]byte, size)
+	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(data)
 	return data
 }
 

@@ -156,11 +156,8 @@ func TestNginxChangedFileIsNeverSpliced(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, old[:1<<20], head)
 	// The new version: other bytes, another size, a later time.
-	fresh := make([]byte, fileSize+4096)
-	copy(fresh, old)
-	fresh[len(fresh)-1] = 1
 	tmp := filepath.Join(s.Root, ".changing.bin.new")
-	require.NoError(t, os.WriteFile(tmp, fresh, 0o644))
+	require.NoError(t, os.WriteFile(tmp, fileData(fileSize+4096, 99), 0o644))
 	require.NoError(t, os.Rename(tmp, filepath.Join(s.Root, "changing.bin")))
 
 	rest, err := io.ReadAll(resp.Body)
