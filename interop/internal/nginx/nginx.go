@@ -155,6 +155,7 @@ func start(bin, dir, root string, log *accessLog) (*Server, error) {
 	}
 	s.cmd = exec.Command(bin, "-p", dir, "-c", confPath, "-e", "stderr")
 	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
+	s.cmd.SysProcAttr = procAttr()
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("nginx: starting %s: %w", bin, err)
 	}
