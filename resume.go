@@ -74,8 +74,8 @@ func NoResume(ctx context.Context) context.Context {
 // ErrStalled is the error of a response body that received no byte for the
 // stall timeout (WithStallTimeout) while the caller waited in Read. It
 // reports itself a timeout, as a net.Error does, so that classifiers retry
-// it as they retry other timeouts; a *ResumeError wraps it when the stalled
-// body is not resumed.
+// it as they retry other timeouts; a *ResumeError wraps it when the
+// resumes of a stalled body end.
 var ErrStalled error = stalledError{}
 
 type stalledError struct{}

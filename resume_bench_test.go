@@ -65,14 +65,8 @@ func BenchmarkResumableOverhead(b *testing.B) {
 // be resumed: the body's wrapper, one allocation, which holds the
 // request's retry machine.
 func TestResumableGetAllocatesOnce(t *testing.T) {
-	tr := New(WithBase(newResumableStub()))
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/file", nil)
-	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := tr.RoundTrip(req); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.LessOrEqual(t, allocs, 1.0)
+	assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(newResumableStub())), req, func() {}), 1.0)
 }
 
 // pattern is a file of size bytes whose content repeats a block, read
@@ -160,21 +154,7 @@ func BenchmarkReadLoopback(b *testing.B) {
 		b.Run(tr.name, func(b *testing.B) {
 			rt := tr.make()
 			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-			buf := make([]byte, 32<<10)
-			b.SetBytes(size)
-			b.ReportAllocs()
-			for b.Loop() {
-				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-				resp, err := rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, err := readAll(resp.Body, buf)
-				resp.Body.Close()
-				if err != nil || n != size {
-					b.Fatalf("read %d bytes: %v", n, err)
-				}
-			}
+			benchRead(b, rt, srv.URL, size)
 		})
 	}
 }
@@ -202,22 +182,26 @@ func BenchmarkReadInMemory(b *testing.B) {
 		{"bare", patternBase{size}},
 		{"retryhttp", New(WithBase(patternBase{size}))},
 	} {
-		b.Run(tr.name, func(b *testing.B) {
-			buf := make([]byte, 32<<10)
-			b.SetBytes(size)
-			b.ReportAllocs()
-			for b.Loop() {
-				req, _ := http.NewRequest(http.MethodGet, "http://svc.test/file", nil)
-				resp, err := tr.rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, err := readAll(resp.Body, buf)
-				resp.Body.Close()
-				if err != nil || n != size {
-					b.Fatalf("read %d bytes: %v", n, err)
-				}
-			}
-		})
+		b.Run(tr.name, func(b *testing.B) { benchRead(b, tr.rt, "http://svc.test/file", size) })
+	}
+}
+
+// benchRead gets url through rt and reads its body of size bytes, in 32 KiB
+// reads, b.N times.
+func benchRead(b *testing.B, rt http.RoundTripper, url string, size int64) {
+	buf := make([]byte, 32<<10)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := readAll(resp.Body, buf)
+		resp.Body.Close()
+		if err != nil || n != size {
+			b.Fatalf("read %d bytes: %v", n, err)
+		}
 	}
 }

@@ -205,7 +205,7 @@ func TestResumeAfterStall(t *testing.T) {
 		requireSame(t, eightMiB, got)
 		assert.Less(t, time.Since(began), 20*time.Second, "read long before the deadline")
 		ranges, _ := f.requests()
-		require.Len(t, ranges, 2)
+		require.GreaterOrEqual(t, len(ranges), 2)
 		assert.Equal(t, "bytes=1048576-", ranges[1], "the rest, from where the stall began")
 		cancel()
 		tr.CloseIdleConnections()

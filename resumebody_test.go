@@ -535,6 +535,32 @@ func TestResumesAreRetries(t *testing.T) {
 		requireSame(t, oneMiB, append(buf, got...))
 		assert.Equal(t, 20*retryhttp.Token, bucket.Balance(), "the resume refunded once the body is whole")
 	})
+	t.Run("hedged", func(t *testing.T) {
+		for _, tt := range []struct {
+			fault    httptest.Fault
+			ranges   []string
+			attempts int
+			why      string
+		}{
+			{httptest.Sequence(httptest.Delay(time.Second, httptest.CloseAfter(1000))), []string{""}, 2,
+				"the hedge won, and was not cut; the first attempt never reached the file"},
+			{httptest.Sequence(httptest.CloseAfter(1000)), []string{"", "bytes=1000-"}, 2,
+				"the first attempt won, was cut, and was resumed"},
+		} {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFile(version{body: oneMiB, etag: `"v1"`})
+				base := httptest.NewTransport(f, tt.fault)
+				tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(retryhttp.HedgeDelay(100*time.Millisecond)),
+					retryhttp.WithBackoff(retryhttp.Constant(0)))
+				got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
+				require.NoError(t, err)
+				requireSame(t, oneMiB, got)
+				ranges, _ := f.requests()
+				assert.Equal(t, tt.ranges, ranges, tt.why)
+				assert.Equal(t, tt.attempts, base.Attempts())
+			})
+		}
+	})
 	t.Run("hooks, log and attempt numbers", func(t *testing.T) {
 		var numbers []int
 		base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.ResetAfter(1000)))
