@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,12 +21,15 @@ type Cell struct {
 	Status     int   // the final status, 0 after an error
 	Err        error // the final error, if any
 	BodyCut    bool  // the response body ended in an error
+	BodyErr    error // the error that ended the body, if any
+	BodyWrong  bool  // the caller read bytes the server did not send there
 	Executions int64 // handler runs at the destination
 }
 
-// OK reports whether the caller got a success with its whole body.
+// OK reports whether the caller got a success with its whole body, as the
+// server sent it.
 func (c Cell) OK() bool {
-	return c.Err == nil && !c.BodyCut && c.Status >= 200 && c.Status < 300
+	return c.Err == nil && !c.BodyCut && !c.BodyWrong && c.Status >= 200 && c.Status < 300
 }
 
 // String formats the cell as "outcome · executions".
@@ -36,6 +40,10 @@ func (c Cell) String() string {
 		out = "timeout"
 	case c.Err != nil:
 		out = "error"
+	case c.BodyWrong:
+		out += ", wrong bytes"
+	case c.BodyCut && errors.Is(c.BodyErr, context.DeadlineExceeded):
+		out += ", body timeout"
 	case c.BodyCut:
 		out += ", body cut"
 	}
@@ -89,15 +97,19 @@ const (
 	ruleRetryAfter  = "a Retry-After beyond the limit (WithRetryAfterLimit, 1 minute) is not waited for"
 	ruleNetworkAuth = "511 asks for a login to the network (a captive portal): final"
 	ruleBaseResend  = "net/http's own resend of a POST without a key after PROTOCOL_ERROR is stopped (ErrBaseResend): the server may have run it"
+	ruleWeakETag    = "a weak ETag may name other bytes: the body is not resumed (ResumeWeakValidator)"
+	ruleNoValidator = "nothing tells this body's rest from another's (no ETag, no Last-Modified a second before Date): not resumed (ResumeNoValidator)"
+	ruleDecoded     = "net/http decoded the body: its offsets are not the server's, so it is not resumed (ResumeDecoded)"
 )
 
 // a rescueCase is a row before it is run: how to run one library against
 // the failure.
 type rescueCase struct {
-	name string
-	rule string
-	once bool
-	run  func(ctx context.Context, lib peers.Library) Cell
+	name    string
+	rule    string
+	once    bool
+	timeout time.Duration // bounds each cell; 0 for cellTimeout
+	run     func(ctx context.Context, lib peers.Library) Cell
 }
 
 // RunRescue runs every row of the rescue matrix against every library, at
@@ -115,7 +127,7 @@ func RunRescue(ctx context.Context, parallel int) []RescueRow {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				cctx, cancel := context.WithTimeout(ctx, cellTimeout)
+				cctx, cancel := context.WithTimeout(ctx, cmp.Or(c.timeout, cellTimeout))
 				defer cancel()
 				cell := c.run(cctx, lib)
 				mu.Lock()
@@ -142,10 +154,11 @@ func RescueTable(rows []RescueRow) Table {
 		Title: "rescue: which failures each library turns into a success",
 		Note: fmt.Sprintf("%d failures a user meets, over real loopback connections and servers (HTTP/1.1, HTTP/2, "+
 			"TLS, a CONNECT proxy). Each library over a fresh base like http.DefaultTransport, 3 attempts, its own "+
-			"default delays and budget; each cell is one request, bounded by %v: what the caller got (a status, "+
-			"\"error\", \"timeout\") · the executions the destination saw. **Bold**: a success. ⚠: a request that "+
+			"default delays and budget; each cell is one request, bounded by %v (the stall row's by %v): what the caller got (a status, "+
+			"\"error\", \"timeout\"; after a status, \"body cut\" or \"body timeout\" when reading the body failed, "+
+			"\"wrong bytes\" when it read bytes the server did not send there) · the executions the destination saw. **Bold**: a success. ⚠: a request that "+
 			"may not be executed twice (a POST without a usable key) executed more than once. Where retryhttp gets "+
-			"no success, the last column names the rule by which it declines, if one does.", len(rows), cellTimeout),
+			"no success, the last column names the rule by which it declines, if one does.", len(rows), cellTimeout, stallCellTimeout),
 		Header: []string{"failure"},
 	}
 	for _, l := range libs {
@@ -178,15 +191,30 @@ func freshBase() *http.Transport { return peers.NewBase() }
 
 // send sends req through lib over base and reads the response to its end.
 func send(lib peers.Library, base *http.Transport, req *http.Request) Cell {
+	return sendBody(lib, base, req, nil)
+}
+
+// sendBody is send, and, when want is not nil, compares the body read with
+// want: bytes that are not want's at their offset, or a body that ends
+// early without an error, make the cell's BodyWrong.
+func sendBody(lib peers.Library, base *http.Transport, req *http.Request, want []byte) Cell {
 	rt := lib.New(base, rescueConfig)
 	defer closeIdle(rt, base)
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return Cell{Err: err}
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return Cell{Status: resp.StatusCode, BodyCut: err != nil}
+	defer resp.Body.Close()
+	c := Cell{Status: resp.StatusCode}
+	if want == nil {
+		_, c.BodyErr = io.Copy(io.Discard, resp.Body)
+	} else {
+		var got []byte
+		got, c.BodyErr = io.ReadAll(resp.Body)
+		c.BodyWrong = !bytes.HasPrefix(want, got) || (c.BodyErr == nil && len(got) != len(want))
+	}
+	c.BodyCut = c.BodyErr != nil
+	return c
 }
 
 // closeIdle closes the idle connections of rt, which may keep them in a

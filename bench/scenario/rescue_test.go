@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench/peers"
 )
 
@@ -28,6 +29,7 @@ func TestRescueNeverWorseThanAPeer(t *testing.T) {
 	for _, r := range rows {
 		require.Len(t, r.Cells, len(libs), r.Name)
 		assert.False(t, r.Unsafe(peers.RetryHTTP), "%s: retryhttp executed it %d times", r.Name, r.Cells[peers.RetryHTTP].Executions)
+		assert.False(t, r.Cells[peers.RetryHTTP].BodyWrong, "%s: retryhttp's caller read bytes the server did not send there", r.Name)
 		if r.Rescued(peers.RetryHTTP) {
 			rescuedByUs++
 			continue
@@ -85,4 +87,46 @@ func TestRescueRowsThatMatter(t *testing.T) {
 	r := rows["GET: proxy answers CONNECT 407 (credentials)"]
 	assert.Zero(t, r.Cells[peers.RetryHTTP].Executions)
 	assert.False(t, r.Cells[peers.RetryHTTP].OK())
+}
+
+// TestRescueBodyRows checks that each body row's failure happens (a plain
+// transport's caller reads part of the body, then an error), that no
+// library gives its caller a byte the server did not send there, and what
+// retryhttp made of each: the rest fetched by one more request, or the
+// typed error that says why not.
+func TestRescueBodyRows(t *testing.T) {
+	notResumed := map[string]retryhttp.ResumeReason{
+		"GET 1 MiB, weak ETag: body cut at 256 KiB":                             retryhttp.ResumeWeakValidator,
+		"GET 1 MiB, no validator: body cut at 256 KiB":                          retryhttp.ResumeNoValidator,
+		"GET 1 MiB, strong ETag, gzip decoded by net/http: body cut at 256 KiB": retryhttp.ResumeDecoded,
+		"POST without a key, strong ETag: response body cut at 256 KiB":         retryhttp.ResumeMethod,
+	}
+	n := 0
+	for _, r := range rescueRows() {
+		if !strings.Contains(r.Name, "at 256 KiB") {
+			continue
+		}
+		n++
+		plain := r.Cells[peers.Plain]
+		assert.True(t, plain.BodyCut, "%s: plain: %v", r.Name, plain)
+		assert.Equal(t, int64(1), plain.Executions, r.Name)
+		for lib, c := range r.Cells {
+			assert.False(t, c.BodyWrong, "%s: %s: %v", r.Name, lib, c)
+		}
+		ours := r.Cells[peers.RetryHTTP]
+		reason, declined := notResumed[r.Name]
+		if !declined {
+			assert.True(t, r.Rescued(peers.RetryHTTP), "%s: %v (%v)", r.Name, ours, ours.BodyErr)
+			assert.Equal(t, int64(2), ours.Executions, "%s: one request for the rest", r.Name)
+			continue
+		}
+		var re *retryhttp.ResumeError
+		if assert.ErrorAs(t, ours.BodyErr, &re, r.Name) {
+			assert.Equal(t, reason, re.Reason, r.Name)
+			assert.Zero(t, re.Resumes, r.Name)
+		}
+		assert.Equal(t, int64(1), ours.Executions, r.Name)
+		assert.NotEmpty(t, r.Rule, r.Name)
+	}
+	assert.Equal(t, len(bodyCases()), n, "body rows")
 }

@@ -159,7 +159,7 @@ func rescueCases() []rescueCase {
 			_, _ = io.WriteString(w, "ok\n")
 		}),
 	)
-	return cs
+	return append(cs, bodyCases()...)
 }
 
 // idleResetCase warms a connection up, has the server reset it once idle,
@@ -275,20 +275,26 @@ func headerTimeoutCase(name string, h2 bool) rescueCase {
 			hangFirst(w, r, n)
 		}))
 		base := freshBase()
-		if h2 {
-			srv.EnableHTTP2 = true
-			srv.StartTLS()
-			base.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-			base.ForceAttemptHTTP2 = true
-		} else {
-			srv.Start()
-		}
+		startServer(srv, base, h2)
 		defer srv.Close()
 		base.ResponseHeaderTimeout = 100 * time.Millisecond
 		c := send(lib, base, newReq(ctx, http.MethodGet, srv.URL+"/orders"))
 		c.Executions = execs.Load()
 		return c
 	}}
+}
+
+// startServer starts srv, over TLS with HTTP/2 when h2 is set, and sets
+// base up to speak to it.
+func startServer(srv *httptest.Server, base *http.Transport, h2 bool) {
+	if !h2 {
+		srv.Start()
+		return
+	}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	base.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	base.ForceAttemptHTTP2 = true
 }
 
 // tlsHandshakeTimeoutCase holds the first connection's TLS handshake

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +223,22 @@ func throttler(t *testing.T, name string) peers.Library {
 	}
 	t.Fatalf("no throttler %q", name)
 	return peers.Library{}
+}
+
+// TestThroughputReadsEveryDownload runs the throughput scenario small: each
+// download through each library must read the whole body (a failed one
+// would show a rate of 0).
+func TestThroughputReadsEveryDownload(t *testing.T) {
+	p := QuickParams()
+	p.Download, p.DownloadRuns = 4<<20, 2
+	tables := Throughput(context.Background(), p)
+	require.Len(t, tables, 1)
+	require.Len(t, tables[0].Rows, 4)
+	for _, row := range tables[0].Rows {
+		slowest, _, ok := strings.Cut(row[3], " – ")
+		require.True(t, ok, row[3])
+		rate, err := strconv.ParseFloat(slowest, 64)
+		require.NoError(t, err)
+		assert.Positive(t, rate, "%s from %s: the slowest download", row[1], row[0])
+	}
 }

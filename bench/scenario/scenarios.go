@@ -42,6 +42,9 @@ type Params struct {
 	Post       int   // requests of each kind in the post and reset scenarios
 	MemoryBody int64 // request body size in the memory scenario
 
+	Download     int64 // response body size in the throughput scenario
+	DownloadRuns int   // pairs of downloads (plain, retryhttp) there
+
 	ThrottleHang           int           // requests in the throttling scenario's hanging outage
 	ThrottleAttemptTimeout time.Duration // the attempt timeout there
 	ThrottleRate           int           // requests started per second in the throttling recovery
@@ -75,6 +78,8 @@ func DefaultParams() Params {
 		Chain:        1000,
 		Post:         200,
 		MemoryBody:   256 << 20,
+		Download:     256 << 20,
+		DownloadRuns: 15,
 
 		ThrottleHang:           400,
 		ThrottleAttemptTimeout: 50 * time.Millisecond,
@@ -100,6 +105,7 @@ func QuickParams() Params {
 	p.Chain = 200
 	p.Post = 50
 	p.MemoryBody = 64 << 20
+	p.Download, p.DownloadRuns = 64<<20, 5
 	p.ThrottleHang = 160
 	p.ThrottleRate = 2000
 	p.RescuedRetryAfter = 128
@@ -111,11 +117,13 @@ func QuickParams() Params {
 func (p Params) String() string {
 	return fmt.Sprintf("seed=%d concurrency=%d transient=%d outage=%d recovery=%v down, %v of load at %d/s "+
 		"retry-after=%d herd=%d (median of %d runs, same base %v) chain=%d (first reading after %d) post=%d reset=%d memory=%d MiB "+
+		"download=%d MiB (%d pairs of runs) "+
 		"throttling: hang=%d (attempt timeout %v), recovery at %d/s for %v after healing, "+
 		"rescued keyed POSTs=%d, rescued 429s=%d (%d at a time); "+
 		"fast backoff: %d attempts, base %v doubling, cap %v; deadline: %d requests",
 		p.Seed, p.Concurrency, p.Transient, p.Outage, p.RecoveryDown, p.RecoveryLoad, p.RecoveryRate,
 		p.RetryAfter, p.Herd, p.HerdRuns, p.HerdBase, p.Chain, p.ChainFirst, p.Post, p.Post, p.MemoryBody>>20,
+		p.Download>>20, p.DownloadRuns,
 		p.ThrottleHang, p.ThrottleAttemptTimeout, p.ThrottleRate, p.ThrottleUp,
 		p.RescuedPosts, p.RescuedRetryAfter, p.RescuedRetryAfterConcurrency,
 		p.Fast.Attempts, p.Fast.Base, p.Fast.Cap, p.DeadlineChain.Requests)
@@ -143,6 +151,7 @@ func All() []Scenario {
 		{"instances", Instances},
 		{"rescue", Rescue},
 		{"deadline", Deadline},
+		{"throughput", Throughput},
 	}
 }
 

@@ -2,10 +2,13 @@ package main
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 )
 
 // Azurite's, and the Azure Storage emulators', well-known development
@@ -40,4 +43,30 @@ func newBlobClient(url string, httpClient *http.Client, ownRetries bool) (*azblo
 		opts.Retry = policy.RetryOptions{MaxRetries: -1}
 	}
 	return azblob.NewClientWithSharedKeyCredential(url+"/"+azureAccount, cred, &azblob.ClientOptions{ClientOptions: opts})
+}
+
+// newBlobClientSAS returns a client of one blob, container/name in the
+// blob service at url, that authenticates with a SAS URL: a signature in
+// the query, read-only, for an hour. Here the SAS is signed with the
+// development account's key; in production it comes from whoever holds
+// the key or a user delegation key. Unlike Shared Key, a SAS covers no
+// header, so retryhttp may ask for the rest of a cut download with a Range
+// header: the recipe for downloads that resume. azcore's retries are off.
+func newBlobClientSAS(url, container, name string, httpClient *http.Client) (*blob.Client, error) {
+	cred, err := azblob.NewSharedKeyCredential(azureAccount, azureKey)
+	if err != nil {
+		return nil, err
+	}
+	blobURL := url + "/" + azureAccount + "/" + container + "/" + name
+	signer, err := blob.NewClientWithSharedKeyCredential(blobURL, cred, nil)
+	if err != nil {
+		return nil, err
+	}
+	sasURL, err := signer.GetSASURL(sas.BlobPermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		return nil, err
+	}
+	return blob.NewClientWithNoCredential(sasURL, &blob.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: httpClient, Retry: policy.RetryOptions{MaxRetries: -1},
+	}})
 }

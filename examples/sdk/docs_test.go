@@ -19,6 +19,7 @@ func TestDocs(t *testing.T) {
 		"aws":             "github.com/aws/aws-sdk-go-v2/aws",
 		"azblob":          "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob",
 		"azcore":          "github.com/Azure/azure-sdk-for-go/sdk/azcore",
+		"blob":            "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob",
 		"dynamodb":        "github.com/aws/aws-sdk-go-v2/service/dynamodb",
 		"github":          "github.com/google/go-github/v84/github",
 		"openai":          "github.com/openai/openai-go",
@@ -27,5 +28,6 @@ func TestDocs(t *testing.T) {
 		"retryhttp":       "github.com/retryhttp/retryhttp",
 		"s3":              "github.com/aws/aws-sdk-go-v2/service/s3",
 		"stripe":          "github.com/stripe/stripe-go/v85",
+		"types":           "github.com/aws/aws-sdk-go-v2/service/s3/types",
 	})
 }

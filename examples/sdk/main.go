@@ -13,7 +13,8 @@
 //     throttles.
 //   - The AWS SDK for Go v2, S3 (s3.go): an upload's body is resent byte
 //     for byte under its signature; SlowDown is paced as a throttle; bodies
-//     over the buffer limit are sent once.
+//     over the buffer limit are sent once; a download whose body is cut is
+//     resumed where it broke, and the SDK's checksum validation passes.
 //   - go-github (github.go): a 502 is retried, and a 403 secondary rate
 //     limit after its Retry-After.
 //
@@ -73,9 +74,15 @@ func run(w io.Writer, opts ...retryhttp.Option) error {
 	return nil
 }
 
-// printRetries returns an option that writes each retry to w.
+// printRetries returns an option that writes each retry to w, and each
+// resume of a response body.
 func printRetries(w io.Writer) retryhttp.Option {
 	return retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+		if e.Resume {
+			fmt.Fprintf(w, "   retryhttp: body failed at byte %d: %s; resuming there in %v\n",
+				e.Offset, errText(e.Err), e.Delay.Round(time.Millisecond))
+			return
+		}
 		fmt.Fprintf(w, "   retryhttp: attempt %d %s; retrying in %v\n",
 			e.Attempt, outcome(e), e.Delay.Round(time.Millisecond))
 	})

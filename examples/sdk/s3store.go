@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"log"
 	"net/http"
 	nethttptest "net/http/httptest"
 	"sync"
@@ -22,8 +23,12 @@ type s3Store struct {
 	backend *s3mem.Backend
 
 	mu       sync.Mutex
-	rejected int // requests whose signature did not match
+	rejected int           // requests whose signature did not match
+	gets     []rangeHeader // the range headers of each GET, in order
 }
+
+// A rangeHeader is what a GET asked for of an object's bytes.
+type rangeHeader struct{ Range, IfRange string }
 
 // newS3Store starts an S3 with the given buckets.
 func newS3Store(buckets ...string) (*s3Store, error) {
@@ -34,10 +39,15 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 		}
 	}
 	s3 := gofakes3.New(s.backend).Server()
-	s.Server = nethttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = nethttptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return
+		}
+		if r.Method == http.MethodGet {
+			s.mu.Lock()
+			s.gets = append(s.gets, rangeHeader{r.Header.Get("Range"), r.Header.Get("If-Range")})
+			s.mu.Unlock()
 		}
 		if err := checkSigV4(r, body); err != nil {
 			s.mu.Lock()
@@ -49,6 +59,11 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s3.ServeHTTP(w, r)
 	}))
+	// gofakes3 answers a download its client cut short (as the tests cut
+	// them) with an error status after the body began, which net/http logs
+	// as a superfluous WriteHeader: the log would be noise.
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Start()
 	return s, nil
 }
 
@@ -58,6 +73,14 @@ func (s *s3Store) Rejected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rejected
+}
+
+// Gets returns the Range and If-Range headers of each GET that reached
+// the store, in order of arrival.
+func (s *s3Store) Gets() []rangeHeader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]rangeHeader(nil), s.gets...)
 }
 
 // Object returns the stored object, or nil.
