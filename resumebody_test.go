@@ -561,6 +561,26 @@ func TestResumesAreRetries(t *testing.T) {
 			})
 		}
 	})
+	t.Run("deadline and attempt headers", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.ResetAfter(1000)))
+			type sent struct{ rng, deadline, attempt string }
+			var got []sent
+			recording := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				got = append(got, sent{r.Header.Get("Range"), r.Header.Get("X-Time-Left"), r.Header.Get("X-Attempt")})
+				return base.RoundTrip(r)
+			})
+			tr := retryhttp.New(retryhttp.WithBase(recording), retryhttp.WithBackoff(retryhttp.Constant(time.Second)),
+				retryhttp.WithDeadlineHeader(retryhttp.MillisecondsHeader("X-Time-Left")), retryhttp.WithAttemptHeader("X-Attempt"))
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			body, err := readBody(fetch(t, ctx, tr, "http://files.test/f"))
+			require.NoError(t, err)
+			requireSame(t, oneMiB, body)
+			assert.Equal(t, []sent{{"", "10000", "1/3"}, {"bytes=1000-", "9000", "2/11"}}, got,
+				"the request for the rest says the time left after its wait, and its number among the 1 + 10 a body may make")
+		})
+	})
 	t.Run("hooks, log and attempt numbers", func(t *testing.T) {
 		var numbers []int
 		base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.ResetAfter(1000)))
