@@ -10,8 +10,8 @@ import (
 )
 
 func ExampleWithHedging() {
-	// The first attempt of each request hangs, as a request to a slow
-	// replica would; the others answer at once.
+	// The first attempt of each request to reach the server hangs, as a
+	// request to a slow replica would; the others answer at once.
 	srv := httptest.NewServer(nil, httptest.First(1, httptest.Hang()))
 	defer srv.Close()
 
@@ -29,11 +29,13 @@ func ExampleWithHedging() {
 		return
 	}
 	resp.Body.Close()
-	fmt.Printf("%d from attempt %d of %d\n", resp.StatusCode,
-		retryhttp.AttemptFromContext(resp.Request.Context()), retryhttp.Attempts(resp))
+	// Which attempt won, AttemptFromContext(resp.Request.Context()) says:
+	// usually the hedge, but the first attempt when the hedge overtook it
+	// on the way to the server.
+	fmt.Printf("%d after %d attempts\n", resp.StatusCode, retryhttp.Attempts(resp))
 	fmt.Println("overlapping at the server:", srv.Request("GET /items/1").Overlapping)
 	// Output:
 	// hedge: attempt 2
-	// 200 from attempt 2 of 2
+	// 200 after 2 attempts
 	// overlapping at the server: 1
 }

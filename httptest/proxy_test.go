@@ -255,20 +255,33 @@ func TestRecordsTellHedgesFromRetries(t *testing.T) {
 	srv := httptest.NewServer(nil, httptest.Func(func(key string, attempt int) httptest.Fault {
 		switch {
 		case key == "hedged" && attempt == 1:
-			return httptest.Delay(time.Second, httptest.Pass())
+			// Whichever attempt arrives first hangs until the other has
+			// answered and the client cancels it: the other overlaps it
+			// however late either arrives.
+			return httptest.Hang()
 		case key == "retried" && attempt == 1:
 			return httptest.Status(503)
 		}
 		return httptest.Pass()
 	}))
 	defer srv.Close()
+	// Two attempts: one hedge, however long its answer takes.
 	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithMaxAttempts(2),
 		retryhttp.WithHedging(retryhttp.HedgeDelay(20*time.Millisecond)),
 		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
 	for _, key := range []string{"hedged", "retried"} {
-		resp, err := send(t, client, http.MethodGet, srv.URL, "", "Idempotency-Key", key)
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
 		require.NoError(t, err)
-		readBody(t, resp)
+		req.Header.Set("Idempotency-Key", key)
+		if key == "retried" {
+			// Retried only: a 503 slower than the hedge delay must not
+			// bring a hedge instead.
+			req = req.WithContext(retryhttp.NoHedge(req.Context()))
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		assert.Equal(t, "ok\n", readBody(t, resp), key)
 	}
 	h, r := srv.Request("hedged"), srv.Request("retried")
 	assert.Equal(t, 2, h.Attempts)

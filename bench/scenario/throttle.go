@@ -83,6 +83,9 @@ type RecoveryResult struct {
 	DownCalls string
 	// AfterOK is the success rate of the requests started after healing.
 	AfterOK string
+	// RefusedAfter is how many requests started after healing the client
+	// refused without sending them.
+	RefusedAfter int
 }
 
 // RunRecovery starts rate GETs a second, at an even pace, through lib, for
@@ -129,7 +132,7 @@ func RunRecovery(ctx context.Context, lib peers.Library, c peers.Config, rate in
 	srv.Close()
 
 	var okAfter []time.Time
-	var during, after, afterOK int
+	var during, after, afterOK, refusedAfter int
 	for i, o := range out {
 		if o.OK && !o.Done.Before(healed) {
 			okAfter = append(okAfter, o.Done)
@@ -142,9 +145,13 @@ func RunRecovery(ctx context.Context, lib peers.Library, c peers.Config, rate in
 		if o.OK {
 			afterOK++
 		}
+		if peers.Refused(o.Err) {
+			refusedAfter++
+		}
 	}
 	slices.SortFunc(okAfter, func(a, b time.Time) int { return a.Compare(b) })
-	res := RecoveryResult{ToSuccesses: -1, DownCalls: Ratio(downCalls.Load(), int64(during)), AfterOK: Percent(afterOK, after)}
+	res := RecoveryResult{ToSuccesses: -1, DownCalls: Ratio(downCalls.Load(), int64(during)), AfterOK: Percent(afterOK, after),
+		RefusedAfter: refusedAfter}
 	if len(okAfter) >= 100 {
 		res.ToSuccesses = okAfter[99].Sub(healed)
 	}

@@ -6,6 +6,8 @@
 package tail
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -130,6 +132,7 @@ type Result struct {
 	ExtraSecondHalf  float64 // the same, for the second half of the requests
 	Hedges           int64   // hedges the client reported sending
 	Errors, Failures int     // requests that ended in an error, or not in a 200
+	Canceled         int     // of Errors, those that were context.Canceled, which the caller never asks for
 	Proto            string  // the protocol the server last saw
 }
 
@@ -199,12 +202,15 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 	hedges.Store(0)
 
 	latencies := make([]time.Duration, p.Requests)
-	var errs, failures atomic.Int64
+	var errs, canceled, failures atomic.Int64
 	concurrently(p.Requests, p.Concurrency, func(i int) {
 		start := time.Now()
 		resp, err := get(i)
 		if err != nil {
 			errs.Add(1)
+			if errors.Is(err, context.Canceled) {
+				canceled.Add(1)
+			}
 			latencies[i] = time.Since(start)
 			return
 		}
@@ -226,7 +232,7 @@ func Run(p Params, mode Mode, c Client) (Result, error) {
 		Extra:           float64(a0+a1)/float64(p.Requests) - 1,
 		ExtraSecondHalf: float64(a1)/half - 1,
 		Hedges:          hedges.Load(),
-		Errors:          int(errs.Load()), Failures: int(failures.Load()), Proto: proto,
+		Errors:          int(errs.Load()), Canceled: int(canceled.Load()), Failures: int(failures.Load()), Proto: proto,
 	}, nil
 }
 
