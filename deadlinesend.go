@@ -18,7 +18,8 @@ const minTimeLeft = time.Millisecond
 // no answer could arrive in time, and the millisecond formats cannot say so
 // little. errors.Is reports it as context.DeadlineExceeded too, and it is a
 // timeout (its Timeout method reports true), as the context's own error
-// would be a moment later.
+// would be a moment later. Its ErrorType method names it "timeout", the
+// value OpenTelemetry's semantic conventions give error.type for a timeout.
 var ErrNoTimeLeft error = noTimeLeft{}
 
 type noTimeLeft struct{}
@@ -26,6 +27,7 @@ type noTimeLeft struct{}
 func (noTimeLeft) Error() string        { return "retryhttp: less than 1ms left before the deadline" }
 func (noTimeLeft) Is(target error) bool { return target == context.DeadlineExceeded }
 func (noTimeLeft) Timeout() bool        { return true }
+func (noTimeLeft) ErrorType() string    { return "timeout" }
 
 // WithDeadlineHeader sends, with every attempt of a request whose context
 // has a deadline, the time left before that deadline at the moment the

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/otelretry"
@@ -87,6 +88,7 @@ func TestFirstAttemptWithoutTimeGivenUp(t *testing.T) {
 			otelretry.AttemptKey.Int(0),
 			otelretry.ReasonKey.String("deadline"),
 			otelretry.TimeLeftKey.Float64(0.0005),
+			semconv.ErrorTypeKey.String("timeout"),
 		})
 		assert.Zero(t, base.attempts("/"))
 	})

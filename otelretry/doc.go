@@ -139,7 +139,8 @@
 // http.request.method is the method if the conventions know it and _OTHER if
 // not. error.type is the failed attempt's status code ("503"), or the type
 // of its error as the conventions name it ("*net.OpError"), as otelhttp sets
-// it on the span. retryhttp.give_up.reason is one of attempts_exhausted,
+// it on the span; a request not sent for lack of time
+// (retryhttp.ErrNoTimeLeft) has "timeout", the conventions' value for it. retryhttp.give_up.reason is one of attempts_exhausted,
 // budget_exhausted, not_resendable, body_not_replayable, retry_after_limit,
 // rate_limit_reset_limit, deadline, canceled, throttled, not_resumable and
 // resume_limit (see ReasonValue and retryhttp.GiveUpReason). A request refused by adaptive throttling is
