@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	nethttptest "net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
@@ -192,6 +196,99 @@ func TestCheckSigV4(t *testing.T) {
 	r = sign(body)
 	r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), fakeAccessKeyID, "AKIDOTHER", 1))
 	require.ErrorContains(t, checkSigV4(r, body), "unknown credential")
+}
+
+// TestAuthRefusalsAsS3Documents checks that each refusal of the store's
+// check carries the status and error code that S3's error responses
+// document for it.
+func TestAuthRefusalsAsS3Documents(t *testing.T) {
+	creds := aws.Credentials{AccessKeyID: fakeAccessKeyID, SecretAccessKey: fakeSecretAccessKey}
+	emptySHA256 := hex.EncodeToString(sha256.New().Sum(nil))
+	signed := func(at time.Time, change func(r *http.Request)) *http.Request {
+		r, err := http.NewRequest(http.MethodGet, "http://s3.test/b/k", nil)
+		require.NoError(t, err)
+		require.NoError(t, v4.NewSigner().SignHTTP(t.Context(), creds, r, emptySHA256, "s3", fakeRegion, at))
+		change(r)
+		return r
+	}
+	presigned := func(at time.Time, expires string, change func(q url.Values)) *http.Request {
+		r, err := http.NewRequest(http.MethodGet, "http://s3.test/b/k?X-Amz-Expires="+expires, nil)
+		require.NoError(t, err)
+		u, _, err := v4.NewSigner().PresignHTTP(t.Context(), creds, r, "UNSIGNED-PAYLOAD", "s3", fakeRegion, at)
+		require.NoError(t, err)
+		r, err = http.NewRequest(http.MethodGet, u, nil)
+		require.NoError(t, err)
+		q := r.URL.Query()
+		change(q)
+		r.URL.RawQuery = q.Encode()
+		return r
+	}
+	now, same := time.Now(), func(*http.Request) {}
+	for _, tt := range []struct {
+		name   string
+		r      *http.Request
+		body   string
+		status int
+		code   string
+	}{
+		{"anonymous", nethttptest.NewRequest(http.MethodGet, "http://s3.test/b/k", nil), "", http.StatusForbidden, "AccessDenied"},
+		{"malformed Authorization", signed(now, func(r *http.Request) { r.Header.Set("Authorization", "AWS4-HMAC-SHA256 nothing") }), "",
+			http.StatusBadRequest, "AuthorizationHeaderMalformed"},
+		{"unknown access key", signed(now, func(r *http.Request) {
+			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), fakeAccessKeyID, "AKIDOTHER", 1))
+		}), "", http.StatusForbidden, "InvalidAccessKeyId"},
+		{"no X-Amz-Date", signed(now, func(r *http.Request) { r.Header.Del("X-Amz-Date") }), "", http.StatusForbidden, "AccessDenied"},
+		{"signed 16 minutes ago", signed(now.Add(-16*time.Minute), same), "", http.StatusForbidden, "RequestTimeTooSkewed"},
+		{"another body", signed(now, func(r *http.Request) { r.Header.Set("X-Amz-Content-Sha256", emptySHA256) }), "x",
+			http.StatusBadRequest, "XAmzContentSHA256Mismatch"},
+		{"a signed header changed", signed(now, func(r *http.Request) {
+			r.Header.Set("X-Amz-Date", now.Add(time.Second).UTC().Format("20060102T150405Z"))
+		}), "",
+			http.StatusForbidden, "SignatureDoesNotMatch"},
+		{"presigned, expired", presigned(now.Add(-2*time.Hour), "3600", func(url.Values) {}), "", http.StatusForbidden, "AccessDenied"},
+		{"presigned, no X-Amz-Expires", presigned(now, "60", func(q url.Values) { q.Del("X-Amz-Expires") }), "",
+			http.StatusBadRequest, "AuthorizationQueryParametersError"},
+		{"presigned, another key", presigned(now, "60", func(q url.Values) { q.Set("versionId", "2") }), "",
+			http.StatusForbidden, "SignatureDoesNotMatch"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ae *authError
+			require.ErrorAs(t, checkSigV4(tt.r, []byte(tt.body)), &ae)
+			assert.Equal(t, tt.status, ae.status)
+			assert.Equal(t, tt.code, ae.code)
+		})
+	}
+}
+
+// TestStoreRefusesAsS3 checks that the store answers a refusal as S3 does,
+// and that the SDK reads it as it would S3's: the status, and the code
+// from the body.
+func TestStoreRefusesAsS3(t *testing.T) {
+	store, err := newS3Store("b")
+	require.NoError(t, err)
+	defer store.Close()
+	c := s3.New(s3.Options{
+		Region: fakeRegion, BaseEndpoint: aws.String(store.URL), UsePathStyle: true, Retryer: aws.NopRetryer{},
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: fakeAccessKeyID, SecretAccessKey: "not the secret"}, nil
+		}),
+	})
+	_, err = c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("b"), Key: aws.String("k"), Body: strings.NewReader("x")})
+	var apiErr smithy.APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, "SignatureDoesNotMatch", apiErr.ErrorCode())
+	var respErr *awshttp.ResponseError
+	require.ErrorAs(t, err, &respErr)
+	assert.Equal(t, http.StatusForbidden, respErr.HTTPStatusCode())
+
+	resp, err := http.Get(store.URL + "/b/k") // anonymous
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, string(body), "<Code>AccessDenied</Code>")
+	assert.Equal(t, 2, store.Rejected())
 }
 
 // s3Fault answers with an S3 error, its code in the body only.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"log"
 	"net/http"
@@ -17,13 +18,15 @@ import (
 // loopback server. gofakes3 does not check request signatures, so a check
 // in front of it does, as S3 does: every request must carry a valid SigV4
 // signature over the body that arrived, and X-Amz-Content-Sha256 must name
-// that body's SHA-256 (or, over TLS, be UNSIGNED-PAYLOAD).
+// that body's SHA-256 (or, over TLS, be UNSIGNED-PAYLOAD). A request that
+// fails the check is answered with the status, error code and message S3
+// documents for that refusal.
 type s3Store struct {
 	*nethttptest.Server
 	backend *s3mem.Backend
 
 	mu       sync.Mutex
-	rejected int           // requests whose signature did not match
+	rejected int           // requests refused for their authentication
 	gets     []rangeHeader // the range headers of each GET, in order
 }
 
@@ -53,7 +56,11 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 			s.mu.Lock()
 			s.rejected++
 			s.mu.Unlock()
-			writeS3Error(w, http.StatusForbidden, "SignatureDoesNotMatch", err.Error())
+			var ae *authError
+			if !errors.As(err, &ae) {
+				ae = &authError{status: http.StatusInternalServerError, code: "InternalError", message: "We encountered an internal error. Please try again."}
+			}
+			writeS3Error(w, ae.status, ae.code, ae.message)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -67,8 +74,8 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 	return s, nil
 }
 
-// Rejected returns how many requests were rejected because their signature
-// did not match them.
+// Rejected returns how many requests were refused for their
+// authentication.
 func (s *s3Store) Rejected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
