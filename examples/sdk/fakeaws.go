@@ -75,13 +75,13 @@ const maxSkew = 15 * time.Minute
 // request whose body changed on the way, or was resent with another body,
 // fails. Where X-Amz-Content-Sha256 is sent (S3), it must name the body's
 // hash as well, or, over TLS, be UNSIGNED-PAYLOAD. A request signed more
-// than 15 minutes from now fails as well. A refusal is an *authError; any
-// other error is the fake's own failure.
-func checkSigV4(r *http.Request, body []byte) error {
+// than 15 minutes from now, the server's time, fails as well. A refusal is
+// an *authError; any other error is the fake's own failure.
+func checkSigV4(r *http.Request, body []byte, now time.Time) error {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		if r.URL.Query().Has("X-Amz-Signature") {
-			return checkPresigned(r)
+			return checkPresigned(r, now)
 		}
 		return accessDenied("Access Denied", "neither an Authorization header nor a presigned query")
 	}
@@ -100,7 +100,7 @@ func checkSigV4(r *http.Request, body []byte) error {
 	if err != nil {
 		return accessDenied("AWS authentication requires a valid Date or x-amz-date header", "missing or malformed X-Amz-Date")
 	}
-	if skew := time.Since(signingTime); skew > maxSkew || skew < -maxSkew {
+	if skew := now.Sub(signingTime); skew > maxSkew || skew < -maxSkew {
 		return &authError{http.StatusForbidden, "RequestTimeTooSkewed", "The difference between the request time and the server's time is too large.",
 			fmt.Sprintf("signed at %s, %s from now", signingTime, skew)}
 	}
@@ -144,8 +144,8 @@ func checkSigV4(r *http.Request, body []byte) error {
 // unsigned and the path escaped once, as for S3, and compares the
 // signatures. A header the signature names that changed, or any change to
 // the query, fails; a header it does not name may be added. A URL used
-// after it expired fails too.
-func checkPresigned(r *http.Request) error {
+// after it expired (at now, the server's time) fails too.
+func checkPresigned(r *http.Request, now time.Time) error {
 	q := r.URL.Query()
 	if q.Get("X-Amz-Algorithm") != "AWS4-HMAC-SHA256" {
 		return malformedQueryAuthorization(fmt.Sprintf("X-Amz-Algorithm %q", q.Get("X-Amz-Algorithm")))
@@ -165,7 +165,7 @@ func checkPresigned(r *http.Request) error {
 	if err != nil || expires < 1 || expires > 7*24*60*60 {
 		return malformedQueryAuthorization(fmt.Sprintf("X-Amz-Expires %q", q.Get("X-Amz-Expires")))
 	}
-	if time.Now().After(signingTime.Add(time.Duration(expires) * time.Second)) {
+	if now.After(signingTime.Add(time.Duration(expires) * time.Second)) {
 		return accessDenied("Request has expired", fmt.Sprintf("expired %s after %s", signingTime, time.Duration(expires)*time.Second))
 	}
 	want := q.Get("X-Amz-Signature")

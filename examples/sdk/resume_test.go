@@ -284,6 +284,46 @@ func TestS3GetObjectSignedRangeNotResumed(t *testing.T) {
 	assert.Zero(t, store.Rejected(), "no request for the rest was sent to fail")
 }
 
+// TestS3ResumeWithinSignatureWindow cuts a GetObject's body after the
+// store's clock has moved on: S3 takes a request's SigV4 signature for 15
+// minutes after its X-Amz-Date, and the request for the rest carries the
+// SDK's signature, made when the call began. Within the window the rest is
+// fetched and the read is whole; after it S3 answers 403
+// RequestTimeTooSkewed, and the read ends in ResumeRefused after the bytes
+// that arrived, every one right.
+func TestS3ResumeWithinSignatureWindow(t *testing.T) {
+	for _, tt := range []struct {
+		later  time.Duration
+		whole  bool
+		reject int
+	}{
+		{14 * time.Minute, true, 0},
+		{16 * time.Minute, false, 1},
+	} {
+		t.Run(tt.later.String(), func(t *testing.T) {
+			store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+			out, err := newS3Client(proxy.URL, &http.Client{Transport: s3Recipe(t)}).GetObject(t.Context(),
+				&s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("big.bin")})
+			require.NoError(t, err)
+			defer out.Body.Close()
+			store.Advance(tt.later)
+			got, err := readAll(out.Body)
+			assert.Equal(t, 2, proxy.Attempts(), "one request for the rest")
+			assert.Equal(t, tt.reject, store.Rejected())
+			if tt.whole {
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(object, got), "the object, byte for byte")
+				return
+			}
+			var re *retryhttp.ResumeError
+			require.ErrorAs(t, err, &re)
+			assert.Equal(t, retryhttp.ResumeRefused, re.Reason)
+			assert.Equal(t, http.StatusForbidden, re.StatusCode)
+			assert.True(t, bytes.Equal(object[:cutAt], got), "the bytes before the cut, and no other")
+		})
+	}
+}
+
 // azureRecipe returns the Azure recipe's transport over a rangeRecorder,
 // its delays cut short, closed with the test.
 func azureRecipe(t *testing.T) (*http.Client, *rangeRecorder) {
@@ -431,7 +471,7 @@ func TestCheckPresigned(t *testing.T) {
 				r.Header.Set("Range", *tt.rng)
 			}
 			tt.change(r)
-			err := checkSigV4(r, nil)
+			err := checkSigV4(r, nil, time.Now())
 			if tt.ok {
 				assert.NoError(t, err)
 			} else {

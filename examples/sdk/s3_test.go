@@ -180,22 +180,22 @@ func TestCheckSigV4(t *testing.T) {
 		require.NoError(t, v4.NewSigner().SignHTTP(t.Context(), creds, r, hex.EncodeToString(sum[:]), "s3", fakeRegion, time.Now()))
 		return r
 	}
-	require.NoError(t, checkSigV4(sign(body), body))
+	require.NoError(t, checkSigV4(sign(body), body, time.Now()))
 
-	err := checkSigV4(sign(body), []byte("the 0bject"))
+	err := checkSigV4(sign(body), []byte("the 0bject"), time.Now())
 	require.ErrorContains(t, err, "X-Amz-Content-Sha256")
 
 	r := sign(body)
 	r.Header.Del("X-Amz-Content-Sha256") // as DynamoDB's requests have none
-	require.ErrorContains(t, checkSigV4(r, []byte("the 0bject")), "signature does not match")
+	require.ErrorContains(t, checkSigV4(r, []byte("the 0bject"), time.Now()), "signature does not match")
 
 	r = sign(body)
 	r.Header.Set("Amz-Sdk-Request", "attempt=2; max=3")
-	require.ErrorContains(t, checkSigV4(r, body), "signature does not match")
+	require.ErrorContains(t, checkSigV4(r, body, time.Now()), "signature does not match")
 
 	r = sign(body)
 	r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), fakeAccessKeyID, "AKIDOTHER", 1))
-	require.ErrorContains(t, checkSigV4(r, body), "unknown credential")
+	require.ErrorContains(t, checkSigV4(r, body, time.Now()), "unknown credential")
 }
 
 // TestAuthRefusalsAsS3Documents checks that each refusal of the store's
@@ -253,7 +253,7 @@ func TestAuthRefusalsAsS3Documents(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var ae *authError
-			require.ErrorAs(t, checkSigV4(tt.r, []byte(tt.body)), &ae)
+			require.ErrorAs(t, checkSigV4(tt.r, []byte(tt.body), time.Now()), &ae)
 			assert.Equal(t, tt.status, ae.status)
 			assert.Equal(t, tt.code, ae.code)
 		})

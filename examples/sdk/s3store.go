@@ -9,6 +9,8 @@ import (
 	"net/http"
 	nethttptest "net/http/httptest"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -24,6 +26,10 @@ import (
 type s3Store struct {
 	*nethttptest.Server
 	backend *s3mem.Backend
+
+	// ahead is how far the store's clock, by which it checks signing
+	// times, runs ahead of the real one.
+	ahead atomic.Int64
 
 	mu       sync.Mutex
 	rejected int           // requests refused for their authentication
@@ -52,7 +58,7 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 			s.gets = append(s.gets, rangeHeader{r.Header.Get("Range"), r.Header.Get("If-Range")})
 			s.mu.Unlock()
 		}
-		if err := checkSigV4(r, body); err != nil {
+		if err := checkSigV4(r, body, time.Now().Add(time.Duration(s.ahead.Load()))); err != nil {
 			s.mu.Lock()
 			s.rejected++
 			s.mu.Unlock()
@@ -72,6 +78,12 @@ func newS3Store(buckets ...string) (*s3Store, error) {
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.Start()
 	return s, nil
+}
+
+// Advance moves the store's clock d ahead, as if d had passed since the
+// requests it will check were signed.
+func (s *s3Store) Advance(d time.Duration) {
+	s.ahead.Add(int64(d))
 }
 
 // Rejected returns how many requests were refused for their
