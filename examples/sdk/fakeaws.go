@@ -74,9 +74,9 @@ const maxSkew = 15 * time.Minute
 // secret it shares with the client, and compares the two signatures. A
 // request whose body changed on the way, or was resent with another body,
 // fails. Where X-Amz-Content-Sha256 is sent (S3), it must name the body's
-// hash as well, or, over TLS, be UNSIGNED-PAYLOAD. A request signed more
-// than 15 minutes from now, the server's time, fails as well. A refusal is
-// an *authError; any other error is the fake's own failure.
+// hash as well, or be UNSIGNED-PAYLOAD. A request signed more than 15
+// minutes from now, the server's time, fails as well. A refusal is an
+// *authError; any other error is the fake's own failure.
 func checkSigV4(r *http.Request, body []byte, now time.Time) error {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
@@ -107,8 +107,8 @@ func checkSigV4(r *http.Request, body []byte, now time.Time) error {
 	sum := sha256.Sum256(body)
 	payloadHash := hex.EncodeToString(sum[:])
 	switch h := r.Header.Get("X-Amz-Content-Sha256"); {
-	case h == "UNSIGNED-PAYLOAD" && r.TLS != nil:
-		payloadHash = h // over TLS, S3 clients leave the body out of the signature
+	case h == "UNSIGNED-PAYLOAD":
+		payloadHash = h // the body is left out of the signature
 	case h != "" && h != payloadHash:
 		return &authError{http.StatusBadRequest, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.",
 			fmt.Sprintf("X-Amz-Content-Sha256 %s does not match the body's SHA-256 %s", h, payloadHash)}

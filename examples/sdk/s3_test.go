@@ -196,6 +196,16 @@ func TestCheckSigV4(t *testing.T) {
 	r = sign(body)
 	r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), fakeAccessKeyID, "AKIDOTHER", 1))
 	require.ErrorContains(t, checkSigV4(r, body, time.Now()), "unknown credential")
+
+	// A payload left out of the signature, as S3 allows over HTTP and
+	// HTTPS alike: any body passes.
+	r, err = http.NewRequest(http.MethodPut, "http://s3.test/b/k", nil)
+	require.NoError(t, err)
+	r.ContentLength = int64(len("any body"))
+	r.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+	creds := aws.Credentials{AccessKeyID: fakeAccessKeyID, SecretAccessKey: fakeSecretAccessKey}
+	require.NoError(t, v4.NewSigner().SignHTTP(t.Context(), creds, r, "UNSIGNED-PAYLOAD", "s3", fakeRegion, time.Now()))
+	require.NoError(t, checkSigV4(r, []byte("any body"), time.Now()))
 }
 
 // TestAuthRefusalsAsS3Documents checks that each refusal of the store's
