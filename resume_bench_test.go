@@ -145,19 +145,9 @@ func BenchmarkReadLoopback(b *testing.B) {
 	if resp, err := http.Get(srv.URL); err == nil {
 		resp.Body.Close()
 	}
-	for _, tr := range []struct {
-		name string
-		make func() http.RoundTripper
-	}{
-		{"plain", func() http.RoundTripper { return defaultBase() }},
-		{"retryhttp", func() http.RoundTripper { return New() }},
-	} {
-		b.Run(tr.name, func(b *testing.B) {
-			rt := tr.make()
-			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-			benchRead(b, rt, srv.URL, size)
-		})
-	}
+	plainAndRetryhttp(b, func(b *testing.B, rt http.RoundTripper) {
+		benchRead(b, rt, srv.URL, size)
+	})
 	// Paired: each iteration reads the body through both, one after the
 	// other, each first in turn, so that whatever else loads the machine
 	// weighs on both alike; the ratio is retryhttp's throughput over
