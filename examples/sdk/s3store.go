@@ -20,9 +20,9 @@ import (
 // loopback server. gofakes3 does not check request signatures, so a check
 // in front of it does, as S3 does: every request must carry a valid SigV4
 // signature over the body that arrived, and X-Amz-Content-Sha256 must name
-// that body's SHA-256 (or be UNSIGNED-PAYLOAD). A request that
-// fails the check is answered with the status, error code and message S3
-// documents for that refusal.
+// that body's SHA-256 (or be UNSIGNED-PAYLOAD). A request that fails the
+// check is answered with the status, error code and message S3 documents
+// for that refusal.
 type s3Store struct {
 	*nethttptest.Server
 	backend *s3mem.Backend
