@@ -239,8 +239,8 @@
 // whose last attempt failed in a way worth retrying but that was not retried,
 // with a GiveUpReason: attempts or budget exhausted, not resendable, body not
 // replayable, Retry-After or rate limit reset beyond the limit, deadline,
-// the context done during the wait, and, for a response body, not resumable
-// or its resume limit reached. Each of these options adds a hook;
+// the context done during the wait, the host throttled (no attempt sent),
+// and, for a response body, not resumable or its resume limit reached. Each of these options adds a hook;
 // several are called in order. A base transport reads each attempt's number
 // with AttemptFromContext, and a gauge reads the budget with Transport.Budget
 // and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
