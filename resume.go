@@ -183,10 +183,10 @@ type ResumeError struct {
 // Error describes the failure: the reason, where, and the cause.
 func (e *ResumeError) Error() string {
 	var b strings.Builder
-	b.WriteString("retryhttp: response body not resumed at byte ")
 	if e.Reason == ResumeWrongLength || e.Reason == ResumeDigestMismatch {
-		b.Reset()
 		b.WriteString("retryhttp: response body wrong at byte ")
+	} else {
+		b.WriteString("retryhttp: response body not resumed at byte ")
 	}
 	b.WriteString(strconv.FormatInt(e.Offset, 10))
 	b.WriteString(": ")
