@@ -236,15 +236,22 @@ func resumeCandidate(t *Transport, resp *http.Response) bool {
 // acceptsRanges reports whether an Accept-Ranges field lists "bytes".
 func acceptsRanges(values []string) bool {
 	for _, v := range values {
-		if v == "bytes" {
-			return true // as nearly every server says it
+		// v == "bytes" as nearly every server says it.
+		if v == "bytes" || hasToken(v, ",", "bytes") {
+			return true
 		}
-		for v != "" {
-			var unit string
-			unit, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(trimOWS(unit), "bytes") {
-				return true
-			}
+	}
+	return false
+}
+
+// hasToken reports whether list, items separated by sep, holds token, in
+// any case and with optional whitespace around it.
+func hasToken(list, sep, token string) bool {
+	for list != "" {
+		var item string
+		item, list, _ = strings.Cut(list, sep)
+		if strings.EqualFold(trimOWS(item), token) {
+			return true
 		}
 	}
 	return false
@@ -400,14 +407,7 @@ func signedRange(req *http.Request) bool {
 // listsRange reports whether a SignedHeaders list ("host;range;x-amz-date")
 // names the Range header.
 func listsRange(list string) bool {
-	for list != "" {
-		var name string
-		name, list, _ = strings.Cut(list, ";")
-		if strings.EqualFold(trimOWS(name), "range") {
-			return true
-		}
-	}
-	return false
+	return hasToken(list, ";", "range")
 }
 
 // continues checks that resp, a 206 answering the request for the rest of
