@@ -265,10 +265,7 @@ func (b *resumeBody) isClosed() bool {
 // when err is worth retrying and the body may be resumed; otherwise it ends
 // the body and returns the error the caller gets.
 func (b *resumeBody) fail(err error) error {
-	b.mu.Lock()
-	closed, stalled := b.closed, b.r.stalled
-	b.r.stalled = false
-	b.mu.Unlock()
+	stalled, closed := b.takeStalled()
 	if closed {
 		return b.end(err)
 	}
@@ -280,6 +277,16 @@ func (b *resumeBody) fail(err error) error {
 		return b.end(err)
 	}
 	return b.resume(err, v)
+}
+
+// takeStalled reports whether the stall watch found the last wait for the
+// server stalled, clearing its mark, and whether the body is closed.
+func (b *resumeBody) takeStalled() (stalled, closed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	stalled, closed = b.r.stalled, b.closed
+	b.r.stalled = false
+	return stalled, closed
 }
 
 // resume fetches the rest of the body after the read of the current part
@@ -423,11 +430,7 @@ func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *
 	r.watch.enter()
 	a, pt, resp, err := s.send(a, nil)
 	r.watch.leave()
-	b.mu.Lock()
-	stalled := r.stalled
-	r.stalled = false
-	b.mu.Unlock()
-	if stalled && err != nil {
+	if stalled, _ := b.takeStalled(); stalled && err != nil {
 		err = ErrStalled
 	}
 	return a, pt, resp, err
