@@ -92,8 +92,7 @@ func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Resp
 		b = &resumeBody{}
 	} else {
 		sb := &stateBody{state: *s}
-		// Resumes count as attempts, beyond those made so far.
-		sb.state.p.maxAttempts = s.attempt + s.t.resumeLimit
+		sb.state.countResumes()
 		b = &sb.resumeBody
 		b.s = &sb.state
 	}
@@ -108,13 +107,19 @@ type stateBody struct {
 	state retryState
 }
 
+// countResumes makes s, a body's own copy of its request's retry machine,
+// count the body's resumes as attempts, beyond those made so far.
+func (s *retryState) countResumes() {
+	s.p = s.policy()
+	s.p.maxAttempts = s.attempt + s.t.resumeLimit
+}
+
 // state returns the request's retry machine, making the machine of a first
 // attempt sent as the caller made it when the body has none.
 func (b *resumeBody) state() *retryState {
 	if b.s == nil {
 		s := &retryState{t: b.t, req: b.req, attempt: 1, header: b.req.Header}
-		s.p = b.t.policy(b.req)
-		s.p.maxAttempts = 1 + b.t.resumeLimit
+		s.countResumes()
 		b.s = s
 	}
 	return b.s
