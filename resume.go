@@ -36,7 +36,8 @@ func WithoutResume() Option {
 // in every other respect: paid from the budget, after its backoff, within
 // the request's context. A body that fails once more ends the caller's
 // read with a *ResumeError (GiveUpResumeLimit). The default is 10. n must
-// be at least 1; WithoutResume turns resumption off.
+// be at least 1; WithoutResume turns resumption off, as WithMaxAttempts(1)
+// does.
 //
 // A body is resumed only when that is provably safe; the package
 // documentation says when.

@@ -45,9 +45,9 @@ type resumeBody struct {
 }
 
 // A bodyReader is what reading a resumable body takes beyond what RoundTrip
-// hands over, made by the first Read, so that a response whose body is
-// never read, or read without a failure, costs RoundTrip one small
-// allocation.
+// hands over, made by the first Read, so that RoundTrip pays for a
+// resumable response with one small allocation, and a body never read
+// costs nothing more.
 type bodyReader struct {
 	// The reading goroutine's.
 	mode    bodyMode
@@ -79,7 +79,8 @@ const (
 var errReadClosed = errors.New("retryhttp: read on closed response body")
 
 // offerResume makes the body of resp, the response to the attempt a, resume
-// when it fails, unless the caller turned that off. It allocates once: the
+// when it fails, unless the caller turned that off (NoResume) or allowed the
+// request one attempt (NoRetry, WithMaxAttempts(1)). It allocates once: the
 // body, with a copy of s unless s is that of a first attempt sent as the
 // caller made it.
 func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Response) {
