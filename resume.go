@@ -36,7 +36,8 @@ func WithoutResume() Option {
 // in every other respect: paid from the budget, after its backoff, within
 // the request's context. A body that fails once more ends the caller's
 // read with a *ResumeError (GiveUpResumeLimit). The default is 10. n must
-// be at least 1; WithoutResume turns resumption off.
+// be at least 1; WithoutResume turns resumption off, as WithMaxAttempts(1)
+// does.
 //
 // A body is resumed only when that is provably safe; the package
 // documentation says when.
@@ -183,10 +184,10 @@ type ResumeError struct {
 // Error describes the failure: the reason, where, and the cause.
 func (e *ResumeError) Error() string {
 	var b strings.Builder
-	b.WriteString("retryhttp: response body not resumed at byte ")
 	if e.Reason == ResumeWrongLength || e.Reason == ResumeDigestMismatch {
-		b.Reset()
 		b.WriteString("retryhttp: response body wrong at byte ")
+	} else {
+		b.WriteString("retryhttp: response body not resumed at byte ")
 	}
 	b.WriteString(strconv.FormatInt(e.Offset, 10))
 	b.WriteString(": ")
@@ -236,15 +237,22 @@ func resumeCandidate(t *Transport, resp *http.Response) bool {
 // acceptsRanges reports whether an Accept-Ranges field lists "bytes".
 func acceptsRanges(values []string) bool {
 	for _, v := range values {
-		if v == "bytes" {
-			return true // as nearly every server says it
+		// v == "bytes" as nearly every server says it.
+		if v == "bytes" || hasToken(v, ",", "bytes") {
+			return true
 		}
-		for v != "" {
-			var unit string
-			unit, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(trimOWS(unit), "bytes") {
-				return true
-			}
+	}
+	return false
+}
+
+// hasToken reports whether list, items separated by sep, holds token, in
+// any case and with optional whitespace around it.
+func hasToken(list, sep, token string) bool {
+	for list != "" {
+		var item string
+		item, list, _ = strings.Cut(list, sep)
+		if strings.EqualFold(trimOWS(item), token) {
+			return true
 		}
 	}
 	return false
@@ -400,14 +408,7 @@ func signedRange(req *http.Request) bool {
 // listsRange reports whether a SignedHeaders list ("host;range;x-amz-date")
 // names the Range header.
 func listsRange(list string) bool {
-	for list != "" {
-		var name string
-		name, list, _ = strings.Cut(list, ";")
-		if strings.EqualFold(trimOWS(name), "range") {
-			return true
-		}
-	}
-	return false
+	return hasToken(list, ";", "range")
 }
 
 // continues checks that resp, a 206 answering the request for the rest of

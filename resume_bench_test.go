@@ -63,8 +63,8 @@ func BenchmarkResumableOverhead(b *testing.B) {
 }
 
 // TestResumableGetAllocatesOnce pins the cost of a GET whose response may
-// be resumed: the body's wrapper, one allocation, which holds the
-// request's retry machine.
+// be resumed: the body's wrapper, one allocation, which after a first
+// attempt sent as the caller made it holds no retry machine.
 func TestResumableGetAllocatesOnce(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/file", nil)
 	assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(newResumableStub())), req, func() {}), 1.0)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"net/url"
 	"testing"
@@ -302,6 +303,20 @@ func TestResumeErrorMessage(t *testing.T) {
 	stalled := &ResumeError{Reason: ResumeGaveUp, Err: ErrStalled}
 	assert.True(t, stalled.Timeout())
 	assert.ErrorIs(t, stalled, ErrStalled)
+}
+
+func TestResumeOptionsPanic(t *testing.T) {
+	assert.PanicsWithValue(t, "retryhttp: WithResumeLimit: limit must be at least 1 (WithoutResume turns resumption off), got 0",
+		func() { WithResumeLimit(0) })
+	assert.PanicsWithValue(t, "retryhttp: WithStallTimeout: negative duration -1ns", func() { WithStallTimeout(-1) })
+	assert.NotPanics(t, func() { WithStallTimeout(0) }, "0 turns stall detection off")
+}
+
+func TestErrStalled(t *testing.T) {
+	assert.EqualError(t, ErrStalled, "retryhttp: response body stalled")
+	var ne net.Error
+	require.ErrorAs(t, ErrStalled, &ne, "a stall is a net.Error")
+	assert.True(t, ne.Timeout())
 }
 
 // errCut stands for the error of a cut body.

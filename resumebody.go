@@ -45,9 +45,9 @@ type resumeBody struct {
 }
 
 // A bodyReader is what reading a resumable body takes beyond what RoundTrip
-// hands over, made by the first Read, so that a response whose body is
-// never read, or read without a failure, costs RoundTrip one small
-// allocation.
+// hands over, made by the first Read, so that RoundTrip pays for a
+// resumable response with one small allocation, and a body never read
+// costs nothing more.
 type bodyReader struct {
 	// The reading goroutine's.
 	mode    bodyMode
@@ -79,7 +79,8 @@ const (
 var errReadClosed = errors.New("retryhttp: read on closed response body")
 
 // offerResume makes the body of resp, the response to the attempt a, resume
-// when it fails, unless the caller turned that off. It allocates once: the
+// when it fails, unless the caller turned that off (NoResume) or allowed the
+// request one attempt (NoRetry, WithMaxAttempts(1)). It allocates once: the
 // body, with a copy of s unless s is that of a first attempt sent as the
 // caller made it.
 func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Response) {
@@ -92,8 +93,7 @@ func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Resp
 		b = &resumeBody{}
 	} else {
 		sb := &stateBody{state: *s}
-		// Resumes count as attempts, beyond those made so far.
-		sb.state.p.maxAttempts = s.attempt + s.t.resumeLimit
+		sb.state.countResumes()
 		b = &sb.resumeBody
 		b.s = &sb.state
 	}
@@ -108,13 +108,19 @@ type stateBody struct {
 	state retryState
 }
 
+// countResumes makes s, a body's own copy of its request's retry machine,
+// count the body's resumes as attempts, beyond those made so far.
+func (s *retryState) countResumes() {
+	s.p = s.policy()
+	s.p.maxAttempts = s.attempt + s.t.resumeLimit
+}
+
 // state returns the request's retry machine, making the machine of a first
 // attempt sent as the caller made it when the body has none.
 func (b *resumeBody) state() *retryState {
 	if b.s == nil {
 		s := &retryState{t: b.t, req: b.req, attempt: 1, header: b.req.Header}
-		s.p = b.t.policy(b.req)
-		s.p.maxAttempts = 1 + b.t.resumeLimit
+		s.countResumes()
 		b.s = s
 	}
 	return b.s
@@ -265,10 +271,7 @@ func (b *resumeBody) isClosed() bool {
 // when err is worth retrying and the body may be resumed; otherwise it ends
 // the body and returns the error the caller gets.
 func (b *resumeBody) fail(err error) error {
-	b.mu.Lock()
-	closed, stalled := b.closed, b.r.stalled
-	b.r.stalled = false
-	b.mu.Unlock()
+	stalled, closed := b.takeStalled()
 	if closed {
 		return b.end(err)
 	}
@@ -280,6 +283,16 @@ func (b *resumeBody) fail(err error) error {
 		return b.end(err)
 	}
 	return b.resume(err, v)
+}
+
+// takeStalled reports whether the stall watch found the last wait for the
+// server stalled, clearing its mark, and whether the body is closed.
+func (b *resumeBody) takeStalled() (stalled, closed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	stalled, closed = b.r.stalled, b.closed
+	b.r.stalled = false
+	return stalled, closed
 }
 
 // resume fetches the rest of the body after the read of the current part
@@ -423,11 +436,7 @@ func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *
 	r.watch.enter()
 	a, pt, resp, err := s.send(a, nil)
 	r.watch.leave()
-	b.mu.Lock()
-	stalled := r.stalled
-	r.stalled = false
-	b.mu.Unlock()
-	if stalled && err != nil {
+	if stalled, _ := b.takeStalled(); stalled && err != nil {
 		err = ErrStalled
 	}
 	return a, pt, resp, err

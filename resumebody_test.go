@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -605,4 +610,171 @@ func TestResumesAreRetries(t *testing.T) {
 		assert.Contains(t, logs.String(), "offset=1000")
 		assert.NotContains(t, logs.String(), "secret")
 	})
+}
+
+// TestBytesThatComeWithAFailure checks that a read that returns bytes and
+// a failure together gives the caller the bytes, and resumes at the next
+// Read.
+func TestBytesThatComeWithAFailure(t *testing.T) {
+	body := []byte("0123456789")
+	base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"v1"`}}
+		if r.Header.Get("Range") == "bytes=6-" {
+			h.Set("Content-Range", "bytes 6-9/10")
+			return &http.Response{StatusCode: 206, Header: h, ContentLength: 4, Body: io.NopCloser(bytes.NewReader(body[6:])), Request: r}, nil
+		}
+		// Six bytes and io.EOF in one read: the body ends four bytes short.
+		return &http.Response{StatusCode: 200, Header: h, ContentLength: 10, Body: io.NopCloser(iotest.DataErrReader(bytes.NewReader(body[:6]))), Request: r}, nil
+	})
+	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	resp := fetch(t, t.Context(), tr, "http://files.test/")
+	defer resp.Body.Close()
+	buf := make([]byte, 10)
+	n, err := resp.Body.Read(buf)
+	require.NoError(t, err, "the failure waits for the next Read")
+	assert.Equal(t, body[:6], buf[:n])
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, body[6:], rest)
+}
+
+// TestResumeRequestFails checks what a request for the rest that fails
+// with an error, not a status, brings: another resume when the error is
+// worth retrying, the end of the read with ResumeFailed when it is not.
+func TestResumeRequestFails(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Op: "connect", Err: syscall.ECONNREFUSED}}
+	untrusted := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+	for _, tt := range []struct {
+		name   string
+		err    error
+		reason retryhttp.ResumeReason
+		sent   int
+	}{
+		{"a refused dial", refused, "", 3},
+		{"a certificate not trusted", untrusted, retryhttp.ResumeFailed, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inner := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+			var sent atomic.Int32
+			base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				if sent.Add(1) == 2 {
+					return nil, tt.err
+				}
+				return inner.RoundTrip(r)
+			})
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+			got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
+			assert.Equal(t, int32(tt.sent), sent.Load(), "requests sent")
+			if tt.reason == "" {
+				require.NoError(t, err)
+				requireSame(t, oneMiB, got)
+				return
+			}
+			assert.Len(t, got, 1000)
+			var rerr *retryhttp.ResumeError
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, tt.reason, rerr.Reason)
+			assert.Equal(t, 1, rerr.Resumes)
+			assert.ErrorIs(t, err, tt.err)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the error that cut the body")
+		})
+	}
+}
+
+// TestResumeStallsOnItsHeaders checks that the stall timeout bounds a
+// resume's wait for its response headers as it bounds a read: a request
+// for the rest that gets no answer ends the read after the timeout, with
+// ErrStalled.
+func TestResumeStallsOnItsHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &gate{first: httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.CloseAfter(1000))}
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
+			retryhttp.WithStallTimeout(time.Second), retryhttp.WithResumeLimit(1))
+		start := time.Now()
+		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
+		elapsed := time.Since(start)
+		assert.Len(t, got, 1000)
+		var rerr *retryhttp.ResumeError
+		require.ErrorAs(t, err, &rerr)
+		assert.ErrorIs(t, err, retryhttp.ErrStalled)
+		assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the error that cut the body")
+		assert.Equal(t, 1, rerr.Resumes)
+		assert.Equal(t, int32(2), base.sent.Load())
+		assert.GreaterOrEqual(t, elapsed, time.Second)
+		assert.LessOrEqual(t, elapsed, time.Second*5/4)
+	})
+}
+
+// TestResumeEndsInItsBackoff checks a body whose request's context is
+// cancelled, or which is closed, as a resume is about to wait its
+// backoff: no request for the rest is sent, and the budget gets back what
+// the resume took.
+func TestResumeEndsInItsBackoff(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		cancel bool // the request's context, rather than the body
+	}{
+		{"context cancelled", true},
+		{"body closed", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
+			base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var resp *http.Response
+			var gaveUp []retryhttp.GiveUpEvent
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(retryhttp.Constant(0)),
+				retryhttp.WithOnRetry(func(retryhttp.RetryEvent) {
+					if tt.cancel {
+						cancel()
+					} else {
+						resp.Body.Close()
+					}
+				}),
+				retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp = append(gaveUp, e) }))
+			resp = fetch(t, ctx, tr, "http://files.test/")
+			got, err := readBody(resp)
+			assert.Len(t, got, 1000)
+			require.Error(t, err)
+			assert.Equal(t, 1, base.Attempts(), "no request for the rest")
+			assert.Equal(t, 20*retryhttp.Token, bucket.Balance(), "the resume refunded")
+			if !tt.cancel {
+				assert.Empty(t, gaveUp, "the caller closed the body: nothing given up")
+				return
+			}
+			var rerr *retryhttp.ResumeError
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, retryhttp.ResumeGaveUp, rerr.Reason)
+			assert.Equal(t, retryhttp.GiveUpCanceled, rerr.GiveUp)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			require.Len(t, gaveUp, 1)
+			assert.Equal(t, retryhttp.GiveUpCanceled, gaveUp[0].Reason)
+			assert.True(t, gaveUp[0].Resume)
+		})
+	}
+}
+
+// TestResumeAnsweredAfterClose checks that the answer to a request for the
+// rest that arrives after the body was closed is closed, and not read.
+func TestResumeAnsweredAfterClose(t *testing.T) {
+	inner := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+	var resp *http.Response
+	base := &countingBase{base: roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Header.Get("Range") == "" {
+			return inner.RoundTrip(r)
+		}
+		resp.Body.Close()
+		// A base that answers whatever the request's context says.
+		return inner.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
+	})}
+	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	resp = fetch(t, t.Context(), tr, "http://files.test/")
+	got, err := io.ReadAll(resp.Body)
+	assert.Len(t, got, 1000)
+	require.Error(t, err)
+	closes := base.closes()
+	require.Len(t, closes, 2, "the first answer and the one for the rest")
+	assert.Equal(t, []int32{1, 1}, closes, "each closed once")
 }

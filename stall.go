@@ -18,8 +18,10 @@ const stallChecks = 4
 // under way. While no wait is under way the timer lapses, and the next wait
 // sets it again, so that a body the caller no longer reads costs nothing.
 //
-// The body's lock guards timer, off, seen and count; seq and armed are
-// atomic.
+// start sets period and timer before the body's stall watch can run. The
+// body's lock guards off, seen and count, and the timer's Stop; seq and
+// armed are atomic, and armed decides who resets the timer: the wait that
+// finds it lapsed, or the check that leaves it set.
 type stallWatch struct {
 	period time.Duration
 	seq    atomic.Uint64 // incremented as a wait starts and as it ends
@@ -72,11 +74,9 @@ func (w *stallWatch) check() bool {
 }
 
 // rearm sets the timer for the next check, unless no wait is under way:
-// the timer then lapses, and the next wait's enter sets it.
+// the timer then lapses, and the next wait's enter sets it. Its caller has
+// found the watch not stopped.
 func (w *stallWatch) rearm() {
-	if w.off {
-		return
-	}
 	if w.seq.Load()&1 == 0 {
 		w.armed.Store(false)
 		// A wait that began before the store saw the timer armed, and

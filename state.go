@@ -17,8 +17,9 @@ import (
 // away from the connection and the address that failed.
 //
 // RoundTrip keeps it on its stack; a resumable body takes a copy of its
-// own, so that a request whose response cannot be resumed allocates
-// nothing for it.
+// own (or, after a first attempt sent as the caller made it, makes one
+// when it first fails), so that a request whose response cannot be
+// resumed allocates nothing for it.
 type retryState struct {
 	t   *Transport
 	req *http.Request // the caller's
