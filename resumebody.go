@@ -437,7 +437,10 @@ func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *
 	a, pt, resp, err := s.send(a, nil)
 	r.watch.leave()
 	if stalled, _ := b.takeStalled(); stalled && err != nil {
-		err = ErrStalled
+		// The stall watch cancelled the resume's context, not the
+		// caller's: the attempt is judged under the caller's, so that
+		// the stall is retried as other timeouts are.
+		a, err = a.WithContext(s.context(b.req.Context())), ErrStalled
 	}
 	return a, pt, resp, err
 }

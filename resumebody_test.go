@@ -682,9 +682,9 @@ func TestResumeRequestFails(t *testing.T) {
 }
 
 // TestResumeStallsOnItsHeaders checks that the stall timeout bounds a
-// resume's wait for its response headers as it bounds a read: a request
-// for the rest that gets no answer ends the read after the timeout, with
-// ErrStalled.
+// resume's wait for its response headers as it bounds a read: with one
+// resume allowed, a request for the rest that gets no answer ends the read
+// after the timeout, with ErrStalled.
 func TestResumeStallsOnItsHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &gate{first: httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.CloseAfter(1000))}
@@ -700,6 +700,33 @@ func TestResumeStallsOnItsHeaders(t *testing.T) {
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the error that cut the body")
 		assert.Equal(t, 1, rerr.Resumes)
 		assert.Equal(t, int32(2), base.sent.Load())
+		assert.GreaterOrEqual(t, elapsed, time.Second)
+		assert.LessOrEqual(t, elapsed, time.Second*5/4)
+	})
+}
+
+// TestResumeStalledOnItsHeadersIsRetried checks that a request for the
+// rest whose headers stall is retried as a stalled read is: the next
+// request for the rest is answered, and the read is whole, one stall
+// timeout later.
+func TestResumeStalledOnItsHeadersIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+		var sent atomic.Int32
+		base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if sent.Add(1) == 2 {
+				<-r.Context().Done()
+				return nil, r.Context().Err()
+			}
+			return inner.RoundTrip(r)
+		})
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)), retryhttp.WithStallTimeout(time.Second))
+		start := time.Now()
+		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
+		elapsed := time.Since(start)
+		require.NoError(t, err)
+		requireSame(t, oneMiB, got)
+		assert.Equal(t, int32(3), sent.Load(), "the first request, the stalled request for the rest, and the one answered")
 		assert.GreaterOrEqual(t, elapsed, time.Second)
 		assert.LessOrEqual(t, elapsed, time.Second*5/4)
 	})
