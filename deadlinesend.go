@@ -78,13 +78,11 @@ func hasDeadline(ctx context.Context) bool {
 
 // deadlineHeader returns h, an attempt's header, with the time left, left,
 // in every deadline header: h itself when own, the attempt's own header
-// already, or else a clone of it, since h is then the caller's.
+// already, or else a clone of it, since h is then the caller's (never nil:
+// RoundTrip refuses a request without a header).
 func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) http.Header {
 	if !own {
 		h = h.Clone()
-		if h == nil {
-			h = http.Header{}
-		}
 	}
 	var buf [24]byte
 	for _, f := range t.deadlineHeaders {
