@@ -138,10 +138,7 @@ func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *htt
 // deadlineFacts returns, for a request given up on for lack of time, the
 // time left before its deadline and its host's typical answer time.
 func (t *Transport) deadlineFacts(req *http.Request) (left, typical time.Duration) {
-	if deadline, ok := req.Context().Deadline(); ok {
-		left = deadline.Sub(t.now())
-	}
-	return left, t.typicalAnswer(req)
+	return t.leftAfter(req, 0), t.typicalAnswer(req)
 }
 
 // leftAfter returns the time that will be left before req's deadline once
