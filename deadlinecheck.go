@@ -91,17 +91,17 @@ func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration
 	}
 	left := deadline.Sub(t.now())
 	var need time.Duration
-	if t.deadlineHeaders != nil {
-		need = minTimeLeft
-	}
-	if !t.noFitCheck {
+	switch {
+	case !t.noFitCheck:
 		need = max(hl.quantile(fitQuantile, fitMinSamples), minTimeLeft)
+	case t.deadlineHeaders != nil:
+		need = minTimeLeft
 	}
 	if left < need {
 		return left, false
 	}
 	if t.deadlineHeaders == nil {
-		return 0, true
+		left = 0 // no header carries it
 	}
 	return left, true
 }
