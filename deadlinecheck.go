@@ -123,15 +123,8 @@ func (t *Transport) sendTimed(a *http.Request) (*http.Response, error) {
 // recordAnswer records the time to response headers of attempt a, sent at
 // start (monotonic), when it has a response.
 func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *http.Response) {
-	if resp == nil {
-		return
-	}
-	h := t.answers.host(requestKey(a))
-	c := h.cur.Load()
-	w := &h.win[c]
-	w.counts[latencyBucket(monotonic()-start)].Add(1)
-	if w.n.Add(1) >= fitWindow {
-		h.turn(c)
+	if resp != nil {
+		t.answers.host(requestKey(a)).add(monotonic()-start, fitWindow)
 	}
 }
 
