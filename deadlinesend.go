@@ -131,9 +131,7 @@ func SentDeadlineFromContext(ctx context.Context) (time.Duration, bool) {
 // reports the give-up, tells a Handler serving the request, and returns the
 // error.
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
+	closeBody(req.Body)
 	t.logNoTimeLeft(req, 0, left)
 	t.reportGiveUp(req, 0, GiveUpDeadline, nil, ErrNoTimeLeft, Verdict{}, netip.AddrPort{})
 	markGaveUp(req.Context())
