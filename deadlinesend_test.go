@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,6 +60,61 @@ func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
 		}
 		assert.Equal(t, []time.Duration{300 * time.Millisecond, 250 * time.Millisecond, 200 * time.Millisecond}, sent)
 		assert.Equal(t, http.Header{"X-Caller": {"kept"}}, req.Header, "the caller's request is not modified")
+	})
+}
+
+// TestDeadlineHeaderLeavesTheCallersHeader sends the deadline with each
+// attempt of a request that is otherwise sent as the caller made it (no
+// attempt header): each attempt has a header of its own, and the caller's
+// is not modified.
+func TestDeadlineHeaderLeavesTheCallersHeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 200)}
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(Constant(50*time.Millisecond)))
+		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
+		req.Header.Set("X-Caller", "kept")
+
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 2, base.count())
+		assert.Equal(t, []string{"300m"}, base.headers[0][string(GRPCTimeout)])
+		assert.Equal(t, []string{"250m"}, base.headers[1][string(GRPCTimeout)])
+		assert.Equal(t, http.Header{"X-Caller": {"kept"}}, req.Header, "the caller's request is not modified")
+	})
+}
+
+// TestHedgeDeadlineHeaderLeavesTheFirstAttempts sends a hedge, with its
+// deadline, while the first attempt is still waiting: the hedge's header is
+// its own, and neither the first attempt's nor the caller's changes.
+func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var seen []http.Header
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			seen = append(seen, r.Header)
+			n := len(seen)
+			mu.Unlock()
+			if n == 1 {
+				<-r.Context().Done() // the first attempt waits for the hedge to win
+				return nil, r.Context().Err()
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
+
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, seen, 2)
+		assert.Equal(t, []string{"300m"}, seen[0][string(GRPCTimeout)], "the first attempt's header")
+		assert.Equal(t, []string{"290m"}, seen[1][string(GRPCTimeout)], "the hedge's header")
+		assert.Empty(t, req.Header, "the caller's request is not modified")
 	})
 }
 
