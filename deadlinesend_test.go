@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,30 @@ func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
 		assert.Equal(t, []string{"300m"}, seen[0][string(GRPCTimeout)], "the first attempt's header")
 		assert.Equal(t, []string{"290m"}, seen[1][string(GRPCTimeout)], "the hedge's header")
 		assert.Empty(t, req.Header, "the caller's request is not modified")
+	})
+}
+
+// TestFirstAttemptNotSentTellsTheHandler makes a call, within a Handler,
+// whose first attempt is not sent for lack of time: the Handler learns that
+// a dependency was given up on, and its 503 tells its own caller not to
+// retry.
+func TestFirstAttemptNotSentTellsTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(200)}
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout))
+		h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), 999*time.Microsecond)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			_, err = tr.RoundTrip(req)
+			require.ErrorIs(t, err, ErrNoTimeLeft)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		assert.Zero(t, base.count(), "attempts sent")
+		assert.Equal(t, "false", rec.Result().Header.Get(ShouldRetryHeader))
 	})
 }
 
