@@ -305,6 +305,17 @@ func TestErrNoTimeLeft(t *testing.T) {
 	assert.Equal(t, "retryhttp: less than 1ms left before the deadline", ErrNoTimeLeft.Error())
 }
 
+// TestErrNoTimeLeftIsATimeout checks what ErrNoTimeLeft tells of itself to
+// code that asks an error whether it is a timeout, and what kind it is.
+func TestErrNoTimeLeftIsATimeout(t *testing.T) {
+	var timeout interface{ Timeout() bool }
+	require.ErrorAs(t, ErrNoTimeLeft, &timeout)
+	assert.True(t, timeout.Timeout())
+	var typed interface{ ErrorType() string }
+	require.ErrorAs(t, ErrNoTimeLeft, &typed)
+	assert.Equal(t, "timeout", typed.ErrorType())
+}
+
 // BenchmarkDeadlineOverhead measures a GET that succeeds at once through a
 // default Transport, with and without a deadline on its context, and with
 // and without deadline headers.
