@@ -82,8 +82,10 @@ type GiveUpEvent struct {
 	// RetryEvent.Peer.
 	Peer netip.AddrPort
 	// TimeLeft is, for GiveUpDeadline, the time left before the request's
-	// deadline when the Transport gave up: less than the retry's delay and
-	// HostLatency, or than 1 ms. It is 0 for other reasons.
+	// deadline when the Transport gave up: less than the retry's delay
+	// plus HostLatency (plus 1 ms while HostLatency is less), or, for an
+	// attempt not sent (WithDeadlineHeader), less than 1 ms. It is 0 for
+	// other reasons.
 	TimeLeft time.Duration
 	// HostLatency is, for GiveUpDeadline, the host's typical answer time
 	// that the retry had to have left once sent: the median of its recent
