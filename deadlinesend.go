@@ -142,7 +142,7 @@ func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Re
 func (t *Transport) logNoTimeLeft(req *http.Request, attempt int, left time.Duration) {
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not sending",
-			append(requestAttrs(req, attempt, nil, nil, netip.AddrPort{}),
+			append(requestAttrs(req, attempt),
 				slog.String("reason", string(GiveUpDeadline)), slog.Duration("time_left", left))...)
 	}
 }

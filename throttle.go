@@ -318,7 +318,7 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	ctx := req.Context()
 	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
 		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: throttled",
-			append(requestAttrs(req, 0, nil, nil, netip.AddrPort{}),
+			append(requestAttrs(req, 0),
 				slog.String("reason", string(GiveUpThrottled)),
 				slog.Float64("rejection_probability", p))...)
 	}
