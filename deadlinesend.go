@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"time"
 )
 
@@ -133,7 +132,7 @@ func SentDeadlineFromContext(ctx context.Context) (time.Duration, bool) {
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
 	closeBody(req.Body)
 	t.logNoTimeLeft(req, 0, left)
-	t.reportGiveUp(req, 0, GiveUpDeadline, nil, ErrNoTimeLeft, Verdict{}, netip.AddrPort{})
+	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
 	markGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}
 }

@@ -132,10 +132,10 @@ func both[E any](first, second func(E)) func(E) {
 	}
 }
 
-// reportGiveUp counts the request that was given up on for adaptive
-// throttling, if on, and calls the give-up hooks, if any.
-func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
-	t.reportGiveUpEvent(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer})
+// reportGiveUp reports req, given up on for reason with err before any
+// attempt was sent, as reportGiveUpEvent does.
+func (t *Transport) reportGiveUp(req *http.Request, reason GiveUpReason, err error) {
+	t.reportGiveUpEvent(GiveUpEvent{Request: req, Reason: reason, Err: err})
 }
 
 // reportGiveUpEvent counts the request given up on for adaptive

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -322,7 +321,7 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 				slog.String("reason", string(GiveUpThrottled)),
 				slog.Float64("rejection_probability", p))...)
 	}
-	t.reportGiveUp(req, 0, GiveUpThrottled, nil, ErrThrottled, Verdict{}, netip.AddrPort{})
+	t.reportGiveUp(req, GiveUpThrottled, ErrThrottled)
 	markShed(ctx)
 	return nil, &Error{Err: ErrThrottled}
 }
