@@ -96,6 +96,25 @@ func TestRetryNeedsTheHostsTypicalAnswer(t *testing.T) {
 	}
 }
 
+// TestTypicalAnswerFollowsASlowerHost makes a host that answered in 5 ms
+// turn slow, 40 ms: within 200 answers, its typical answer is 40 ms, since
+// the median covers only its last 100 to 200 answers.
+func TestTypicalAnswerFollowsASlowerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var latency atomic.Int64
+		latency.Store(int64(5 * time.Millisecond))
+		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Duration(latency.Load()), 200 }}
+		tr := newTestTransport(base, 0)
+		req := withDeadline(t, "http://svc.test/", time.Minute)
+		warm(t, tr, 3*fitWindow)
+		// The median, to the precision of its bucket (12.5%).
+		assert.InDelta(t, 5*time.Millisecond, tr.typicalAnswer(req), float64(5*time.Millisecond)/8)
+		latency.Store(int64(40 * time.Millisecond))
+		warm(t, tr, 2*fitWindow)
+		assert.InDelta(t, 40*time.Millisecond, tr.typicalAnswer(req), float64(40*time.Millisecond)/8)
+	})
+}
+
 func TestFirstAttemptAlwaysSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 200 }}
