@@ -115,6 +115,26 @@ func TestTypicalAnswerFollowsASlowerHost(t *testing.T) {
 	})
 }
 
+// TestGiveUpTimeLeftOnlyForTheDeadline gives up on a request with a
+// deadline for another reason, its attempts exhausted: the event's TimeLeft
+// and HostLatency are 0, as they are for any reason but GiveUpDeadline.
+func TestGiveUpTimeLeftOnlyForTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 503 }}
+		var events []GiveUpEvent
+		tr := newTestTransport(base, 0, WithMaxAttempts(fitMinSamples+1), WithoutBudget(),
+			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", time.Hour))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, fitMinSamples+1, base.calls(), "attempts sent")
+		require.Len(t, events, 1)
+		assert.Equal(t, GiveUpAttemptsExhausted, events[0].Reason)
+		assert.Zero(t, events[0].TimeLeft)
+		assert.Zero(t, events[0].HostLatency, "though the host's typical answer is known")
+	})
+}
+
 func TestFirstAttemptAlwaysSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 200 }}
