@@ -91,17 +91,17 @@ func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration
 	}
 	left := deadline.Sub(t.now())
 	var need time.Duration
-	if t.deadlineHeaders != nil {
-		need = minTimeLeft
-	}
-	if !t.noFitCheck {
+	switch {
+	case !t.noFitCheck:
 		need = max(hl.quantile(fitQuantile, fitMinSamples), minTimeLeft)
+	case t.deadlineHeaders != nil:
+		need = minTimeLeft
 	}
 	if left < need {
 		return left, false
 	}
 	if t.deadlineHeaders == nil {
-		return 0, true
+		left = 0 // no header carries it
 	}
 	return left, true
 }
@@ -123,25 +123,15 @@ func (t *Transport) sendTimed(a *http.Request) (*http.Response, error) {
 // recordAnswer records the time to response headers of attempt a, sent at
 // start (monotonic), when it has a response.
 func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *http.Response) {
-	if resp == nil {
-		return
-	}
-	h := t.answers.host(requestKey(a))
-	c := h.cur.Load()
-	w := &h.win[c]
-	w.counts[latencyBucket(monotonic()-start)].Add(1)
-	if w.n.Add(1) >= fitWindow {
-		h.turn(c)
+	if resp != nil {
+		t.answers.host(requestKey(a)).add(monotonic()-start, fitWindow)
 	}
 }
 
 // deadlineFacts returns, for a request given up on for lack of time, the
 // time left before its deadline and its host's typical answer time.
 func (t *Transport) deadlineFacts(req *http.Request) (left, typical time.Duration) {
-	if deadline, ok := req.Context().Deadline(); ok {
-		left = deadline.Sub(t.now())
-	}
-	return left, t.typicalAnswer(req)
+	return t.leftAfter(req, 0), t.typicalAnswer(req)
 }
 
 // leftAfter returns the time that will be left before req's deadline once

@@ -96,6 +96,45 @@ func TestRetryNeedsTheHostsTypicalAnswer(t *testing.T) {
 	}
 }
 
+// TestTypicalAnswerFollowsASlowerHost makes a host that answered in 5 ms
+// turn slow, 40 ms: within 200 answers, its typical answer is 40 ms, since
+// the median covers only its last 100 to 200 answers.
+func TestTypicalAnswerFollowsASlowerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var latency atomic.Int64
+		latency.Store(int64(5 * time.Millisecond))
+		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Duration(latency.Load()), 200 }}
+		tr := newTestTransport(base, 0)
+		req := withDeadline(t, "http://svc.test/", time.Minute)
+		warm(t, tr, 3*fitWindow)
+		// The median, to the precision of its bucket (12.5%).
+		assert.InDelta(t, 5*time.Millisecond, tr.typicalAnswer(req), float64(5*time.Millisecond)/8)
+		latency.Store(int64(40 * time.Millisecond))
+		warm(t, tr, 2*fitWindow)
+		assert.InDelta(t, 40*time.Millisecond, tr.typicalAnswer(req), float64(40*time.Millisecond)/8)
+	})
+}
+
+// TestGiveUpTimeLeftOnlyForTheDeadline gives up on a request with a
+// deadline for another reason, its attempts exhausted: the event's TimeLeft
+// and HostLatency are 0, as they are for any reason but GiveUpDeadline.
+func TestGiveUpTimeLeftOnlyForTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 503 }}
+		var events []GiveUpEvent
+		tr := newTestTransport(base, 0, WithMaxAttempts(fitMinSamples+1), WithoutBudget(),
+			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", time.Hour))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, fitMinSamples+1, base.calls(), "attempts sent")
+		require.Len(t, events, 1)
+		assert.Equal(t, GiveUpAttemptsExhausted, events[0].Reason)
+		assert.Zero(t, events[0].TimeLeft)
+		assert.Zero(t, events[0].HostLatency, "though the host's typical answer is known")
+	})
+}
+
 func TestFirstAttemptAlwaysSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 200 }}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"time"
 )
 
@@ -78,13 +77,11 @@ func hasDeadline(ctx context.Context) bool {
 
 // deadlineHeader returns h, an attempt's header, with the time left, left,
 // in every deadline header: h itself when own, the attempt's own header
-// already, or else a clone of it, since h is then the caller's.
+// already, or else a clone of it, since h is then the caller's (never nil:
+// RoundTrip refuses a request without a header).
 func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) http.Header {
 	if !own {
 		h = h.Clone()
-		if h == nil {
-			h = http.Header{}
-		}
 	}
 	var buf [24]byte
 	for _, f := range t.deadlineHeaders {
@@ -133,11 +130,9 @@ func SentDeadlineFromContext(ctx context.Context) (time.Duration, bool) {
 // reports the give-up, tells a Handler serving the request, and returns the
 // error.
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
+	closeBody(req.Body)
 	t.logNoTimeLeft(req, 0, left)
-	t.reportGiveUp(req, 0, GiveUpDeadline, nil, ErrNoTimeLeft, Verdict{}, netip.AddrPort{})
+	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
 	markGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}
 }
@@ -146,7 +141,7 @@ func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Re
 func (t *Transport) logNoTimeLeft(req *http.Request, attempt int, left time.Duration) {
 	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not sending",
-			append(requestAttrs(req, attempt, nil, nil, netip.AddrPort{}),
+			append(requestAttrs(req, attempt),
 				slog.String("reason", string(GiveUpDeadline)), slog.Duration("time_left", left))...)
 	}
 }

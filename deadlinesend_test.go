@@ -6,7 +6,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,6 +61,85 @@ func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
 		}
 		assert.Equal(t, []time.Duration{300 * time.Millisecond, 250 * time.Millisecond, 200 * time.Millisecond}, sent)
 		assert.Equal(t, http.Header{"X-Caller": {"kept"}}, req.Header, "the caller's request is not modified")
+	})
+}
+
+// TestDeadlineHeaderLeavesTheCallersHeader sends the deadline with each
+// attempt of a request that is otherwise sent as the caller made it (no
+// attempt header): each attempt has a header of its own, and the caller's
+// is not modified.
+func TestDeadlineHeaderLeavesTheCallersHeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(503, 200)}
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(Constant(50*time.Millisecond)))
+		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
+		req.Header.Set("X-Caller", "kept")
+
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 2, base.count())
+		assert.Equal(t, []string{"300m"}, base.headers[0][string(GRPCTimeout)])
+		assert.Equal(t, []string{"250m"}, base.headers[1][string(GRPCTimeout)])
+		assert.Equal(t, http.Header{"X-Caller": {"kept"}}, req.Header, "the caller's request is not modified")
+	})
+}
+
+// TestHedgeDeadlineHeaderLeavesTheFirstAttempts sends a hedge, with its
+// deadline, while the first attempt is still waiting: the hedge's header is
+// its own, and neither the first attempt's nor the caller's changes.
+func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var seen []http.Header
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			seen = append(seen, r.Header)
+			n := len(seen)
+			mu.Unlock()
+			if n == 1 {
+				<-r.Context().Done() // the first attempt waits for the hedge to win
+				return nil, r.Context().Err()
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
+
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, seen, 2)
+		assert.Equal(t, []string{"300m"}, seen[0][string(GRPCTimeout)], "the first attempt's header")
+		assert.Equal(t, []string{"290m"}, seen[1][string(GRPCTimeout)], "the hedge's header")
+		assert.Empty(t, req.Header, "the caller's request is not modified")
+	})
+}
+
+// TestFirstAttemptNotSentTellsTheHandler makes a call, within a Handler,
+// whose first attempt is not sent for lack of time: the Handler learns that
+// a dependency was given up on, and its 503 tells its own caller not to
+// retry.
+func TestFirstAttemptNotSentTellsTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &script{steps: statuses(200)}
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout))
+		h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), 999*time.Microsecond)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			_, err = tr.RoundTrip(req)
+			require.ErrorIs(t, err, ErrNoTimeLeft)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		assert.Zero(t, base.count(), "attempts sent")
+		assert.Equal(t, "false", rec.Result().Header.Get(ShouldRetryHeader))
 	})
 }
 
@@ -222,6 +303,17 @@ func TestErrNoTimeLeft(t *testing.T) {
 	assert.True(t, errors.Is(ErrNoTimeLeft, context.DeadlineExceeded))
 	assert.False(t, errors.Is(ErrNoTimeLeft, context.Canceled))
 	assert.Equal(t, "retryhttp: less than 1ms left before the deadline", ErrNoTimeLeft.Error())
+}
+
+// TestErrNoTimeLeftIsATimeout checks what ErrNoTimeLeft tells of itself to
+// code that asks an error whether it is a timeout, and what kind it is.
+func TestErrNoTimeLeftIsATimeout(t *testing.T) {
+	var timeout interface{ Timeout() bool }
+	require.ErrorAs(t, ErrNoTimeLeft, &timeout)
+	assert.True(t, timeout.Timeout())
+	var typed interface{ ErrorType() string }
+	require.ErrorAs(t, ErrNoTimeLeft, &typed)
+	assert.Equal(t, "timeout", typed.ErrorType())
 }
 
 // BenchmarkDeadlineOverhead measures a GET that succeeds at once through a

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -314,7 +313,7 @@ func (c *hedgeCall) fire() {
 	}
 	if t.logger != nil && t.logger.Enabled(c.req.Context(), slog.LevelDebug) {
 		t.logger.LogAttrs(c.req.Context(), slog.LevelDebug, "retryhttp: hedging",
-			append(requestAttrs(c.req, n, nil, nil, netip.AddrPort{}), slog.Duration("waited", waited))...)
+			append(requestAttrs(c.req, n), slog.Duration("waited", waited))...)
 	}
 	// A timer runs fire on a goroutine of its own: the hedge can use it.
 	c.run(h, n)

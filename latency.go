@@ -91,7 +91,15 @@ type hostLatency struct {
 // samples, and recomputing the cached quantile every 64 samples.
 func (h *hostLatency) record(start, end time.Duration, size uint32, q float64, minSamples int) {
 	h.answered.Store(int64(end))
-	d := end - start
+	n := h.add(end-start, size)
+	if n%64 == 0 || (!h.full.Load() && int(n) == minSamples) {
+		h.delay.Store(int64(h.quantile(q, minSamples)))
+	}
+}
+
+// add counts the latency d in the current window, turning the windows
+// when it holds size samples, and returns how many that window held.
+func (h *hostLatency) add(d time.Duration, size uint32) uint32 {
 	c := h.cur.Load()
 	w := &h.win[c]
 	w.counts[latencyBucket(d)].Add(1)
@@ -99,9 +107,7 @@ func (h *hostLatency) record(start, end time.Duration, size uint32, q float64, m
 	if n >= size {
 		h.turn(c)
 	}
-	if n%64 == 0 || (!h.full.Load() && int(n) == minSamples) {
-		h.delay.Store(int64(h.quantile(q, minSamples)))
-	}
+	return n
 }
 
 // turn makes the previous window the current one, emptied, if c is still

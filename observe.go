@@ -82,8 +82,10 @@ type GiveUpEvent struct {
 	// RetryEvent.Peer.
 	Peer netip.AddrPort
 	// TimeLeft is, for GiveUpDeadline, the time left before the request's
-	// deadline when the Transport gave up: less than the retry's delay and
-	// HostLatency, or than 1 ms. It is 0 for other reasons.
+	// deadline when the Transport gave up: less than the retry's delay
+	// plus HostLatency (plus 1 ms while HostLatency is less), or, for an
+	// attempt not sent (WithDeadlineHeader), less than 1 ms. It is 0 for
+	// other reasons.
 	TimeLeft time.Duration
 	// HostLatency is, for GiveUpDeadline, the host's typical answer time
 	// that the retry had to have left once sent: the median of its recent
@@ -130,10 +132,10 @@ func both[E any](first, second func(E)) func(E) {
 	}
 }
 
-// reportGiveUp counts the request that was given up on for adaptive
-// throttling, if on, and calls the give-up hooks, if any.
-func (t *Transport) reportGiveUp(req *http.Request, attempt int, reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) {
-	t.reportGiveUpEvent(GiveUpEvent{Request: req, Attempt: attempt, Reason: reason, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer})
+// reportGiveUp reports req, given up on for reason with err before any
+// attempt was sent, as reportGiveUpEvent does.
+func (t *Transport) reportGiveUp(req *http.Request, reason GiveUpReason, err error) {
+	t.reportGiveUpEvent(GiveUpEvent{Request: req, Reason: reason, Err: err})
 }
 
 // reportGiveUpEvent counts the request given up on for adaptive

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,11 +317,11 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	ctx := req.Context()
 	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
 		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: throttled",
-			append(requestAttrs(req, 0, nil, nil, netip.AddrPort{}),
+			append(requestAttrs(req, 0),
 				slog.String("reason", string(GiveUpThrottled)),
 				slog.Float64("rejection_probability", p))...)
 	}
-	t.reportGiveUp(req, 0, GiveUpThrottled, nil, ErrThrottled, Verdict{}, netip.AddrPort{})
+	t.reportGiveUp(req, GiveUpThrottled, ErrThrottled)
 	markShed(ctx)
 	return nil, &Error{Err: ErrThrottled}
 }

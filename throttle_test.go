@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -791,5 +794,40 @@ func TestThrottleSpellingsOfAHostShareItsCounts(t *testing.T) {
 		}
 		assert.Equal(t, []HostRejection{{Scheme: "http", Host: "svc.test", Probability: 0.9}}, got)
 		assert.Equal(t, 2, tr.throttle.hosts.Load().n, "two spellings")
+	})
+}
+
+// TestThrottleDoesNotCountABodyGivenUpOn reads a response body that is cut
+// after its headers, and cut again once resumed, past the resume limit: the
+// give-up hooks see it, but adaptive throttling does not count it against
+// the host: its request ended, accepted, when RoundTrip returned.
+func TestThrottleDoesNotCountABodyGivenUpOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"v1"`}}
+			status, part, length := 200, "part", int64(10)
+			if r.Header.Get("Range") != "" {
+				h.Set("Content-Range", "bytes 4-9/10")
+				status, part, length = 206, "ab", 6
+			}
+			body := io.NopCloser(io.MultiReader(strings.NewReader(part), iotest.ErrReader(io.ErrUnexpectedEOF)))
+			return &http.Response{StatusCode: status, ContentLength: length, Header: h, Body: body, Request: r}, nil
+		})
+		var gaveUp []GiveUpEvent
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithResumeLimit(1), WithBackoff(Constant(0)),
+			WithOnGiveUp(func(e GiveUpEvent) { gaveUp = append(gaveUp, e) }))
+		req, err := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		assert.Equal(t, "partab", string(got))
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		resp.Body.Close()
+
+		require.Len(t, gaveUp, 1)
+		assert.True(t, gaveUp[0].Resume)
+		n, acc := counts(tr, "svc.test")
+		assert.Equal(t, [2]int64{0, 0}, [2]int64{n, acc}, "a host that answered is not counted, whatever became of its body")
 	})
 }

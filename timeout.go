@@ -17,7 +17,8 @@ var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
 // send makes one attempt through the base transport, applying the
 // per-attempt timeout, and never returns both a response and an error. It
 // records the attempt's time to response headers for the check before a
-// retry when the request has a deadline.
+// retry when the request has a deadline and the Transport keeps its own
+// table of answer times (answerTable: hedging keeps them otherwise).
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
 	if t.answers != nil && hasDeadline(a.Context()) {
 		return t.sendTimed(a)

@@ -508,15 +508,16 @@ func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent) {
 	}
 }
 
-// requestAttrs describes an attempt for the log without headers, user
-// information or query strings, which may hold secrets, and with the
-// connection's remote address when it is known.
-func requestAttrs(req *http.Request, attempt int, resp *http.Response, err error, peer netip.AddrPort) []slog.Attr {
-	return attemptAttrs(req, attempt, statusOf(resp), err, peer)
+// requestAttrs is attemptAttrs for an attempt of req that has no outcome
+// yet, or will not be sent.
+func requestAttrs(req *http.Request, attempt int) []slog.Attr {
+	return attemptAttrs(req, attempt, 0, nil, netip.AddrPort{})
 }
 
-// attemptAttrs is requestAttrs for an attempt whose status, 0 when it has
-// none, is known.
+// attemptAttrs describes an attempt for the log without headers, user
+// information or query strings, which may hold secrets, with its status
+// when it has one (not 0), its error, and the connection's remote address
+// when it is known.
 func attemptAttrs(req *http.Request, attempt, status int, err error, peer netip.AddrPort) []slog.Attr {
 	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
 	if u.Host == "" {
