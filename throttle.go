@@ -208,10 +208,11 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 
 // gaveUp counts req, whose retries ended after attempts attempts without
 // rescuing it, for reason, as that many attempts its host did not accept.
-// A refusal was counted when it was made, and a request whose caller gave
-// up, during a wait or an attempt, is not counted.
+// A refusal was counted when it was made; a request whose caller gave up,
+// during a wait or an attempt, and one never sent (too little time left
+// for its first attempt) are not counted: the host did nothing.
 func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reason GiveUpReason, err error) {
-	if reason == GiveUpThrottled || reason == GiveUpCanceled || (err != nil && req.Context().Err() != nil) {
+	if attempts == 0 || reason == GiveUpCanceled || (err != nil && req.Context().Err() != nil) {
 		return
 	}
 	now := th.clock(t)
@@ -223,7 +224,7 @@ func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reas
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	th.fold(h, now)
-	h.bucket(th.step(now)).requests += int64(max(attempts, 1))
+	h.bucket(th.step(now)).requests += int64(attempts)
 	h.streak = 0
 	h.last.Store(now)
 	th.update(h, now)

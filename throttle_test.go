@@ -831,3 +831,26 @@ func TestThrottleDoesNotCountABodyGivenUpOn(t *testing.T) {
 		assert.Equal(t, [2]int64{0, 0}, [2]int64{n, acc}, "a host that answered is not counted, whatever became of its body")
 	})
 }
+
+// TestThrottleDoesNotCountARequestNeverSent gives up on requests whose
+// first attempt is not sent, too little time being left for it: adaptive
+// throttling counts none of them against the host, which did nothing.
+func TestThrottleDoesNotCountARequestNeverSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			t.Error("an attempt was sent")
+			return nil, errors.New("sent")
+		})
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithDeadlineHeader(GRPCTimeout))
+		for range 10 {
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Microsecond)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			_, err = tr.RoundTrip(req)
+			require.ErrorIs(t, err, ErrNoTimeLeft)
+			cancel()
+		}
+		n, acc := counts(tr, "svc.test")
+		assert.Equal(t, [2]int64{0, 0}, [2]int64{n, acc}, "requests never sent are not counted")
+	})
+}
