@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
 	"mime"
 	"net/http"
 	"net/url"
@@ -212,10 +211,7 @@ func (e *ResumeError) Unwrap() error { return e.Err }
 
 // Timeout reports whether the body failed by a timeout (a stall, a
 // deadline), as net.Error does.
-func (e *ResumeError) Timeout() bool {
-	var t interface{ Timeout() bool }
-	return errors.As(e.Err, &t) && t.Timeout()
-}
+func (e *ResumeError) Timeout() bool { return isTimeout(e.Err) }
 
 // resumeCandidate reports whether resp, the response RoundTrip is about to
 // return, shows that its body might be resumed: a 200 with a body that

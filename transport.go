@@ -169,9 +169,13 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Timeout reports whether the last attempt's error was a timeout, as
 // net.Error does, so that url.Error.Timeout keeps working through an *Error.
-func (e *Error) Timeout() bool {
+func (e *Error) Timeout() bool { return isTimeout(e.Err) }
+
+// isTimeout reports whether err, or an error it wraps, says it is a
+// timeout.
+func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
-	return errors.As(e.Err, &t) && t.Timeout()
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // Attempts reports how many attempts were sent for the request that
