@@ -388,9 +388,7 @@ func (b *resumeBody) report(reason GiveUpReason, resp *http.Response, err error,
 	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
 	e.Resume, e.Offset = true, b.r.off
-	s.t.logGiveUp(b.a, e)
-	s.t.reportGiveUpEvent(e)
-	markGaveUp(s.req.Context())
+	s.announceGiveUp(b.a, e)
 }
 
 // takePart takes the body being read away from Close and the stall watch,

@@ -333,11 +333,17 @@ func (t *Transport) policy(req *http.Request) policy {
 // reason, reports it to the give-up hooks, tells a Handler serving the
 // request that a dependency was given up on, and returns the last result.
 func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
-	e := s.giveUpEvent(reason, resp, err, v, pt.peer())
+	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()))
+	return s.finish(a, pt, resp, err, g)
+}
+
+// announceGiveUp logs e, the end of the retries whose last attempt is a,
+// reports it to the give-up hooks, and tells a Handler serving the request
+// that a dependency was given up on.
+func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent) {
 	s.t.logGiveUp(a, e)
 	s.t.reportGiveUpEvent(e)
 	markGaveUp(a.Context())
-	return s.finish(a, pt, resp, err, g)
 }
 
 // failureStatus reports the statuses by which a dependency fails in a way a
