@@ -69,8 +69,13 @@ const grpcMaxValue = 99_999_999
 
 // msMaxDigits bounds a value in milliseconds, as Connect's grammar does: 10
 // digits are 115 days, past any deadline worth carrying, and cannot
-// overflow a time.Duration.
-const msMaxDigits = 10
+// overflow a time.Duration. A longer time left is sent as msMaxValue, which
+// every reader of the format accepts: a deadline that far away bounds
+// nothing the callee does.
+const (
+	msMaxDigits = 10
+	msMaxValue  = 9_999_999_999
+)
 
 // grpcUnits are grpc-timeout's units, the largest first.
 var grpcUnits = [...]struct {
@@ -84,12 +89,12 @@ var grpcUnits = [...]struct {
 // appendValue appends d, a positive time left, in f's format: for
 // GRPCTimeout as appendGRPCTimeout does, for the others in whole
 // milliseconds, rounded down, so that a layer below is never told of time
-// its caller does not have.
+// its caller does not have, and at most msMaxValue, 10 digits.
 func (f DeadlineFormat) appendValue(b []byte, d time.Duration) []byte {
 	if f == GRPCTimeout {
 		return appendGRPCTimeout(b, d)
 	}
-	return strconv.AppendInt(b, int64(d/time.Millisecond), 10)
+	return strconv.AppendInt(b, min(int64(d/time.Millisecond), msMaxValue), 10)
 }
 
 // appendGRPCTimeout appends d, positive, as grpc-timeout: in the largest
