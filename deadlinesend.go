@@ -85,7 +85,7 @@ func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) 
 	}
 	var buf [24]byte
 	for _, f := range t.deadlineHeaders {
-		h[string(f)] = []string{string(f.appendValue(buf[:0], left))}
+		setField(h, string(f), string(f.appendValue(buf[:0], left)))
 	}
 	return h
 }

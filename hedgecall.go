@@ -365,7 +365,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 	h := a.WithContext(hctx)
 	if t.attemptHeader != "" {
 		h.Header = a.Header.Clone()
-		h.Header.Set(t.attemptHeader, attemptHeaderValue(n, maxAttempts))
+		setField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
 	}
 	if left > 0 {
 		h.Header = t.deadlineHeader(h.Header, t.attemptHeader != "", left)

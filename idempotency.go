@@ -28,9 +28,19 @@ func idempotentMethod(m string) bool {
 // way (see http.Transport) to declare a request idempotent without sending
 // the header, and stays such a declaration; a key that is empty or only
 // spaces and tabs is sent on the wire, where no server can deduplicate on
-// it, and counts as no key.
+// it, and counts as no key. An entry under another case of either name
+// ("idempotency-key") is sent as the same field, and is a key when it holds
+// a value that is not blank; net/http does not read it as a declaration.
 func hasIdempotencyKey(h http.Header) bool {
-	return keyIn(h, "Idempotency-Key") || keyIn(h, "X-Idempotency-Key")
+	if keyIn(h, "Idempotency-Key") || keyIn(h, "X-Idempotency-Key") {
+		return true
+	}
+	for k, vs := range h {
+		if (strings.EqualFold(k, "Idempotency-Key") || strings.EqualFold(k, "X-Idempotency-Key")) && notBlank(vs) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyIn reports whether h's entry name holds an idempotency key.
@@ -39,11 +49,13 @@ func keyIn(h http.Header, name string) bool {
 	if !ok {
 		return false
 	}
-	if len(vs) == 0 {
-		return true
-	}
+	return len(vs) == 0 || notBlank(vs)
+}
+
+// notBlank reports whether one of vs is more than spaces and tabs.
+func notBlank(vs []string) bool {
 	for _, v := range vs {
-		if strings.Trim(v, " \t") != "" {
+		if trimOWS(v) != "" {
 			return true
 		}
 	}

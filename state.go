@@ -154,7 +154,7 @@ func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
 		if !owned {
 			a.Header, owned = h.Clone(), true
 		}
-		a.Header.Set(s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
+		setField(a.Header, s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
 	}
 	if s.left > 0 {
 		a.Header = s.t.deadlineHeader(a.Header, owned, s.left)
