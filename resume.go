@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -109,8 +110,15 @@ const (
 	ResumeWeakValidator ResumeReason = "entity tag is weak"
 	// ResumeNoValidator: the response had no ETag, and no Last-Modified
 	// that is strong: at least a second before its Date (RFC 9110,
-	// section 8.8.2.2). Nothing could tell its rest from another's.
+	// section 8.8.2.2). Nothing could tell its rest from another's. An
+	// empty entity tag ("") counts as none: valid by the grammar, it is
+	// what a server sends that gives every representation the same tag.
 	ResumeNoValidator ResumeReason = "no strong validator"
+	// ResumeBadValidator: the response's ETag is not an entity tag by RFC
+	// 9110's grammar (a quoted string of visible characters), or the
+	// response has more than one ETag or Last-Modified field: no single
+	// validator names its bytes.
+	ResumeBadValidator ResumeReason = "validator is malformed or repeated"
 	// ResumeSignedRange: the request carries a signature that covers its
 	// Range header (AWS Signature Version 4's SignedHeaders, in the
 	// Authorization header or a presigned URL, or Google's; Azure's Shared
@@ -284,29 +292,78 @@ func describe(req *http.Request, resp *http.Response) (representation, ResumeRea
 		}
 		r.length, r.complete, r.full = resp.ContentLength, resp.ContentLength, true
 	case http.StatusPartialContent:
-		first, last, complete, ok := parseContentRange(h.Get("Content-Range"))
-		if !ok || multipart(h.Get("Content-Type")) || (resp.ContentLength >= 0 && resp.ContentLength != last-first+1) {
+		cr, once := onlyValue(h, "Content-Range")
+		first, last, complete, ok := parseContentRange(cr)
+		// last-first+1 cannot overflow: parseContentRange holds last
+		// below math.MaxInt64.
+		if !once || !ok || multipart(h.Get("Content-Type")) || (resp.ContentLength >= 0 && resp.ContentLength != last-first+1) {
 			return r, ResumeUnknownLength
 		}
 		r.start, r.length, r.complete = first, last-first+1, complete
 	default:
 		return r, ResumeUnknownLength
 	}
-	r.encoding = h.Get("Content-Encoding")
-	if etag := h.Get("Etag"); etag != "" {
-		if strings.HasPrefix(etag, "W/") {
-			return r, ResumeWeakValidator
-		}
+	r.encoding = strings.Join(h["Content-Encoding"], ", ")
+	etag, once := onlyValue(h, "Etag")
+	lm, lmOnce := onlyValue(h, "Last-Modified")
+	switch kind := entityTag(etag); {
+	case !once:
+		return r, ResumeBadValidator
+	case kind == tagStrong:
 		r.validator, r.byETag = etag, true
-	} else if lm := h.Get("Last-Modified"); strongDate(lm, h.Get("Date")) {
+	case kind == tagWeak:
+		return r, ResumeWeakValidator
+	case kind == tagMalformed:
+		return r, ResumeBadValidator
+	case !lmOnce:
+		return r, ResumeBadValidator
+	case strongDate(lm, h.Get("Date")):
+		// No ETag, or the empty one: the strong Last-Modified validates.
 		r.validator = lm
-	} else {
+	default:
 		return r, ResumeNoValidator
 	}
 	if signedRange(req) {
 		return r, ResumeSignedRange
 	}
 	return r, ""
+}
+
+// An entity tag's kind, as entityTag reads it.
+type tagKind uint8
+
+const (
+	tagNone      tagKind = iota // no ETag, or the empty strong one ""
+	tagStrong                   // "..."
+	tagWeak                     // W/"..."
+	tagMalformed                // anything else
+)
+
+// entityTag tells what an ETag value is by RFC 9110's grammar (section
+// 8.8.3): an optional W/ and a quoted run of etagc, the visible characters
+// other than the double quote, and bytes 0x80 and above. The empty strong
+// tag "" is no validator: a server that sends it gives every representation
+// the same tag, and a resume pinned to it would be pinned to nothing.
+func entityTag(v string) tagKind {
+	if v == "" {
+		return tagNone
+	}
+	kind := tagStrong
+	if rest, ok := strings.CutPrefix(v, "W/"); ok {
+		kind, v = tagWeak, rest
+	}
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return tagMalformed
+	}
+	for i := 1; i < len(v)-1; i++ {
+		if c := v[i]; c < 0x21 || c == '"' || c == 0x7f {
+			return tagMalformed
+		}
+	}
+	if kind == tagStrong && len(v) == 2 {
+		return tagNone
+	}
+	return kind
 }
 
 // strongDate reports whether a Last-Modified value is a strong validator
@@ -330,7 +387,9 @@ func multipart(contentType string) bool {
 }
 
 // parseContentRange parses a Content-Range of a 206, "bytes first-last/complete"
-// with complete a length or "*" (returned as -1).
+// with complete a length or "*" (returned as -1). It holds last below
+// math.MaxInt64, so that the length and every offset within the range are
+// int64s.
 func parseContentRange(v string) (first, last, complete int64, ok bool) {
 	unit, rest, found := strings.Cut(trimOWS(v), " ")
 	if !found || !strings.EqualFold(unit, "bytes") {
@@ -346,7 +405,10 @@ func parseContentRange(v string) (first, last, complete int64, ok bool) {
 	}
 	first, okA := digits(a)
 	last, okB := digits(b)
-	if !okA || !okB || last < first {
+	// digits saturates at math.MaxInt64; a last byte there (or past it)
+	// leaves no int64 for the length, last-first+1, nor for the offset
+	// after it, and no body that long can exist.
+	if !okA || !okB || last < first || last == math.MaxInt64 {
 		return 0, 0, 0, false
 	}
 	complete = -1
@@ -412,17 +474,23 @@ func listsRange(list string) bool {
 // not, "" when it does.
 func (r *representation) continues(resp *http.Response, off int64) ResumeReason {
 	h := resp.Header
-	if resp.Uncompressed || h.Get("Content-Encoding") != r.encoding {
+	if resp.Uncompressed || strings.Join(h["Content-Encoding"], ", ") != r.encoding {
 		return ResumeChanged
 	}
-	if r.byETag && h.Get("Etag") != r.validator || !r.byETag && h.Get("Last-Modified") != r.validator {
+	key := "Last-Modified"
+	if r.byETag {
+		key = "Etag"
+	}
+	if v, once := onlyValue(h, key); !once || v != r.validator {
 		// A server that ignores If-Range (some do) answers ranges of a
-		// representation that has changed: only the validator tells.
+		// representation that has changed: only the validator tells,
+		// and a validator given twice tells nothing.
 		return ResumeChanged
 	}
-	first, last, complete, ok := parseContentRange(h.Get("Content-Range"))
+	cr, once := onlyValue(h, "Content-Range")
+	first, last, complete, ok := parseContentRange(cr)
 	switch {
-	case !ok || multipart(h.Get("Content-Type")):
+	case !once || !ok || multipart(h.Get("Content-Type")):
 		return ResumeMisaligned
 	case complete != r.complete:
 		return ResumeChanged
@@ -449,9 +517,9 @@ func (r *representation) rangeHeader(h http.Header, off int64) http.Header {
 	if !r.full {
 		spec += strconv.FormatInt(r.start+r.length-1, 10)
 	}
-	h["Range"] = []string{spec}
-	h["If-Range"] = []string{r.validator}
-	if _, ok := h["Accept-Encoding"]; !ok {
+	setField(h, "Range", spec)
+	setField(h, "If-Range", r.validator)
+	if !hasField(h, "Accept-Encoding") {
 		h["Accept-Encoding"] = []string{"identity"}
 	}
 	return h

@@ -1,12 +1,12 @@
 package retryhttp
 
 import (
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,6 +68,28 @@ func TestDescribe(t *testing.T) {
 			rep: representation{start: 1000, length: 100, complete: -1, validator: `"v1"`, byETag: true}},
 		{name: "a range whose length disagrees", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1199/5000"}, want: ResumeUnknownLength},
 		{name: "several ranges", status: 206, fields: map[string]string{"Content-Type": "multipart/byteranges; boundary=x"}, want: ResumeUnknownLength},
+		{name: "two ETag fields", status: 200, change: func(_ *http.Request, r *http.Response) { r.Header["Etag"] = []string{`"v0"`, `"v1"`} },
+			want: ResumeBadValidator},
+		{name: "a malformed ETag", status: 200, fields: map[string]string{"Etag": `"v1", "v2"`}, want: ResumeBadValidator},
+		{name: "an unquoted ETag", status: 200, fields: map[string]string{"Etag": `v1`}, want: ResumeBadValidator},
+		{name: "the empty ETag alone", status: 200, fields: map[string]string{"Etag": `""`}, want: ResumeNoValidator},
+		{name: "the empty ETag beside a strong Last-Modified", status: 200, fields: map[string]string{"Etag": `""`, "Last-Modified": lastModified, "Date": aSecondLater},
+			rep: representation{length: 100, complete: 100, validator: lastModified, full: true}},
+		{name: "two Last-Modified fields", status: 200, fields: map[string]string{"Etag": "", "Date": aSecondLater},
+			change: func(_ *http.Request, r *http.Response) {
+				r.Header["Last-Modified"] = []string{lastModified, lastModified}
+			},
+			want: ResumeBadValidator},
+		{name: "two Content-Range fields", status: 206, change: func(_ *http.Request, r *http.Response) {
+			r.Header["Content-Range"] = []string{"bytes 0-99/100", "bytes 0-99/100"}
+		}, want: ResumeUnknownLength},
+		{name: "a range to the largest int64, no Content-Length", status: 206, fields: map[string]string{"Content-Range": "bytes 0-9223372036854775807/*"},
+			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: ResumeUnknownLength},
+		{name: "a range past the largest int64, no Content-Length", status: 206, fields: map[string]string{"Content-Range": "bytes 0-99999999999999999999999/*"},
+			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: ResumeUnknownLength},
+		{name: "a range ending before the largest int64, no Content-Length", status: 206, fields: map[string]string{"Content-Range": "bytes 0-9223372036854775806/*"},
+			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 },
+			rep:    representation{length: math.MaxInt64, complete: -1, validator: `"v1"`, byETag: true}},
 		{name: "signed Range", status: 200, change: func(q *http.Request, _ *http.Response) {
 			q.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-date, Signature=abc")
 		}, want: ResumeSignedRange},
@@ -139,6 +161,10 @@ var contentRangeTests = []struct {
 	{"items 1-5/10", 0, 0, 0, false},
 	{"bytes 1-5/10x", 0, 0, 0, false},
 	{"bytes 99999999999999999999-1/2", 0, 0, 0, false},
+	{"bytes 0-9223372036854775807/*", 0, 0, 0, false},     // no length fits an int64
+	{"bytes 0-99999999999999999999999/*", 0, 0, 0, false}, // saturated: the same
+	{"bytes 0-9223372036854775806/9223372036854775807", 0, math.MaxInt64 - 1, math.MaxInt64, true},
+	{"bytes 9223372036854775806-9223372036854775806/*", math.MaxInt64 - 1, math.MaxInt64 - 1, -1, true},
 	{"", 0, 0, 0, false},
 }
 
@@ -161,7 +187,7 @@ func FuzzParseContentRange(f *testing.F) {
 		if !ok {
 			return
 		}
-		if first < 0 || last < first || (complete != -1 && complete <= last) {
+		if first < 0 || last < first || last == math.MaxInt64 || (complete != -1 && complete <= last) {
 			t.Fatalf("%q: accepted %d-%d/%d", in, first, last, complete)
 		}
 	})
@@ -236,6 +262,33 @@ func TestContinues(t *testing.T) {
 			assert.Equal(t, tt.want, tt.rep.continues(resp, tt.off))
 		})
 	}
+	// Fields given twice: the stale validator first, the current one
+	// second, or two ranges.
+	twice := []struct {
+		name   string
+		rep    representation
+		key    string
+		values []string
+		want   ResumeReason
+	}{
+		{"two ETag fields", full, "Etag", []string{`"v0"`, `"v1"`}, ResumeChanged},
+		{"the same ETag twice", full, "Etag", []string{`"v1"`, `"v1"`}, ResumeChanged},
+		{"two Last-Modified fields", byDate, "Last-Modified", []string{aSecondLater, lastModified}, ResumeChanged},
+		{"two Content-Range fields", full, "Content-Range", []string{"bytes 0-99/100", "bytes 40-99/100"}, ResumeMisaligned},
+		{"two Content-Encoding fields", full, "Content-Encoding", []string{"", "gzip"}, ResumeChanged},
+	}
+	for _, tt := range twice {
+		t.Run(tt.name, func(t *testing.T) {
+			_, resp := resumable(206, map[string]string{"Content-Range": "bytes 40-99/100"})
+			if !tt.rep.byETag {
+				delete(resp.Header, "Etag")
+				resp.Header.Set("Last-Modified", lastModified)
+			}
+			resp.ContentLength = 60
+			resp.Header[tt.key] = tt.values
+			assert.Equal(t, tt.want, tt.rep.continues(resp, 40))
+		})
+	}
 }
 
 func TestRangeHeader(t *testing.T) {
@@ -249,42 +302,172 @@ func TestRangeHeader(t *testing.T) {
 	h = part.rangeHeader(http.Header{"Accept-Encoding": {"gzip"}}, 40)
 	assert.Equal(t, http.Header{"Range": {"bytes=1040-1099"}, "If-Range": {lastModified}, "Accept-Encoding": {"gzip"}}, h)
 	assert.Equal(t, "bytes=40-", full.rangeHeader(nil, 40).Get("Range"))
+
+	// Keys the caller wrote in another case are replaced, not doubled:
+	// net/http would send both as values of one field.
+	odd := http.Header{"range": {"bytes=1000-"}, "if-range": {`"v0"`}, "accept-encoding": {"gzip"}}
+	h = full.rangeHeader(odd, 40)
+	assert.Equal(t, http.Header{"Range": {"bytes=40-"}, "If-Range": {`"v1"`}, "accept-encoding": {"gzip"}}, h)
+	assert.Equal(t, http.Header{"range": {"bytes=1000-"}, "if-range": {`"v0"`}, "accept-encoding": {"gzip"}}, odd, "the caller's header is not modified")
 }
 
-func TestReprDigest(t *testing.T) {
-	body := []byte("the joined body")
-	s256 := sha256.Sum256(body)
-	s512 := sha512.Sum512(body)
-	b64 := base64.StdEncoding.EncodeToString
-	tests := []struct {
-		name   string
-		values []string
-		want   bool // a digest is checked
-	}{
-		{"none", nil, false},
-		{"sha-256", []string{"sha-256=:" + b64(s256[:]) + ":"}, true},
-		{"sha-512", []string{"sha-512=:" + b64(s512[:]) + ":"}, true},
-		{"both, with parameters and spaces", []string{"sha-512=:" + b64(s512[:]) + ":;x=1 ,  sha-256=:" + b64(s256[:]) + ":"}, true},
-		{"in two field lines", []string{"unixsum=:AAA=:", "SHA-256=:" + b64(s256[:]) + ":"}, true},
-		{"unknown algorithm", []string{"md5=:" + b64(s256[:16]) + ":"}, false},
-		{"wrong size", []string{"sha-256=:" + b64(s256[:31]) + ":"}, false},
-		{"not base64", []string{"sha-256=:***:"}, false},
-		{"not a byte sequence", []string{"sha-256=" + b64(s256[:])}, false},
+// entityTagTests are the ETag values entityTag reads, hostile ones
+// included, and seed FuzzEntityTag.
+var entityTagTests = []struct {
+	in   string
+	want tagKind
+}{
+	{``, tagNone},
+	{`""`, tagNone},
+	{`"v1"`, tagStrong},
+	{`"0x8DC5A3F1B2C4D5E"`, tagStrong},
+	{`"d41d8cd98f00b204e9800998ecf8427e-3"`, tagStrong},
+	{`"été"`, tagStrong},
+	{"\"\x80\xff\"", tagStrong}, // obs-text
+	{`W/"v1"`, tagWeak},
+	{`W/""`, tagWeak},
+	{`w/"v1"`, tagMalformed}, // W is case-sensitive
+	{`v1`, tagMalformed},
+	{`"v1`, tagMalformed},
+	{`v1"`, tagMalformed},
+	{`"`, tagMalformed},
+	{`"v1", "v2"`, tagMalformed}, // two tags folded into one field
+	{`"v 1"`, tagMalformed},
+	{"\"v\t1\"", tagMalformed},
+	{"\"v\x7f\"", tagMalformed},
+	{`"v"1"`, tagMalformed},
+	{`W/`, tagMalformed},
+	{`W/v1`, tagMalformed},
+	{` "v1"`, tagMalformed},
+}
+
+func TestEntityTag(t *testing.T) {
+	for _, tt := range entityTagTests {
+		assert.Equal(t, tt.want, entityTag(tt.in), "%q", tt.in)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := newReprDigest(tt.values)
-			require.Equal(t, tt.want, d != nil)
-			if d == nil {
-				return
+}
+
+func FuzzEntityTag(f *testing.F) {
+	for _, tt := range entityTagTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		kind := entityTag(in)
+		opaque, weak := strings.CutPrefix(in, "W/")
+		switch kind {
+		case tagNone:
+			if in != "" && in != `""` {
+				t.Fatalf("%q: no validator", in)
 			}
-			d.h.Write(body[:5])
-			d.h.Write(body[5:])
-			assert.True(t, d.matches())
-			d.h.Write([]byte("x"))
-			assert.False(t, d.matches())
-		})
+		case tagStrong, tagWeak:
+			if weak != (kind == tagWeak) || len(opaque) < 2 || opaque[0] != '"' || opaque[len(opaque)-1] != '"' ||
+				strings.ContainsAny(opaque[1:len(opaque)-1], "\" \t\r\n\x00\x7f") || kind == tagStrong && len(opaque) == 2 {
+				t.Fatalf("%q: accepted as %d", in, kind)
+			}
+			if kind == tagStrong && entityTag("W/"+in) != tagWeak {
+				t.Fatalf("%q: strong, but W/ before it is not weak", in)
+			}
+		}
+	})
+}
+
+// acceptRangesTests are the Accept-Ranges fields acceptsRanges reads, and
+// seed FuzzAcceptsRanges.
+var acceptRangesTests = []struct {
+	values []string
+	want   bool
+}{
+	{nil, false},
+	{[]string{"bytes"}, true},
+	{[]string{"none"}, false},
+	{[]string{"none, Bytes"}, true},
+	{[]string{" bytes\t"}, true},
+	{[]string{"none", "bytes"}, true},
+	{[]string{"bytes=0-"}, false},
+	{[]string{"bytesx"}, false},
+	{[]string{"by tes"}, false},
+	{[]string{",,,"}, false},
+	{[]string{""}, false},
+}
+
+func TestAcceptsRanges(t *testing.T) {
+	for _, tt := range acceptRangesTests {
+		assert.Equal(t, tt.want, acceptsRanges(tt.values), "%q", tt.values)
 	}
+}
+
+func FuzzAcceptsRanges(f *testing.F) {
+	for _, tt := range acceptRangesTests {
+		f.Add(strings.Join(tt.values, "\n"))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		values := strings.Split(in, "\n")
+		want := false
+		for _, v := range values {
+			for _, item := range strings.Split(v, ",") {
+				want = want || strings.EqualFold(strings.Trim(item, " \t"), "bytes")
+			}
+		}
+		if got := acceptsRanges(values); got != want {
+			t.Fatalf("%q: got %v, want %v", values, got, want)
+		}
+	})
+}
+
+// FuzzDescribe reads a response's header fields as a server may send
+// them, and checks that a representation found resumable has a length, a
+// validator and offsets that fit an int64, and that every request for its
+// rest names one range within it.
+func FuzzDescribe(f *testing.F) {
+	f.Add(true, int64(100), "", `"v1"`, "", "", "", int64(40))
+	f.Add(false, int64(-1), "bytes 0-9223372036854775807/*", `"v1"`, "", "", "", int64(0))
+	f.Add(false, int64(-1), "bytes 0-9223372036854775806/*", `"v1"`, "", "", "", int64(9223372036854775806))
+	f.Add(false, int64(100), "bytes 1000-1099/5000", `"v1"`, `"v2"`, "", "", int64(99))
+	f.Add(true, int64(9223372036854775807), "", "", "", lastModified, aSecondLater, int64(1))
+	f.Add(true, int64(10), "", `""`, "", lastModified, aSecondLater, int64(5))
+	for _, tt := range contentRangeTests {
+		f.Add(false, int64(-1), tt.in, `"v1"`, "", "", "", int64(1))
+	}
+	for _, tt := range entityTagTests {
+		f.Add(true, int64(10), "", tt.in, "", "", "", int64(1))
+	}
+	f.Fuzz(func(t *testing.T, ok200 bool, length int64, contentRange, etag, etag2, lm, date string, off int64) {
+		status := http.StatusPartialContent
+		if ok200 {
+			status = http.StatusOK
+		}
+		req, resp := resumable(status, map[string]string{"Etag": etag, "Content-Range": contentRange, "Last-Modified": lm, "Date": date})
+		if etag2 != "" {
+			resp.Header["Etag"] = append(resp.Header["Etag"], etag2)
+		}
+		resp.ContentLength = length
+		rep, why := describe(req, resp)
+		if why != "" {
+			return
+		}
+		if rep.length <= 0 || rep.start < 0 || rep.start > math.MaxInt64-rep.length || rep.validator == "" ||
+			(rep.complete != -1 && rep.complete < rep.start+rep.length) {
+			t.Fatalf("accepted %+v", rep)
+		}
+		if etag2 != "" && rep.byETag {
+			t.Fatalf("resumed by one of two ETags: %+v", rep)
+		}
+		if off < 0 || off >= rep.length {
+			off = rep.length - 1
+		}
+		h := rep.rangeHeader(http.Header{"range": {"bytes=0-"}}, off)
+		if len(h) != 3 || len(h["Range"]) != 1 || len(h["If-Range"]) != 1 {
+			t.Fatalf("request for the rest from %d of %+v: %q", off, rep, h)
+		}
+		spec := strings.TrimPrefix(h["Range"][0], "bytes=")
+		first, last, _ := strings.Cut(spec, "-")
+		if n, err := strconv.ParseInt(first, 10, 64); err != nil || n != rep.start+off {
+			t.Fatalf("Range %q from %d of %+v", spec, off, rep)
+		}
+		if n, err := strconv.ParseInt(last, 10, 64); last != "" && (err != nil || n != rep.start+rep.length-1) {
+			t.Fatalf("Range %q from %d of %+v", spec, off, rep)
+		}
+	})
 }
 
 func TestResumeErrorMessage(t *testing.T) {
