@@ -178,11 +178,14 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 				r.digest.h.Write(p[:n])
 			}
 		}
+		if r.off == r.rep.length {
+			// Every announced byte has arrived, and an error that came
+			// with the last of them cut nothing.
+			return b.whole(n, err)
+		}
 		switch {
 		case err == nil:
 			return n, nil
-		case err == io.EOF && r.off == r.rep.length:
-			return n, b.complete()
 		case err == io.EOF:
 			err = io.ErrUnexpectedEOF // shorter than announced: cut
 		}
@@ -195,6 +198,26 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 		}
 		// Resumed: read on from the rest.
 	}
+}
+
+// whole acts on the read of n bytes, which ended in err, that brought the
+// body to its announced length. A digest that does not match ends the body
+// with this Read, holding back its n bytes: a reader that stops at the
+// announced length (io.ReadFull, io.CopyN) takes no error that comes with
+// the last bytes it asked for, and would miss the verdict. Otherwise the
+// bytes are the caller's, with io.EOF when the body said it ended (or
+// failed: every byte is in), and the next Read looks past the end.
+func (b *resumeBody) whole(n int, err error) (int, error) {
+	r := b.r
+	if r.digest != nil && !r.digest.matches() {
+		r.off -= int64(n)
+		return 0, b.end(r.error(ResumeDigestMismatch, 0, nil))
+	}
+	r.digest = nil
+	if err != nil {
+		return n, b.complete()
+	}
+	return n, nil
 }
 
 // readOther reads a body that is not, or no longer, resumable.
@@ -217,31 +240,44 @@ func (b *resumeBody) readOther(p []byte) (int, error) {
 	return n, b.end(rerr)
 }
 
-// readEnd reads past the announced length, which must be the end.
+// readEnd reads past the announced length, which must be the end. The
+// read is watched for stalls as any other: a server may send every byte of
+// a body and leave its HTTP/2 stream open, and a body whose bytes are all
+// in must not hang its caller for that. A stall, or any failure once every
+// byte has arrived, ends the body whole; the end of a stream brings its
+// trailers.
 func (b *resumeBody) readEnd(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	r := b.r
+	r.watch.enter()
 	n, err := b.cur.Read(p[:1])
+	r.watch.leave()
 	switch {
 	case n > 0:
-		return 0, b.end(b.r.error(ResumeWrongLength, 0, nil))
+		return 0, b.end(r.error(ResumeWrongLength, 0, nil))
 	case err == nil:
 		return 0, nil
 	}
-	// io.EOF, or a failure once every byte has arrived: the body is whole.
 	return 0, b.complete()
 }
 
-// complete ends a body that has all its bytes: it checks the digest, and
-// refunds the budget for the last resume, which succeeded.
+// complete ends a body that has all its bytes, checked: it refunds the
+// budget for the last resume, which succeeded, and gives the caller's
+// response the trailers of the part that ended the body.
 func (b *resumeBody) complete() error {
 	r := b.r
-	if r.digest != nil && !r.digest.matches() {
-		return b.end(r.error(ResumeDigestMismatch, 0, nil))
-	}
 	if r.resumes > 0 {
 		b.state().succeed()
+		if tr := r.part.Trailer; len(tr) > 0 && r.part != b.resp {
+			if b.resp.Trailer == nil {
+				b.resp.Trailer = make(http.Header, len(tr))
+			}
+			for k, v := range tr {
+				b.resp.Trailer[k] = v
+			}
+		}
 	}
 	return b.end(io.EOF)
 }
@@ -329,12 +365,14 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 			return b.end(errReadClosed)
 		}
 		if werr := s.wait(ctx, delay); werr != nil {
+			// The wait refunded the budget.
 			if b.isClosed() {
 				return b.end(errReadClosed)
 			}
-			b.report(GiveUpCanceled, answered, err, v)
+			reason := waitReason(werr)
+			b.report(reason, answered, err, v)
 			rerr := r.error(ResumeGaveUp, 0, errors.Join(werr, cause))
-			rerr.GiveUp = GiveUpCanceled
+			rerr.GiveUp = reason
 			return b.end(rerr)
 		}
 		s.next(delay)
@@ -342,10 +380,13 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 		var resp *http.Response
 		a, pt, resp, err = b.sendRest(ctx)
 		if err != nil {
+			if b.isClosed() {
+				// The caller let the body go while the resume was in
+				// flight: nothing it paid for reached the caller.
+				s.refund()
+				return b.end(errReadClosed)
+			}
 			if v = s.judge(a, nil, err); v.Decision != Retry {
-				if b.isClosed() {
-					return b.end(errReadClosed)
-				}
 				return b.end(r.error(ResumeFailed, 0, joinCause(err, cause)))
 			}
 			failed, body, answered = nil, nil, nil
@@ -358,6 +399,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 				return b.end(r.error(why, code, cause))
 			}
 			if !b.splice(a, pt, resp) {
+				s.refund()
 				return b.end(errReadClosed)
 			}
 			return nil
