@@ -203,6 +203,7 @@
 // response showed range support (Accept-Ranges: bytes, or a 206), a length,
 // and a strong validator: a strong ETag, or a Last-Modified a second or
 // more before the response's Date (RFC 9110, section 8.8.2.2). A weak ETag,
+// a malformed or repeated validator (the empty ETag "" counts as none),
 // a body net/http decoded (Response.Uncompressed), a request whose signature
 // covers its Range header (AWS Signature Version 4, Google's V4 signing,
 // Azure Shared Key, RFC 9421 signatures) and other methods are not resumed:
@@ -214,9 +215,13 @@
 // support is passed through untouched, at no cost.
 //
 // The joined body must have its Content-Length, and, when the response
-// carries a Repr-Digest (RFC 9530, sha-256 or sha-512), match it: checked at
-// the end whether or not the body was resumed; a mismatch fails the last
-// Read with a *ResumeError.
+// carries a Repr-Digest (RFC 9530, sha-256 or sha-512), match it: checked
+// whether or not the body was resumed, by the Read that would complete the
+// body, which on a mismatch returns no byte and a *ResumeError, so that a
+// reader that stops at the announced length (io.ReadFull, io.CopyN) still
+// sees it. The bytes of earlier Reads reached the caller unverified: the
+// digest covers the whole, and holding the whole back is memory without
+// bound.
 //
 // A Read of a resumable body that receives no byte for the stall timeout
 // (WithStallTimeout) is taken for a cut, and resumed: one timer per body,
