@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -53,6 +54,7 @@ type scriptedBody struct {
 	cut    int // bytes before the fault; len(data) for none
 	flags  byte
 	closed chan struct{}
+	ctx    context.Context
 }
 
 func (b *scriptedBody) Read(p []byte) (int, error) {
@@ -61,8 +63,14 @@ func (b *scriptedBody) Read(p []byte) (int, error) {
 		case len(b.data) == 0 && b.flags&flagStall == 0:
 			return 0, io.EOF
 		case b.flags&flagStall != 0:
-			<-b.closed
-			return 0, net.ErrClosed
+			// As net/http's bodies do, a stalled read ends when the
+			// body is closed or the request's context is done.
+			select {
+			case <-b.closed:
+				return 0, net.ErrClosed
+			case <-b.ctx.Done():
+				return 0, b.ctx.Err()
+			}
 		case b.flags&flagResetCut != 0:
 			return 0, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 		}
@@ -218,7 +226,11 @@ func checkResumeScript(t *testing.T, n, cut int, firstFlags byte, digest, readFu
 	}
 	tr := retryhttp.New(retryhttp.WithBase(roundTripperFunc(answer)), retryhttp.WithBackoff(retryhttp.Constant(0)),
 		retryhttp.WithResumeLimit(fuzzResumeLimit), retryhttp.WithStallTimeout(time.Second))
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://files.test/", nil)
+	// A body that cannot be resumed is not watched for stalls: as through
+	// any transport, the caller's deadline ends its stalled read.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://files.test/", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -256,5 +268,5 @@ func scripted(r *http.Request, status int, h http.Header, data []byte, cut int, 
 		h.Set("Content-Length", strconv.Itoa(len(data)))
 	}
 	return &http.Response{StatusCode: status, Header: h, ContentLength: length, Request: r,
-		Body: &scriptedBody{data: data, cut: cut, flags: flags, closed: make(chan struct{})}}
+		Body: &scriptedBody{data: data, cut: cut, flags: flags, closed: make(chan struct{}), ctx: r.Context()}}
 }
