@@ -20,7 +20,8 @@ type reprDigest struct {
 // newReprDigest returns a check of the digest in a Repr-Digest field's
 // values, nil when it holds none that can be checked: SHA-256 is preferred,
 // the cheaper to compute, then SHA-512; other algorithms (and the
-// deprecated md5, sha, crc32c...) are ignored, as is a malformed field.
+// deprecated md5, sha, crc32c...) are ignored, as is a malformed field, or
+// a value that is not canonical base64 (stray bits in its padding).
 func newReprDigest(values []string) *reprDigest {
 	if len(values) == 0 {
 		return nil
@@ -38,7 +39,7 @@ func newReprDigest(values []string) *reprDigest {
 			if len(value) < 2 || value[0] != ':' || value[len(value)-1] != ':' {
 				continue
 			}
-			sum, err := base64.StdEncoding.DecodeString(value[1 : len(value)-1])
+			sum, err := base64.StdEncoding.Strict().DecodeString(value[1 : len(value)-1])
 			if err != nil {
 				continue
 			}
