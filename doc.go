@@ -31,7 +31,7 @@
 //     not started for lack of time
 //   - [Resuming response bodies] cut, reset or stalled after their headers
 //   - [Observability] and OpenTelemetry
-//   - [Testing your own retries] with package httptest
+//   - [Testing your own retries] with package retryhttptest
 //   - [Performance], and how retryhttp fares [against other Go retry libraries]
 //
 // # What it returns
@@ -285,7 +285,7 @@
 //
 // # Testing retries
 //
-// Package github.com/retryhttp/retryhttp/httptest provides local servers, and
+// Package github.com/retryhttp/retryhttp/retryhttptest provides local servers, and
 // an in-memory transport for testing/synctest, that fail on purpose (a 503, a
 // Retry-After, a reset after the handler ran, a hang, a truncated body, a
 // body closed, reset or stalled after n bytes) and record each request's

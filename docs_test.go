@@ -15,21 +15,21 @@ import (
 // docNames are the packages a Go block of the documentation may use without
 // importing them, by the name it uses.
 var docNames = map[string]string{
-	"context":   "context",
-	"errors":    "errors",
-	"fmt":       "fmt",
-	"http":      "net/http",
-	"httptrace": "net/http/httptrace",
-	"io":        "io",
-	"log":       "log",
-	"os":        "os",
-	"slog":      "log/slog",
-	"strings":   "strings",
-	"testing":   "testing",
-	"time":      "time",
-	"url":       "net/url",
-	"retryhttp": "github.com/retryhttp/retryhttp",
-	"httptest":  "github.com/retryhttp/retryhttp/httptest",
+	"context":       "context",
+	"errors":        "errors",
+	"fmt":           "fmt",
+	"http":          "net/http",
+	"httptrace":     "net/http/httptrace",
+	"io":            "io",
+	"log":           "log",
+	"os":            "os",
+	"slog":          "log/slog",
+	"strings":       "strings",
+	"testing":       "testing",
+	"time":          "time",
+	"url":           "net/url",
+	"retryhttp":     "github.com/retryhttp/retryhttp",
+	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 }
 
 // TestDocs keeps the README, the guides in docs/ and the modules' READMEs

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // post sends a key-less POST with ctx and returns the status and attempts.
@@ -27,7 +27,7 @@ func post(client *http.Client, ctx context.Context, url string) (int, int) {
 }
 
 func ExampleResendable() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
 
@@ -40,7 +40,7 @@ func ExampleResendable() {
 }
 
 func ExampleWithResendable() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	// Every request to this API may be resent, as the AWS SDKs' own
 	// retryers assume of every operation.
@@ -55,7 +55,7 @@ func ExampleWithResendable() {
 }
 
 func ExampleNoRetry() {
-	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()
 	client := &http.Client{Transport: retryhttp.New()}
 

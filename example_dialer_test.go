@@ -6,11 +6,11 @@ import (
 	"net/http"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func ExampleDialer() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	// An SDK's transport, or your own: one line makes a retry dial the

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func ExampleWithHedging() {
 	// The first attempt of each request to reach the server hangs, as a
 	// request to a slow replica would; the others answer at once.
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Hang()))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Hang()))
 	defer srv.Close()
 
 	// The default delay is the host's 95th-percentile latency, known after

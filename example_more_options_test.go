@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func ExampleWithClassifier() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusInternalServerError)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusInternalServerError)))
 	defer srv.Close()
 
 	// This API's 500 is final: never retry it.
@@ -29,7 +29,7 @@ func ExampleWithClassifier() {
 }
 
 func ExampleWithThrottleBackoff() {
-	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusTooManyRequests)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusTooManyRequests)))
 	defer srv.Close()
 
 	// A 429 without Retry-After waits by the throttle backoff, here a
@@ -49,7 +49,7 @@ func ExampleWithThrottleBackoff() {
 }
 
 func ExampleWithOnRetry() {
-	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusBadGateway)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusBadGateway)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -67,7 +67,7 @@ func ExampleWithOnRetry() {
 }
 
 func ExampleWithLogger() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	// Debug records, without the time, the URL and the peer's port, which
@@ -93,9 +93,9 @@ func ExampleWithLogger() {
 }
 
 func ExampleWithAttemptHeader() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Println("attempt", r.Header.Get("Retry-Attempt"))
-	}), httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	}), retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -111,7 +111,7 @@ func ExampleWithAttemptHeader() {
 
 func ExampleWithRateLimitHints() {
 	// A 429 that says, in X-RateLimit-Reset, that the limit resets in 1 s.
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Respond(http.StatusTooManyRequests,
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Respond(http.StatusTooManyRequests,
 		http.Header{"X-Ratelimit-Reset": {"1"}}, "")))
 	defer srv.Close()
 
@@ -128,7 +128,7 @@ func ExampleWithRateLimitHints() {
 }
 
 func ExampleWithBodyBufferLimit() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(

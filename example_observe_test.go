@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func ExampleWithOnGiveUp() {
-	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable)) // down for good
+	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable)) // down for good
 	defer srv.Close()
 
 	// Count give-ups by reason, as a metric would; the hooks add up, so
@@ -31,7 +31,7 @@ func ExampleWithOnGiveUp() {
 }
 
 func ExampleAttemptFromContext() {
-	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	// A base transport learns each attempt's number from its context, as

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // get sends a GET to url and returns the status and attempts it took.
@@ -21,7 +21,7 @@ func get(client *http.Client, url string) (int, int) {
 }
 
 func ExampleWithMaxAttempts() {
-	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable)) // down for good
+	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable)) // down for good
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -36,7 +36,7 @@ func ExampleWithMaxAttempts() {
 }
 
 func ExampleWithBackoff() {
-	srv := httptest.NewServer(nil, httptest.First(3, httptest.Status(http.StatusBadGateway)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(3, retryhttptest.Status(http.StatusBadGateway)))
 	defer srv.Close()
 
 	// Linear steps of 10 ms, without jitter so that the output is stable.
@@ -59,7 +59,7 @@ func ExampleWithBackoff() {
 
 func ExampleWithAttemptTimeout() {
 	// The first attempt hangs; the timeout ends it and the retry succeeds.
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Hang()))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Hang()))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithAttemptTimeout(50 * time.Millisecond))}
@@ -72,7 +72,7 @@ func ExampleWithAttemptTimeout() {
 func ExampleWithRetryAfterLimit() {
 	// A server asking for an hour is not waited for: its response comes
 	// back at once, for the caller to act on.
-	srv := httptest.NewServer(nil, httptest.RetryAfter(http.StatusServiceUnavailable, time.Hour))
+	srv := retryhttptest.NewServer(nil, retryhttptest.RetryAfter(http.StatusServiceUnavailable, time.Hour))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithRetryAfterLimit(10 * time.Second))}
@@ -89,10 +89,10 @@ func ExampleWithRetryAfterLimit() {
 }
 
 func ExampleNewHostBudget() {
-	down := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	down := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer down.Close()
-	flaky := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
-		httptest.KeyHeader("X-Request-Id"))
+	flaky := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)),
+		retryhttptest.KeyHeader("X-Request-Id"))
 	defer flaky.Close()
 
 	// Each host has its own bucket of 10 tokens; a retry costs 5. The host
@@ -122,7 +122,7 @@ func ExampleNewHostBudget() {
 }
 
 func ExampleWithoutBudget() {
-	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()
 
 	// Without a budget every request gets all its attempts, however many

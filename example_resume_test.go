@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // serveFile serves 64 KiB through http.ServeContent, which answers range
@@ -42,7 +42,7 @@ func download(client *http.Client, ctx context.Context, url string) {
 func ExampleWithResumeLimit() {
 	// The server closes the connection after 10,000 bytes of the body, the
 	// first time.
-	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.CloseAfter(10_000)))
+	srv := retryhttptest.NewServer(serveFile(`"v1"`), retryhttptest.Sequence(retryhttptest.CloseAfter(10_000)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -62,7 +62,7 @@ func ExampleWithResumeLimit() {
 func ExampleWithStallTimeout() {
 	// The server stops sending after 10,000 bytes of the body, the first
 	// time, and keeps the connection open.
-	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.StallAfter(10_000)))
+	srv := retryhttptest.NewServer(serveFile(`"v1"`), retryhttptest.Sequence(retryhttptest.StallAfter(10_000)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -78,7 +78,7 @@ func ExampleWithStallTimeout() {
 }
 
 func ExampleWithoutResume() {
-	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.CloseAfter(10_000)))
+	srv := retryhttptest.NewServer(serveFile(`"v1"`), retryhttptest.Sequence(retryhttptest.CloseAfter(10_000)))
 	defer srv.Close()
 
 	// The cut reaches the caller, as through a plain transport.
@@ -89,7 +89,7 @@ func ExampleWithoutResume() {
 }
 
 func ExampleNoResume() {
-	srv := httptest.NewServer(serveFile(`"v1"`), httptest.Sequence(httptest.CloseAfter(10_000)))
+	srv := retryhttptest.NewServer(serveFile(`"v1"`), retryhttptest.Sequence(retryhttptest.CloseAfter(10_000)))
 	defer srv.Close()
 
 	// This caller resumes by itself: the Transport leaves this call's body
@@ -102,7 +102,7 @@ func ExampleNoResume() {
 
 func ExampleResumeError() {
 	// A weak entity tag may name other bytes: the body is not resumed.
-	srv := httptest.NewServer(serveFile(`W/"v1"`), httptest.CloseAfter(10_000))
+	srv := retryhttptest.NewServer(serveFile(`W/"v1"`), retryhttptest.CloseAfter(10_000))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New()}

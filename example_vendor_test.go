@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // DynamoDB throttles with a 400 whose JSON body names
@@ -23,12 +23,12 @@ import (
 func ExampleAWSErrorClassifier() {
 	const doc = `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
 		`"message":"The level of configured provisioned throughput for the table was exceeded."}`
-	throttled := httptest.Respond(http.StatusBadRequest, http.Header{
+	throttled := retryhttptest.Respond(http.StatusBadRequest, http.Header{
 		"Content-Type":     {"application/x-amz-json-1.0"},
 		"X-Amzn-Requestid": {"N4UIOV1N0TSSC6KJ0HDD5QVFK7VV4KQNSO5AEMVJF66Q9ASUAAJG"},
 		"X-Amz-Crc32":      {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(doc))), 10)},
 	}, doc)
-	srv := httptest.NewServer(nil, httptest.First(1, throttled))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, throttled))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -69,10 +69,10 @@ func ExampleAWSResponseErrorCode() {
 // reason; GoogleAPIErrorClassifier retries it as a throttle, where the
 // default chain would return it.
 func ExampleGoogleAPIErrorClassifier() {
-	limited := httptest.Respond(http.StatusForbidden, http.Header{"Content-Type": {"application/json; charset=UTF-8"}},
+	limited := retryhttptest.Respond(http.StatusForbidden, http.Header{"Content-Type": {"application/json; charset=UTF-8"}},
 		`{"error":{"errors":[{"domain":"usageLimits","reason":"userRateLimitExceeded","message":"User Rate Limit Exceeded"}],`+
 			`"code":403,"message":"User Rate Limit Exceeded"}}`)
-	srv := httptest.NewServer(nil, httptest.First(1, limited))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, limited))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -104,9 +104,9 @@ func ExamplePeekBody() {
 		}
 		return retryhttp.Verdict{}
 	})
-	srv := httptest.NewServer(nil, httptest.Sequence(
-		httptest.Respond(http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}}, `{"error":"busy"}`),
-		httptest.Respond(http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}}, `{"error":"invalid name"}`),
+	srv := retryhttptest.NewServer(nil, retryhttptest.Sequence(
+		retryhttptest.Respond(http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}}, `{"error":"busy"}`),
+		retryhttptest.Respond(http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}}, `{"error":"invalid name"}`),
 	))
 	defer srv.Close()
 
@@ -138,9 +138,9 @@ func ExampleAWSErrorCode() {
 // Retry-After; GitHubRateLimitClassifier retries it after that wait. A 403
 // without rate-limit headers (a missing permission) stays final.
 func ExampleGitHubRateLimitClassifier() {
-	limited := httptest.Respond(http.StatusForbidden, http.Header{"Retry-After": {"1"}},
+	limited := retryhttptest.Respond(http.StatusForbidden, http.Header{"Retry-After": {"1"}},
 		`{"message":"You have exceeded a secondary rate limit."}`)
-	srv := httptest.NewServer(nil, httptest.First(1, limited))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, limited))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
@@ -161,7 +161,7 @@ func ExampleGitHubRateLimitClassifier() {
 // the 403 comes back at once.
 func ExampleGitHubRateLimitClassifier_primary() {
 	reset := strconv.FormatInt(time.Now().Add(40*time.Minute).Unix(), 10)
-	srv := httptest.NewServer(nil, httptest.Respond(http.StatusForbidden,
+	srv := retryhttptest.NewServer(nil, retryhttptest.Respond(http.StatusForbidden,
 		http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset}},
 		`{"message":"API rate limit exceeded."}`))
 	defer srv.Close()

@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	rhttptest "github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // The tests of this file answer the Transport as a hostile or careless peer
@@ -36,12 +36,12 @@ import (
 type hostileProto struct {
 	name  string
 	major int
-	start func(http.Handler, rhttptest.Fault, ...rhttptest.Option) *rhttptest.Server
+	start func(http.Handler, retryhttptest.Fault, ...retryhttptest.Option) *retryhttptest.Server
 }
 
 var (
-	hostileHTTP1  = hostileProto{"HTTP/1", 1, rhttptest.NewServer}
-	hostileHTTP2  = hostileProto{"HTTP/2", 2, rhttptest.NewHTTP2Server}
+	hostileHTTP1  = hostileProto{"HTTP/1", 1, retryhttptest.NewServer}
+	hostileHTTP2  = hostileProto{"HTTP/2", 2, retryhttptest.NewHTTP2Server}
 	hostileProtos = []hostileProto{hostileHTTP1, hostileHTTP2}
 )
 
@@ -66,7 +66,7 @@ func hostileDigest(body []byte) string {
 // get f, and returns it with a Transport over the server's client
 // transport, retries paced by a millisecond. Both are closed when the test
 // ends.
-func hostileServe(t *testing.T, p hostileProto, h http.Handler, f rhttptest.Fault, opts ...Option) (*rhttptest.Server, *Transport) {
+func hostileServe(t *testing.T, p hostileProto, h http.Handler, f retryhttptest.Fault, opts ...Option) (*retryhttptest.Server, *Transport) {
 	t.Helper()
 	srv := p.start(h, f)
 	t.Cleanup(srv.Close)
@@ -151,7 +151,7 @@ func TestHostileContentRangeOverflow(t *testing.T) {
 					// Sent before the handler returns: no Content-Length.
 					http.NewResponseController(w).Flush()
 				})
-				srv, tr := hostileServe(t, p, h, rhttptest.Pass())
+				srv, tr := hostileServe(t, p, h, retryhttptest.Pass())
 				resp := hostileGet(t, t.Context(), p, tr, srv.URL, nil)
 				require.Equal(t, http.StatusPartialContent, resp.StatusCode)
 				require.EqualValues(t, -1, resp.ContentLength)
@@ -195,14 +195,14 @@ func TestHostileDigestMismatchAtContentLength(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		fault    rhttptest.Fault
+		fault    retryhttptest.Fault
 		first    []byte // the first response's body; later ones get other
 		sent     []byte // the bytes the server sent at each offset
 		requests int
 	}{
-		{"cut, and the rest other bytes under the same ETag", rhttptest.Sequence(rhttptest.CloseAfter(20_000)), original,
+		{"cut, and the rest other bytes under the same ETag", retryhttptest.Sequence(retryhttptest.CloseAfter(20_000)), original,
 			append(bytes.Clone(original[:20_000]), other[20_000:]...), 2},
-		{"whole, not the digest's", rhttptest.Pass(), other, other, 1},
+		{"whole, not the digest's", retryhttptest.Pass(), other, other, 1},
 	}
 	for _, p := range hostileProtos {
 		for _, tc := range cases {
@@ -270,7 +270,7 @@ func TestHostileNoResumeOfNothing(t *testing.T) {
 	for _, p := range hostileProtos {
 		for _, cause := range []error{io.ErrUnexpectedEOF, reset} {
 			t.Run(p.name+" "+cause.Error(), func(t *testing.T) {
-				srv := p.start(hostileFile(body, `"v1"`, time.Time{}), rhttptest.Pass())
+				srv := p.start(hostileFile(body, `"v1"`, time.Time{}), retryhttptest.Pass())
 				t.Cleanup(srv.Close)
 				client := srv.Client().Transport
 				base := rtFunc(func(r *http.Request) (*http.Response, error) {
@@ -339,7 +339,7 @@ func TestHostileFinishedBodyNeverEnded(t *testing.T) {
 				case <-r.Context().Done():
 				}
 			})
-			srv, tr := hostileServe(t, tt.p, h, rhttptest.Pass(), WithStallTimeout(200*time.Millisecond))
+			srv, tr := hostileServe(t, tt.p, h, retryhttptest.Pass(), WithStallTimeout(200*time.Millisecond))
 			t.Cleanup(func() { close(release) })
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
@@ -370,7 +370,7 @@ func TestHostileOneValuePerHeader(t *testing.T) {
 		t.Run(p.name+" range", func(t *testing.T) {
 			file := hostileContent(100_000, 5)
 			var rec hostileRecorder
-			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(file, `"v1"`, time.Time{})), rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(file, `"v1"`, time.Time{})), retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 			resp := hostileGet(t, t.Context(), p, tr, srv.URL, func(h http.Header) { h["range"] = []string{"bytes=100-"} })
 			require.Equal(t, http.StatusPartialContent, resp.StatusCode)
 
@@ -416,7 +416,7 @@ func TestHostileOneValuePerHeader(t *testing.T) {
 					}
 					io.WriteString(w, "ok")
 				}))
-				srv, tr := hostileServe(t, p, h, rhttptest.Pass(), tc.opt)
+				srv, tr := hostileServe(t, p, h, retryhttptest.Pass(), tc.opt)
 				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				defer cancel()
 				resp := hostileGet(t, ctx, p, tr, srv.URL, func(h http.Header) { h[tc.key] = []string{tc.value} })
@@ -436,7 +436,7 @@ func TestHostileOneValuePerHeader(t *testing.T) {
 		t.Run(p.name+" accept-encoding", func(t *testing.T) {
 			file := hostileContent(100_000, 6)
 			var rec hostileRecorder
-			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(file, `"v1"`, time.Time{})), rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(file, `"v1"`, time.Time{})), retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 			resp := hostileGet(t, t.Context(), p, tr, srv.URL, func(h http.Header) { h["accept-encoding"] = []string{"identity"} })
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
@@ -480,7 +480,7 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 				defer mu.Unlock()
 				malformed = append(malformed, string(f)+": "+v)
 			}))
-			srv, tr := hostileServe(t, hostileHTTP1, h, rhttptest.Pass(), WithDeadlineHeader(sent...))
+			srv, tr := hostileServe(t, hostileHTTP1, h, retryhttptest.Pass(), WithDeadlineHeader(sent...))
 			ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(200*24*time.Hour))
 			defer cancel()
 			resp := hostileGet(t, ctx, hostileHTTP1, tr, srv.URL, nil)
@@ -523,7 +523,7 @@ func TestHostileRepeatedETag(t *testing.T) {
 				w.Header()["Etag"] = []string{`"v1"`, `"v2"`}
 				http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(v2))
 			}))
-			srv, tr := hostileServe(t, p, h, rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+			srv, tr := hostileServe(t, p, h, retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 			resp := hostileGet(t, t.Context(), p, tr, srv.URL, nil)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
@@ -543,7 +543,7 @@ func TestHostileRepeatedETag(t *testing.T) {
 				w.Header()["Etag"] = []string{`"v1"`, `"v2"`}
 				http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(v1))
 			}))
-			srv, tr := hostileServe(t, p, h, rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+			srv, tr := hostileServe(t, p, h, retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 			resp := hostileGet(t, t.Context(), p, tr, srv.URL, nil)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
@@ -569,7 +569,7 @@ func TestHostileEmptyETag(t *testing.T) {
 	for _, p := range hostileProtos {
 		t.Run(p.name+" no Last-Modified", func(t *testing.T) {
 			var rec hostileRecorder
-			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(body, `""`, time.Time{})), rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(body, `""`, time.Time{})), retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 			resp := hostileGet(t, t.Context(), p, tr, srv.URL, nil)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
@@ -583,7 +583,7 @@ func TestHostileEmptyETag(t *testing.T) {
 
 		t.Run(p.name+" a strong Last-Modified", func(t *testing.T) {
 			var rec hostileRecorder
-			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(body, `""`, modified)), rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+			srv, tr := hostileServe(t, p, rec.wrap(hostileFile(body, `""`, modified)), retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 			resp := hostileGet(t, t.Context(), p, tr, srv.URL, nil)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
@@ -608,7 +608,7 @@ func TestHostileTrailersOfAResumedBody(t *testing.T) {
 		hostileFile(body, `"v1"`, time.Time{}).ServeHTTP(w, r)
 		w.Header().Set("X-Checksum", sum)
 	})
-	srv, tr := hostileServe(t, hostileHTTP2, h, rhttptest.Sequence(rhttptest.CloseAfter(30_000)))
+	srv, tr := hostileServe(t, hostileHTTP2, h, retryhttptest.Sequence(retryhttptest.CloseAfter(30_000)))
 	resp := hostileGet(t, t.Context(), hostileHTTP2, tr, srv.URL, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // roundTrip sends a GET of url through rt and returns its status and attempts,
@@ -42,18 +42,18 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, tc := range []struct {
 		name      string
-		fault     httptest.Fault
+		fault     retryhttptest.Fault
 		attempts  int // of the first request
 		wantConns int // after two requests
 	}{
-		{"5xx then success", httptest.First(1, httptest.Status(http.StatusServiceUnavailable)), 2, 2},
-		{"5xx with an empty body, through a Dialer", httptest.First(1, httptest.Respond(http.StatusBadGateway, nil, "")), 2, 2},
-		{"success", httptest.Pass(), 1, 1},
-		{"final 5xx", httptest.Status(http.StatusInternalServerError), 1, 1},
-		{"throttled", httptest.First(1, httptest.RetryAfter(http.StatusTooManyRequests, 0)), 2, 1},
+		{"5xx then success", retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)), 2, 2},
+		{"5xx with an empty body, through a Dialer", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), 2, 2},
+		{"success", retryhttptest.Pass(), 1, 1},
+		{"final 5xx", retryhttptest.Status(http.StatusInternalServerError), 1, 1},
+		{"throttled", retryhttptest.First(1, retryhttptest.RetryAfter(http.StatusTooManyRequests, 0)), 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(nil, tc.fault)
+			srv := retryhttptest.NewServer(nil, tc.fault)
 			defer srv.Close()
 			base := &http.Transport{DialContext: retryhttp.NewDialer().DialContext}
 			defer base.CloseIdleConnections()
@@ -74,7 +74,7 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 // TestRetryEventNamesThePeer proves that the address of the failed
 // attempt's connection reaches the retry hook and the log.
 func TestRetryEventNamesThePeer(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	var logs bytes.Buffer
 	var peers []netip.AddrPort
@@ -115,15 +115,15 @@ func TestPeerIsZeroWithoutConnection(t *testing.T) {
 // request of a client whose connection landed there fails.
 func TestBehindABalancerRetriesReachAnotherBackend(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	bad := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	bad := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer bad.Close()
 	backends := []string{bad.URL}
 	for range 4 {
-		s := httptest.NewServer(nil, httptest.Pass())
+		s := retryhttptest.NewServer(nil, retryhttptest.Pass())
 		defer s.Close()
 		backends = append(backends, s.URL)
 	}
-	lb := httptest.NewBalancer(7, backends...)
+	lb := retryhttptest.NewBalancer(7, backends...)
 	defer lb.Close()
 	ok, total := 0, 0
 	for range 20 {
@@ -150,7 +150,7 @@ func TestBehindABalancerRetriesReachAnotherBackend(t *testing.T) {
 // retries the budget granted: a final response keeps its connection.
 func TestOutageCostsAConnectionPerRetryGranted(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()
 	var retries atomic.Int64
 	rt := retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(0)),
@@ -216,13 +216,13 @@ func TestRetryDialsAnotherAddress(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	addrs := resolver{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
 	lns, port := listenAll(t, addrs)
-	servers := make([]*httptest.Server, len(lns))
+	servers := make([]*retryhttptest.Server, len(lns))
 	for i, ln := range lns {
-		f := httptest.Pass()
+		f := retryhttptest.Pass()
 		if i == 0 {
-			f = httptest.Status(http.StatusServiceUnavailable)
+			f = retryhttptest.Status(http.StatusServiceUnavailable)
 		}
-		s := httptest.NewUnstartedServer(nil, f)
+		s := retryhttptest.NewUnstartedServer(nil, f)
 		s.Listener.Close()
 		s.Listener = ln
 		s.Start()
@@ -272,7 +272,7 @@ func TestDialerKeepsTheResolverOrderForAFirstAttempt(t *testing.T) {
 	addrs := resolver{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
 	lns, port := listenAll(t, addrs)
 	lns[0].Close() // the first address refuses
-	srv := httptest.NewUnstartedServer(nil, httptest.Pass())
+	srv := retryhttptest.NewUnstartedServer(nil, retryhttptest.Pass())
 	srv.Listener.Close()
 	srv.Listener = lns[1]
 	srv.Start()
@@ -287,7 +287,7 @@ func TestDialerKeepsTheResolverOrderForAFirstAttempt(t *testing.T) {
 // TestTracedAttemptKeepsCallerTrace proves that the caller's own trace
 // still sees the connection when the Transport traces it too.
 func TestTracedAttemptKeepsCallerTrace(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.Pass())
+	srv := retryhttptest.NewServer(nil, retryhttptest.Pass())
 	defer srv.Close()
 	rt := retryhttp.New()
 	defer rt.CloseIdleConnections()
@@ -312,19 +312,19 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	var failing atomic.Bool
 	arrived := make(chan struct{}, 2)
 	release := make(chan struct{})
-	first := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	first := retryhttptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if failing.Load() {
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
 			return
 		}
 		arrived <- struct{}{}
 		<-release
-	}), httptest.Pass())
+	}), retryhttptest.Pass())
 	first.Listener.Close()
 	first.Listener = lns[0]
 	first.Start()
 	defer first.Close()
-	second := httptest.NewUnstartedServer(nil, httptest.Pass())
+	second := retryhttptest.NewUnstartedServer(nil, retryhttptest.Pass())
 	second.Listener.Close()
 	second.Listener = lns[1]
 	second.Start()
@@ -375,7 +375,7 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 // get a new connection.
 func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	srv := httptest.NewHTTP2Server(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewHTTP2Server(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
 	defer base.CloseIdleConnections()
@@ -411,7 +411,7 @@ func (u *unwrapping) Unwrap() http.RoundTripper { return u.base }
 // TestPeerFromContextUnderAWrapper proves that a base which unwraps to an
 // *http.Transport has its attempts traced, and reads each attempt's peer.
 func TestPeerFromContextUnderAWrapper(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	u := &unwrapping{base: &http.Transport{}}
 	defer u.base.CloseIdleConnections()
@@ -434,7 +434,7 @@ type opaque struct{ http.RoundTripper }
 // traces each attempt's connection (its base is an *http.Transport) with
 // one that does not (the same transport, hidden).
 func BenchmarkPeerTrace(b *testing.B) {
-	srv := httptest.NewServer(nil, httptest.Pass())
+	srv := retryhttptest.NewServer(nil, retryhttptest.Pass())
 	defer srv.Close()
 	for _, tc := range []struct {
 		name string
@@ -464,7 +464,7 @@ func BenchmarkPeerTrace(b *testing.B) {
 // TestGiveUpEventNamesThePeer proves that the address of the last
 // attempt's connection reaches the give-up hook.
 func TestGiveUpEventNamesThePeer(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()
 	var peers []netip.AddrPort
 	rt := retryhttp.New(retryhttp.WithMaxAttempts(1),
@@ -480,7 +480,7 @@ func TestGiveUpEventNamesThePeer(t *testing.T) {
 // marks its connection too.
 func TestRetryOverHTTP2AfterAnErrorRetiresTheConnection(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	srv := httptest.NewHTTP2Server(nil, httptest.First(1, httptest.ResetAfterRead()))
+	srv := retryhttptest.NewHTTP2Server(nil, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
 	defer base.CloseIdleConnections()

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // content returns n bytes that do not compress, the same for the same
@@ -134,15 +134,15 @@ func newResumingTransport(base http.RoundTripper, opts ...retryhttp.Option) *ret
 func TestResumeOverLoopback(t *testing.T) {
 	tests := []struct {
 		name  string
-		start func(http.Handler, httptest.Fault, ...httptest.Option) *httptest.Server
-		fault httptest.Fault
+		start func(http.Handler, retryhttptest.Fault, ...retryhttptest.Option) *retryhttptest.Server
+		fault retryhttptest.Fault
 		cuts  int
 	}{
-		{"closed", httptest.NewServer, httptest.Sequence(httptest.CloseAfter(3 << 20)), 1},
-		{"reset", httptest.NewServer, httptest.Sequence(httptest.ResetAfter(3 << 20)), 1},
-		{"closed then reset", httptest.NewServer, httptest.Sequence(httptest.CloseAfter(2<<20), httptest.ResetAfter(3<<20)), 2},
-		{"HTTP/2 stream reset", httptest.NewHTTP2Server, httptest.Sequence(httptest.ResetAfter(3 << 20)), 1},
-		{"HTTP/2 twice", httptest.NewHTTP2Server, httptest.Sequence(httptest.CloseAfter(1<<20), httptest.CloseAfter(1<<20)), 2},
+		{"closed", retryhttptest.NewServer, retryhttptest.Sequence(retryhttptest.CloseAfter(3 << 20)), 1},
+		{"reset", retryhttptest.NewServer, retryhttptest.Sequence(retryhttptest.ResetAfter(3 << 20)), 1},
+		{"closed then reset", retryhttptest.NewServer, retryhttptest.Sequence(retryhttptest.CloseAfter(2<<20), retryhttptest.ResetAfter(3<<20)), 2},
+		{"HTTP/2 stream reset", retryhttptest.NewHTTP2Server, retryhttptest.Sequence(retryhttptest.ResetAfter(3 << 20)), 1},
+		{"HTTP/2 twice", retryhttptest.NewHTTP2Server, retryhttptest.Sequence(retryhttptest.CloseAfter(1<<20), retryhttptest.CloseAfter(1<<20)), 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestResumeOverLoopback(t *testing.T) {
 // its Last-Modified, which is strong: a second or more before the Date.
 func TestResumeByLastModified(t *testing.T) {
 	f := newFile(version{body: eightMiB})
-	srv := httptest.NewServer(f, httptest.Sequence(httptest.CloseAfter(1<<20)))
+	srv := retryhttptest.NewServer(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1<<20)))
 	defer srv.Close()
 	tr := newResumingTransport(srv.Client().Transport)
 	defer tr.CloseIdleConnections()
@@ -194,9 +194,9 @@ func TestResumeByLastModified(t *testing.T) {
 // read counts as stalled however loaded the machine; the default's timing
 // is checked in a synctest bubble.
 func TestResumeAfterStall(t *testing.T) {
-	for _, start := range []func(http.Handler, httptest.Fault, ...httptest.Option) *httptest.Server{httptest.NewServer, httptest.NewHTTP2Server} {
+	for _, start := range []func(http.Handler, retryhttptest.Fault, ...retryhttptest.Option) *retryhttptest.Server{retryhttptest.NewServer, retryhttptest.NewHTTP2Server} {
 		f := newFile(version{body: eightMiB, etag: `"v1"`})
-		srv := start(f, httptest.Sequence(httptest.StallAfter(1<<20)))
+		srv := start(f, retryhttptest.Sequence(retryhttptest.StallAfter(1<<20)))
 		tr := newResumingTransport(srv.Client().Transport, retryhttp.WithStallTimeout(2*time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		began := time.Now()
@@ -234,7 +234,7 @@ func TestResumeRefusesWhatItCannotVouchFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFile(tt.versions...)
-			srv := httptest.NewServer(f, httptest.Sequence(httptest.CloseAfter(1<<20)))
+			srv := retryhttptest.NewServer(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1<<20)))
 			defer srv.Close()
 			var gaveUp []retryhttp.GiveUpEvent
 			tr := newResumingTransport(srv.Client().Transport, retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp = append(gaveUp, e) }))
@@ -265,7 +265,7 @@ func TestResumeRefusesWhatItCannotVouchFor(t *testing.T) {
 // until its budget is spent: about 100 with the default budget.
 func TestResumeCutsOfEveryBodyAreBounded(t *testing.T) {
 	f := newFile(version{body: content(64<<10, 3), etag: `"v1"`})
-	srv := httptest.NewServer(f, httptest.CloseAfter(4096))
+	srv := retryhttptest.NewServer(f, retryhttptest.CloseAfter(4096))
 	defer srv.Close()
 	tr := newResumingTransport(srv.Client().Transport, retryhttp.WithBackoff(retryhttp.Constant(0)))
 	defer tr.CloseIdleConnections()
@@ -302,7 +302,7 @@ func TestResumeOffForTransportAndCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(newFile(version{body: eightMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1<<20)))
+			srv := retryhttptest.NewServer(newFile(version{body: eightMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1<<20)))
 			defer srv.Close()
 			tr := newResumingTransport(srv.Client().Transport, tt.opts...)
 			defer tr.CloseIdleConnections()
@@ -329,9 +329,9 @@ func TestResumeLeavesTheAddressThatFailed(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	addrs := resolver{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
 	lns, port := listenAll(t, addrs)
-	servers := make([]*httptest.Server, 2)
-	for i, fault := range []httptest.Fault{httptest.CloseAfter(1 << 20), httptest.Pass()} {
-		servers[i] = httptest.NewUnstartedServer(newFile(version{body: eightMiB, etag: `"v1"`}), fault)
+	servers := make([]*retryhttptest.Server, 2)
+	for i, fault := range []retryhttptest.Fault{retryhttptest.CloseAfter(1 << 20), retryhttptest.Pass()} {
+		servers[i] = retryhttptest.NewUnstartedServer(newFile(version{body: eightMiB, etag: `"v1"`}), fault)
 		servers[i].Listener.Close()
 		servers[i].Listener = lns[i]
 		servers[i].Start()

@@ -25,7 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // oneMiB is the body of the in-memory tests of resumption.
@@ -56,7 +56,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 func TestStallIsResumedAfterTheTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFile(version{body: eightMiB, etag: `"v1"`})
-		base := httptest.NewTransport(f, httptest.Sequence(httptest.StallAfter(1<<20)))
+		base := retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.StallAfter(1<<20)))
 		var events []retryhttp.RetryEvent
 		var at time.Duration
 		start := time.Now()
@@ -127,7 +127,7 @@ func TestStallNeverWatchesWhatCannotBeResumed(t *testing.T) {
 // between reads of a resumable body is not taken for a stall.
 func TestStallCountsOnlyTheWaitInRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Pass())
+		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Pass())
 		tr := retryhttp.New(retryhttp.WithBase(base))
 		resp := fetch(t, t.Context(), tr, "http://files.test/")
 		defer resp.Body.Close()
@@ -153,19 +153,19 @@ func TestStallCountsOnlyTheWaitInRead(t *testing.T) {
 func TestDeadlineEndsTheRead(t *testing.T) {
 	tests := []struct {
 		name  string
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		opts  []retryhttp.Option
 	}{
-		{"stalled, the default stall timeout", httptest.StallAfter(1 << 20), nil},
-		{"stalled, resumed every 500 ms", httptest.StallAfter(1 << 20), []retryhttp.Option{retryhttp.WithStallTimeout(500 * time.Millisecond), retryhttp.WithResumeLimit(100)}},
+		{"stalled, the default stall timeout", retryhttptest.StallAfter(1 << 20), nil},
+		{"stalled, resumed every 500 ms", retryhttptest.StallAfter(1 << 20), []retryhttp.Option{retryhttp.WithStallTimeout(500 * time.Millisecond), retryhttp.WithResumeLimit(100)}},
 		// 128 parts: the default backoff's waits add up to far more
 		// than 2 s, whatever their jitter.
-		{"cut, after backoff", httptest.CloseAfter(1 << 16), []retryhttp.Option{retryhttp.WithResumeLimit(1000), retryhttp.WithoutBudget()}},
+		{"cut, after backoff", retryhttptest.CloseAfter(1 << 16), []retryhttp.Option{retryhttp.WithResumeLimit(1000), retryhttp.WithoutBudget()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				base := httptest.NewTransport(newFile(version{body: eightMiB, etag: `"v1"`}), tt.fault)
+				base := retryhttptest.NewTransport(newFile(version{body: eightMiB, etag: `"v1"`}), tt.fault)
 				tr := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(base)}, tt.opts...)...)
 				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 				defer cancel()
@@ -218,13 +218,13 @@ func TestCloseStopsEverything(t *testing.T) {
 		opts []retryhttp.Option
 	}{
 		{"waiting on the server", func() http.RoundTripper {
-			return httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.StallAfter(1000))
+			return retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.StallAfter(1000))
 		}, []retryhttp.Option{retryhttp.WithStallTimeout(0)}},
 		{"waiting out a resume's backoff", func() http.RoundTripper {
-			return httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.CloseAfter(1000))
+			return retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))
 		}, []retryhttp.Option{retryhttp.WithBackoff(retryhttp.Constant(time.Hour))}},
 		{"waiting on a resume's headers", func() http.RoundTripper {
-			return &gate{first: httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.CloseAfter(1000))}
+			return &gate{first: retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))}
 		}, []retryhttp.Option{retryhttp.WithStallTimeout(0)}},
 	}
 	for _, tt := range tests {
@@ -303,7 +303,7 @@ func TestReadAndCloseRace(t *testing.T) {
 	for _, closeAfter := range []time.Duration{0, time.Millisecond, 100 * time.Millisecond, 2 * time.Second, 3 * time.Second, time.Minute} {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFile(version{body: oneMiB, etag: `"v1"`})
-			base := &countingBase{base: httptest.NewTransport(f, httptest.Sequence(httptest.CloseAfter(1000), httptest.StallAfter(1000)))}
+			base := &countingBase{base: retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1000), retryhttptest.StallAfter(1000)))}
 			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
 				retryhttp.WithStallTimeout(2*time.Second))
 			resp := fetch(t, t.Context(), tr, "http://files.test/")
@@ -343,18 +343,18 @@ func TestDigestOfTheJoinedBody(t *testing.T) {
 	tests := []struct {
 		name   string
 		digest string
-		fault  httptest.Fault
+		fault  retryhttptest.Fault
 		ok     bool
 	}{
-		{"resumed, matching", reprDigest(oneMiB), httptest.Sequence(httptest.CloseAfter(300_000)), true},
-		{"resumed, not matching", reprDigest(eightMiB), httptest.Sequence(httptest.CloseAfter(300_000)), false},
-		{"whole, not matching", reprDigest(eightMiB), httptest.Pass(), false},
-		{"an algorithm not checked", "md5=:AAAAAAAAAAAAAAAAAAAAAA==:", httptest.Sequence(httptest.CloseAfter(300_000)), true},
+		{"resumed, matching", reprDigest(oneMiB), retryhttptest.Sequence(retryhttptest.CloseAfter(300_000)), true},
+		{"resumed, not matching", reprDigest(eightMiB), retryhttptest.Sequence(retryhttptest.CloseAfter(300_000)), false},
+		{"whole, not matching", reprDigest(eightMiB), retryhttptest.Pass(), false},
+		{"an algorithm not checked", "md5=:AAAAAAAAAAAAAAAAAAAAAA==:", retryhttptest.Sequence(retryhttptest.CloseAfter(300_000)), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := withHeader(newFile(version{body: oneMiB, etag: `"v1"`}), "Repr-Digest", tt.digest)
-			tr := retryhttp.New(retryhttp.WithBase(httptest.NewTransport(h, tt.fault)))
+			tr := retryhttp.New(retryhttp.WithBase(retryhttptest.NewTransport(h, tt.fault)))
 			got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 			if tt.ok {
 				require.NoError(t, err)
@@ -410,7 +410,7 @@ func TestLengthOfTheJoinedBody(t *testing.T) {
 // Range: the rest is asked for within it.
 func TestResumeOfTheCallersRange(t *testing.T) {
 	f := newFile(version{body: oneMiB, etag: `"v1"`})
-	tr := retryhttp.New(retryhttp.WithBase(httptest.NewTransport(f, httptest.Sequence(httptest.CloseAfter(1000)))),
+	tr := retryhttp.New(retryhttp.WithBase(retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))),
 		retryhttp.WithBackoff(retryhttp.Constant(0)))
 	resp := fetch(t, t.Context(), tr, "http://files.test/", "Range", "bytes=5000-14999")
 	require.Equal(t, http.StatusPartialContent, resp.StatusCode)
@@ -425,7 +425,7 @@ func TestResumeOfTheCallersRange(t *testing.T) {
 // TestResumeAnswers checks what the caller gets for each answer to the
 // request for the rest.
 func TestResumeAnswers(t *testing.T) {
-	cut := httptest.Sequence(httptest.CloseAfter(1000))
+	cut := retryhttptest.Sequence(retryhttptest.CloseAfter(1000))
 	tests := []struct {
 		name   string
 		answer http.HandlerFunc // answers requests for the rest; nil: the file does
@@ -471,7 +471,7 @@ func TestResumeAnswers(t *testing.T) {
 				}
 				f.ServeHTTP(w, r)
 			})
-			base := httptest.NewTransport(h, cut)
+			base := retryhttptest.NewTransport(h, cut)
 			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
 			got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 			assert.Equal(t, tt.sent, base.Attempts(), "requests sent")
@@ -497,7 +497,7 @@ func TestResumeAnswers(t *testing.T) {
 // request for the rest is sent, which would fail to verify.
 func TestSignedRangeIsToldInAdvance(t *testing.T) {
 	f := newFile(version{body: oneMiB, etag: `"v1"`})
-	base := httptest.NewTransport(f, httptest.Sequence(httptest.CloseAfter(1000)))
+	base := retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 	tr := retryhttp.New(retryhttp.WithBase(base))
 	resp := fetch(t, t.Context(), tr, "http://bucket.test/key", "Range", "bytes=0-99999",
 		"Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=0f")
@@ -513,7 +513,7 @@ func TestSignedRangeIsToldInAdvance(t *testing.T) {
 // hooks, the log, and the attempt number the base sees.
 func TestResumesAreRetries(t *testing.T) {
 	t.Run("limit", func(t *testing.T) {
-		base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.CloseAfter(1000))
+		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))
 		var gaveUp []retryhttp.GiveUpEvent
 		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)), retryhttp.WithResumeLimit(3),
 			retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp = append(gaveUp, e) }))
@@ -531,7 +531,7 @@ func TestResumesAreRetries(t *testing.T) {
 	})
 	t.Run("budget", func(t *testing.T) {
 		bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
-		base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(retryhttp.Constant(0)))
 		resp := fetch(t, t.Context(), tr, "http://files.test/")
 		buf := make([]byte, 1500)
@@ -546,19 +546,19 @@ func TestResumesAreRetries(t *testing.T) {
 	})
 	t.Run("hedged", func(t *testing.T) {
 		for _, tt := range []struct {
-			fault    httptest.Fault
+			fault    retryhttptest.Fault
 			ranges   []string
 			attempts int
 			why      string
 		}{
-			{httptest.Sequence(httptest.Delay(time.Second, httptest.CloseAfter(1000))), []string{""}, 2,
+			{retryhttptest.Sequence(retryhttptest.Delay(time.Second, retryhttptest.CloseAfter(1000))), []string{""}, 2,
 				"the hedge won, and was not cut; the first attempt never reached the file"},
-			{httptest.Sequence(httptest.CloseAfter(1000)), []string{"", "bytes=1000-"}, 2,
+			{retryhttptest.Sequence(retryhttptest.CloseAfter(1000)), []string{"", "bytes=1000-"}, 2,
 				"the first attempt won, was cut, and was resumed"},
 		} {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFile(version{body: oneMiB, etag: `"v1"`})
-				base := httptest.NewTransport(f, tt.fault)
+				base := retryhttptest.NewTransport(f, tt.fault)
 				tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(retryhttp.HedgeDelay(100*time.Millisecond)),
 					retryhttp.WithBackoff(retryhttp.Constant(0)))
 				got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
@@ -572,7 +572,7 @@ func TestResumesAreRetries(t *testing.T) {
 	})
 	t.Run("deadline and attempt headers", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.ResetAfter(1000)))
+			base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
 			type sent struct{ rng, deadline, attempt string }
 			var got []sent
 			recording := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
@@ -592,7 +592,7 @@ func TestResumesAreRetries(t *testing.T) {
 	})
 	t.Run("hooks, log and attempt numbers", func(t *testing.T) {
 		var numbers []int
-		base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.ResetAfter(1000)))
+		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
 		numbered := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			numbers = append(numbers, retryhttp.AttemptFromContext(r.Context()))
 			return base.RoundTrip(r)
@@ -658,7 +658,7 @@ func TestResumeRequestFails(t *testing.T) {
 		{"a certificate not trusted", untrusted, retryhttp.ResumeFailed, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			inner := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+			inner := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 			var sent atomic.Int32
 			base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 				if sent.Add(1) == 2 {
@@ -691,7 +691,7 @@ func TestResumeRequestFails(t *testing.T) {
 // after the timeout, with ErrStalled.
 func TestResumeStallsOnItsHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := &gate{first: httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.CloseAfter(1000))}
+		base := &gate{first: retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))}
 		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
 			retryhttp.WithStallTimeout(time.Second), retryhttp.WithResumeLimit(1))
 		start := time.Now()
@@ -715,7 +715,7 @@ func TestResumeStallsOnItsHeaders(t *testing.T) {
 // timeout later.
 func TestResumeStalledOnItsHeadersIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		inner := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+		inner := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 		var sent atomic.Int32
 		base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			if sent.Add(1) == 2 {
@@ -750,7 +750,7 @@ func TestResumeEndsInItsBackoff(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
-			base := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+			base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			var resp *http.Response
@@ -790,7 +790,7 @@ func TestResumeEndsInItsBackoff(t *testing.T) {
 // TestResumeAnsweredAfterClose checks that the answer to a request for the
 // rest that arrives after the body was closed is closed, and not read.
 func TestResumeAnsweredAfterClose(t *testing.T) {
-	inner := httptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), httptest.Sequence(httptest.CloseAfter(1000)))
+	inner := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 	var resp *http.Response
 	base := &countingBase{base: roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		if r.Header.Get("Range") == "" {

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // driven is what the callers of a run got.
@@ -59,7 +59,7 @@ func drive(t *testing.T, rt http.RoundTripper, n, c int, newReq func(i int) *htt
 // after a retry: adaptive throttling must refuse none of them.
 type rescueShape struct {
 	name   string
-	fault  httptest.Fault
+	fault  retryhttptest.Fault
 	newReq func(url string, i int) *http.Request
 	n, c   int
 	opts   []retryhttp.Option
@@ -80,31 +80,31 @@ func rescueShapes() []rescueShape {
 	return []rescueShape{
 		{
 			name:   "every GET's first attempt reset after the request was read",
-			fault:  httptest.First(1, httptest.ResetAfterRead()),
+			fault:  retryhttptest.First(1, retryhttptest.ResetAfterRead()),
 			newReq: getItem, n: 2000, c: 16,
 		},
 		{
 			// Two retries of 5 tokens, one refunded: the default budget
 			// pays for about 60 such requests 16 at a time.
 			name:   "keyed POSTs answered 503, 503, 200",
-			fault:  httptest.First(2, httptest.Status(http.StatusServiceUnavailable)),
+			fault:  retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)),
 			newReq: keyedPost, n: 60, c: 16,
 		},
 		{
 			name:   "keyed POSTs answered 503, 503, 200, without a budget",
-			fault:  httptest.First(2, httptest.Status(http.StatusServiceUnavailable)),
+			fault:  retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)),
 			newReq: keyedPost, n: 2000, c: 16, opts: []retryhttp.Option{retryhttp.WithoutBudget()},
 		},
 		{
 			name:   "429 with Retry-After: 1, then 200",
-			fault:  httptest.First(1, httptest.RetryAfter(http.StatusTooManyRequests, time.Second)),
+			fault:  retryhttptest.First(1, retryhttptest.RetryAfter(http.StatusTooManyRequests, time.Second)),
 			newReq: getItem, n: 2000, c: 64,
 		},
 		{
 			// The first attempt answers 503 after 50 ms; the hedge sent
 			// after 5 ms answers 200 and wins.
 			name:   "a hedge wins over a first attempt that fails late",
-			fault:  httptest.First(1, httptest.Delay(50*time.Millisecond, httptest.Status(http.StatusServiceUnavailable))),
+			fault:  retryhttptest.First(1, retryhttptest.Delay(50*time.Millisecond, retryhttptest.Status(http.StatusServiceUnavailable))),
 			newReq: getItem, n: 2000, c: 16,
 			opts: []retryhttp.Option{retryhttp.WithHedging(retryhttp.HedgeDelay(5*time.Millisecond),
 				retryhttp.HedgeMaxFraction(1))},
@@ -122,7 +122,7 @@ func TestThrottleRefusesNoRescuedRequest(t *testing.T) {
 			var got [2]driven
 			for i, throttle := range []bool{false, true} {
 				synctest.Test(t, func(t *testing.T) {
-					base := httptest.NewTransport(nil, s.fault)
+					base := retryhttptest.NewTransport(nil, s.fault)
 					opts := append([]retryhttp.Option{retryhttp.WithBase(base)}, s.opts...)
 					if throttle {
 						opts = append(opts, retryhttp.WithAdaptiveThrottling())
@@ -150,7 +150,7 @@ func TestThrottleRefusesNoRescuedRequest(t *testing.T) {
 // a GET by itself after a reset on a connection it reused.
 func TestThrottleRefusesNoRescuedRequestLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.ResetAfterRead()))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer srv.Close()
 	var got [2]driven
 	for i, throttle := range []bool{false, true} {
@@ -180,17 +180,17 @@ func TestThrottleRefusesNoRescuedRequestLoopback(t *testing.T) {
 func TestThrottleStillRefusesAnOutage(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		opts  []retryhttp.Option
 	}{
-		{"503", httptest.Status(http.StatusServiceUnavailable), nil},
-		{"503 with Retry-After: 1", httptest.RetryAfter(http.StatusServiceUnavailable, time.Second), nil},
-		{"reset after the request was read", httptest.ResetAfterRead(), nil},
-		{"hang, cut after 50 ms", httptest.Hang(), []retryhttp.Option{retryhttp.WithAttemptTimeout(50 * time.Millisecond)}},
+		{"503", retryhttptest.Status(http.StatusServiceUnavailable), nil},
+		{"503 with Retry-After: 1", retryhttptest.RetryAfter(http.StatusServiceUnavailable, time.Second), nil},
+		{"reset after the request was read", retryhttptest.ResetAfterRead(), nil},
+		{"hang, cut after 50 ms", retryhttptest.Hang(), []retryhttp.Option{retryhttp.WithAttemptTimeout(50 * time.Millisecond)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				base := httptest.NewTransport(nil, tt.fault)
+				base := retryhttptest.NewTransport(nil, tt.fault)
 				tr := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(base), retryhttp.WithAdaptiveThrottling()}, tt.opts...)...)
 				const n = 2000
 				got := drive(t, tr, n, 16, func(i int) *http.Request { return getItem("http://svc.test", i) })

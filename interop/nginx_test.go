@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retryhttp/retryhttp/httptest"
 	"github.com/retryhttp/retryhttp/interop/internal/nginx"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,14 +92,14 @@ func TestNginxCutFailsWithoutRetryhttp(t *testing.T) {
 	data := staticFile(t, s, "big.bin", fileSize, 1)
 	for _, tt := range []struct {
 		name  string
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		err   error
 	}{
-		{"closed", httptest.CloseAfter(5 << 20), io.ErrUnexpectedEOF},
-		{"reset", httptest.ResetAfter(5 << 20), syscall.ECONNRESET},
+		{"closed", retryhttptest.CloseAfter(5 << 20), io.ErrUnexpectedEOF},
+		{"reset", retryhttptest.ResetAfter(5 << 20), syscall.ECONNRESET},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			proxy := httptest.NewProxy(s.URL, tt.fault)
+			proxy := retryhttptest.NewProxy(s.URL, tt.fault)
 			defer proxy.Close()
 			resp, got, err := download(t.Context(), t, plainTransport(t), proxy.URL+"/big.bin")
 			require.ErrorIs(t, err, tt.err)

@@ -19,8 +19,8 @@ import (
 	nethttptest "net/http/httptest"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
 	"github.com/retryhttp/retryhttp/interop/internal/nginx"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,10 +36,10 @@ func newTransport(t *testing.T, opts ...retryhttp.Option) *retryhttp.Transport {
 // fileBehindProxy starts nginx serving a file of fileSize bytes drawn from
 // seed, called name, and the kit's proxy in front of it, whose attempts get
 // fault; both stop with the test.
-func fileBehindProxy(t *testing.T, name string, seed uint64, fault httptest.Fault) (*nginx.Server, []byte, *httptest.Proxy) {
+func fileBehindProxy(t *testing.T, name string, seed uint64, fault retryhttptest.Fault) (*nginx.Server, []byte, *retryhttptest.Proxy) {
 	s := startNginx(t)
 	data := staticFile(t, s, name, fileSize, seed)
-	proxy := httptest.NewProxy(s.URL, fault)
+	proxy := retryhttptest.NewProxy(s.URL, fault)
 	t.Cleanup(proxy.Close)
 	return s, data, proxy
 }
@@ -90,21 +90,21 @@ func TestNginxResumesCutBodies(t *testing.T) {
 	s := startNginx(t)
 	tests := []struct {
 		name  string
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		cuts  []int64 // where each attempt's body is cut, counted in that attempt's body
 		exact bool    // the client receives exactly the bytes sent before a cut (not so after a reset)
 	}{
-		{"closed once", httptest.First(1, httptest.CloseAfter(5<<20)), []int64{5 << 20}, true},
-		{"reset once", httptest.First(1, httptest.ResetAfter(5<<20)), []int64{5 << 20}, false},
-		{"closed twice", httptest.Sequence(httptest.CloseAfter(3<<20), httptest.CloseAfter(4<<20)), []int64{3 << 20, 4 << 20}, true},
-		{"reset twice", httptest.Sequence(httptest.ResetAfter(3<<20), httptest.ResetAfter(4<<20)), []int64{3 << 20, 4 << 20}, false},
-		{"closed, then reset", httptest.Sequence(httptest.CloseAfter(6<<20), httptest.ResetAfter(1<<20)), []int64{6 << 20, 1 << 20}, false},
+		{"closed once", retryhttptest.First(1, retryhttptest.CloseAfter(5<<20)), []int64{5 << 20}, true},
+		{"reset once", retryhttptest.First(1, retryhttptest.ResetAfter(5<<20)), []int64{5 << 20}, false},
+		{"closed twice", retryhttptest.Sequence(retryhttptest.CloseAfter(3<<20), retryhttptest.CloseAfter(4<<20)), []int64{3 << 20, 4 << 20}, true},
+		{"reset twice", retryhttptest.Sequence(retryhttptest.ResetAfter(3<<20), retryhttptest.ResetAfter(4<<20)), []int64{3 << 20, 4 << 20}, false},
+		{"closed, then reset", retryhttptest.Sequence(retryhttptest.CloseAfter(6<<20), retryhttptest.ResetAfter(1<<20)), []int64{6 << 20, 1 << 20}, false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "file" + strconv.Itoa(i) + ".bin"
 			data := staticFile(t, s, name, fileSize, uint64(i)+10)
-			proxy := httptest.NewProxy(s.URL, tt.fault)
+			proxy := retryhttptest.NewProxy(s.URL, tt.fault)
 			defer proxy.Close()
 
 			resp, got, err := download(t.Context(), t, newTransport(t), proxy.URL+"/"+name)
@@ -144,7 +144,7 @@ func TestNginxResumesCutBodies(t *testing.T) {
 // the new file spliced onto the old.
 func TestNginxChangedFileIsNeverSpliced(t *testing.T) {
 	t.Parallel()
-	s, old, proxy := fileBehindProxy(t, "changing.bin", 2, httptest.First(1, httptest.CloseAfter(5<<20)))
+	s, old, proxy := fileBehindProxy(t, "changing.bin", 2, retryhttptest.First(1, retryhttptest.CloseAfter(5<<20)))
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, proxy.URL+"/changing.bin", nil)
 	require.NoError(t, err)
 	resp, err := newTransport(t).RoundTrip(req)
@@ -186,7 +186,7 @@ func TestNginxChangedFileIsNeverSpliced(t *testing.T) {
 // ends whole, long before the deadline.
 func TestNginxResumesStalledBody(t *testing.T) {
 	t.Parallel()
-	s, data, proxy := fileBehindProxy(t, "stalls.bin", 3, httptest.First(1, httptest.StallAfter(1<<20)))
+	s, data, proxy := fileBehindProxy(t, "stalls.bin", 3, retryhttptest.First(1, retryhttptest.StallAfter(1<<20)))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -209,7 +209,7 @@ func TestNginxResumesStalledBody(t *testing.T) {
 // whole.
 func TestNginxResumesResetHTTP2Stream(t *testing.T) {
 	t.Parallel()
-	s, data, proxy := fileBehindProxy(t, "h2.bin", 4, httptest.First(1, httptest.CloseAfter(5<<20)))
+	s, data, proxy := fileBehindProxy(t, "h2.bin", 4, retryhttptest.First(1, retryhttptest.CloseAfter(5<<20)))
 	front := newHTTP2Front(t, proxy.URL)
 
 	base := front.Client().Transport.(*http.Transport).Clone()

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
 	"github.com/retryhttp/retryhttp/otelretry"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -44,7 +44,7 @@ func get(client *http.Client, url string) int {
 // Instrument gives each attempt a client span; a retry's span counts its
 // resends, and a presigned URL's signature never reaches a span.
 func ExampleInstrument() {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	spans := tracetest.NewSpanRecorder()
@@ -64,7 +64,7 @@ func ExampleInstrument() {
 // WithSensitiveQueryParameters replaces the query parameters whose values
 // are redacted; append to the default list to add one.
 func ExampleWithSensitiveQueryParameters() {
-	srv := httptest.NewServer(nil, httptest.Pass())
+	srv := retryhttptest.NewServer(nil, retryhttptest.Pass())
 	defer srv.Close()
 
 	spans := tracetest.NewSpanRecorder()

@@ -14,8 +14,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
 	"github.com/retryhttp/retryhttp/otelretry"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // file serves 64 KiB that may be resumed: ServeContent with a strong ETag.
@@ -30,7 +30,7 @@ func TestResumeEventAndSpans(t *testing.T) {
 	// caller's span with the offset, and a retry counted as a resume.
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry(t)
-		base := httptest.NewTransport(file, httptest.Sequence(httptest.CloseAfter(1000)))
+		base := retryhttptest.NewTransport(file, retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 		ctx, op := tel.operation(t.Context())
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/file", nil)
 		require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestResumeGiveUp(t *testing.T) {
 			w.Header().Set("ETag", `W/"v1"`)
 			http.ServeContent(w, r, "", time.Unix(1_700_000_000, 0), bytes.NewReader(make([]byte, 64<<10)))
 		})
-		base := httptest.NewTransport(weak, httptest.CloseAfter(1000))
+		base := retryhttptest.NewTransport(weak, retryhttptest.CloseAfter(1000))
 		ctx, op := tel.operation(t.Context())
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/file", nil)
 		require.NoError(t, err)

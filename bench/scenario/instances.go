@@ -13,7 +13,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench/peers"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // InstanceParams sizes the instances scenario.
@@ -50,8 +50,8 @@ type InstanceResult struct {
 type fleet struct {
 	url     string
 	base    func() *http.Transport
-	servers []*httptest.Server // the first is the failing instance
-	conns   func() int         // connections opened so far
+	servers []*retryhttptest.Server // the first is the failing instance
+	conns   func() int              // connections opened so far
 	closeFn func()
 }
 
@@ -68,28 +68,28 @@ func (f *fleet) attempts(id string) int {
 	return n
 }
 
-// balancedFleet starts n backends behind a httptest.Balancer, the first
+// balancedFleet starts n backends behind a retryhttptest.Balancer, the first
 // answering 503 to everything, over HTTP/1 or, with h2, HTTP/2 over TLS.
 func balancedFleet(seed uint64, n int, h2 bool) *fleet {
 	var urls []string
-	var servers []*httptest.Server
+	var servers []*retryhttptest.Server
 	var tlsConf *tls.Config
 	for i := range n {
-		f := httptest.Pass()
+		f := retryhttptest.Pass()
 		if i == 0 {
-			f = httptest.Status(http.StatusServiceUnavailable)
+			f = retryhttptest.Status(http.StatusServiceUnavailable)
 		}
-		var s *httptest.Server
+		var s *retryhttptest.Server
 		if h2 {
-			s = httptest.NewHTTP2Server(nil, f, httptest.KeyHeader(IDHeader))
+			s = retryhttptest.NewHTTP2Server(nil, f, retryhttptest.KeyHeader(IDHeader))
 			tlsConf = s.Client().Transport.(*http.Transport).TLSClientConfig
 		} else {
-			s = httptest.NewServer(nil, f, httptest.KeyHeader(IDHeader))
+			s = retryhttptest.NewServer(nil, f, retryhttptest.KeyHeader(IDHeader))
 		}
 		urls = append(urls, s.URL)
 		servers = append(servers, s)
 	}
-	lb := httptest.NewBalancer(seed, urls...)
+	lb := retryhttptest.NewBalancer(seed, urls...)
 	url := lb.URL
 	if h2 {
 		url = "https://" + lb.Addr
@@ -158,13 +158,13 @@ func namedFleet(withDialer bool) (*fleet, error) {
 	if len(lns) != len(addrs) {
 		return nil, fmt.Errorf("no port free on every one of %v", addrs)
 	}
-	var servers []*httptest.Server
+	var servers []*retryhttptest.Server
 	for i, ln := range lns {
-		f := httptest.Pass()
+		f := retryhttptest.Pass()
 		if i == 0 {
-			f = httptest.Status(http.StatusServiceUnavailable)
+			f = retryhttptest.Status(http.StatusServiceUnavailable)
 		}
-		s := httptest.NewUnstartedServer(nil, f, httptest.KeyHeader(IDHeader))
+		s := retryhttptest.NewUnstartedServer(nil, f, retryhttptest.KeyHeader(IDHeader))
 		s.Listener.Close()
 		s.Listener = ln
 		s.Start()

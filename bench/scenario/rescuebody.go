@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/bench/peers"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // This file holds the rescue matrix's rows for failures of a response body
@@ -85,10 +85,10 @@ const stallCellTimeout = 20 * time.Second
 // bodyCase is a request of method to a server of origin whose first
 // attempt's body meets fault; over HTTP/2 (TLS) when h2 is set. The caller
 // must read bodyData.
-func bodyCase(name, rule, method string, origin bodyOrigin, fault httptest.Fault, h2 bool) rescueCase {
+func bodyCase(name, rule, method string, origin bodyOrigin, fault retryhttptest.Fault, h2 bool) rescueCase {
 	once := method == http.MethodPost
 	return rescueCase{name: name, rule: rule, once: once, run: func(ctx context.Context, lib peers.Library) Cell {
-		srv := httptest.NewUnstartedServer(origin.handler(), httptest.First(1, fault))
+		srv := retryhttptest.NewUnstartedServer(origin.handler(), retryhttptest.First(1, fault))
 		srv.Config.ErrorLog = discardLog
 		base := freshBase()
 		startServer(srv.Server, base, h2)
@@ -102,14 +102,14 @@ func bodyCase(name, rule, method string, origin bodyOrigin, fault httptest.Fault
 // bodyCases returns the rows for failures of the response body.
 func bodyCases() []rescueCase {
 	strong := bodyOrigin{etag: `"v1"`}
-	cut := httptest.CloseAfter(bodyCut)
+	cut := retryhttptest.CloseAfter(bodyCut)
 	stall := bodyCase("GET 1 MiB, strong ETag: body stalls at 256 KiB", "", http.MethodGet, strong,
-		httptest.StallAfter(bodyCut), false)
+		retryhttptest.StallAfter(bodyCut), false)
 	stall.timeout = stallCellTimeout
 	return []rescueCase{
 		bodyCase("GET 1 MiB, strong ETag: body cut (closed) at 256 KiB", "", http.MethodGet, strong, cut, false),
 		bodyCase("GET 1 MiB, strong ETag: body cut (reset) at 256 KiB", "", http.MethodGet, strong,
-			httptest.ResetAfter(bodyCut), false),
+			retryhttptest.ResetAfter(bodyCut), false),
 		bodyCase("GET 1 MiB, Last-Modified only: body cut at 256 KiB", "", http.MethodGet, bodyOrigin{lastMod: true}, cut, false),
 		bodyCase("GET 1 MiB, weak ETag: body cut at 256 KiB", ruleWeakETag, http.MethodGet, bodyOrigin{etag: `W/"v1"`}, cut, false),
 		bodyCase("GET 1 MiB, no validator: body cut at 256 KiB", ruleNoValidator, http.MethodGet, bodyOrigin{}, cut, false),

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func main() {
@@ -40,56 +40,56 @@ func run(w io.Writer) error {
 // A step is one request against a fresh service with a fault.
 type step struct {
 	title  string
-	fault  httptest.Fault
+	fault  retryhttptest.Fault
 	method string
 	path   string
 	key    string // Idempotency-Key, if any
 	opts   []retryhttp.Option
 	lesson string // what the result shows
-	holds  func(resp *http.Response, err error, srv *httptest.Server, svc *service) bool
+	holds  func(resp *http.Response, err error, srv *retryhttptest.Server, svc *service) bool
 }
 
 var steps = []step{{
 	title:  "GET /orders/42; the service answers 503, then 429 with Retry-After: 1, then the order",
-	fault:  httptest.Sequence(httptest.Status(503), httptest.RetryAfter(429, time.Second)),
+	fault:  retryhttptest.Sequence(retryhttptest.Status(503), retryhttptest.RetryAfter(429, time.Second)),
 	method: http.MethodGet, path: "/orders/42",
 	lesson: "503 and 429 are transient, so both were retried, and after the 429 it waited the 1 s the service asked for",
-	holds: func(resp *http.Response, err error, srv *httptest.Server, _ *service) bool {
+	holds: func(resp *http.Response, err error, srv *retryhttptest.Server, _ *service) bool {
 		return err == nil && resp.StatusCode == 200 && srv.Attempts() == 3
 	},
 }, {
 	title:  "GET /orders/7; the service answers 404",
-	fault:  httptest.Pass(),
+	fault:  retryhttptest.Pass(),
 	method: http.MethodGet, path: "/orders/7",
 	lesson: "a 404 is final: retrying cannot change it",
-	holds: func(resp *http.Response, err error, srv *httptest.Server, _ *service) bool {
+	holds: func(resp *http.Response, err error, srv *retryhttptest.Server, _ *service) bool {
 		return err == nil && resp.StatusCode == 404 && srv.Attempts() == 1
 	},
 }, {
 	title:  "POST /orders without an Idempotency-Key; the connection is reset after the service read it",
-	fault:  httptest.First(1, httptest.ResetAfterRead()),
+	fault:  retryhttptest.First(1, retryhttptest.ResetAfterRead()),
 	method: http.MethodPost, path: "/orders",
 	lesson: "a POST that reached the service may have run (this one did), so it is not sent again",
-	holds: func(_ *http.Response, err error, srv *httptest.Server, svc *service) bool {
+	holds: func(_ *http.Response, err error, srv *retryhttptest.Server, svc *service) bool {
 		return err != nil && srv.Attempts() == 1 && svc.created() == 1
 	},
 }, {
 	title:  "POST /orders with Idempotency-Key: order-8; the same failure",
-	fault:  httptest.First(1, httptest.ResetAfterRead()),
+	fault:  retryhttptest.First(1, retryhttptest.ResetAfterRead()),
 	method: http.MethodPost, path: "/orders", key: "order-8",
 	lesson: "the key lets the service recognise the retry, so resending is safe: one order, not two",
-	holds: func(resp *http.Response, err error, srv *httptest.Server, svc *service) bool {
+	holds: func(resp *http.Response, err error, srv *retryhttptest.Server, svc *service) bool {
 		return err == nil && resp.StatusCode == 201 && srv.Attempts() == 2 && svc.created() == 1
 	},
 }, {
 	title:  "GET /orders/42 with hedging; the first attempt hangs, as on a slow replica",
-	fault:  httptest.First(1, httptest.Hang()),
+	fault:  retryhttptest.First(1, retryhttptest.Hang()),
 	method: http.MethodGet, path: "/orders/42",
 	// By default the delay is the host's 95th-percentile latency, known
 	// after 100 requests; a fixed delay shows it on the first.
 	opts:   []retryhttp.Option{retryhttp.WithHedging(retryhttp.HedgeDelay(50 * time.Millisecond))},
 	lesson: "a slow request is hedged: a second copy went out when the first had no answer after 50 ms, it won, and the first was cancelled",
-	holds: func(resp *http.Response, err error, srv *httptest.Server, _ *service) bool {
+	holds: func(resp *http.Response, err error, srv *retryhttptest.Server, _ *service) bool {
 		return err == nil && resp.StatusCode == 200 && srv.Attempts() >= 2 &&
 			retryhttp.AttemptFromContext(resp.Request.Context()) >= 2
 	},
@@ -98,7 +98,7 @@ var steps = []step{{
 func (s step) run(w io.Writer) error {
 	fmt.Fprintf(w, "\n%s\n", s.title)
 	svc := &service{}
-	srv := httptest.NewServer(svc, s.fault)
+	srv := retryhttptest.NewServer(svc, s.fault)
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(append([]retryhttp.Option{

@@ -11,7 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +35,7 @@ func azurite(t *testing.T) string {
 // azureError answers as Azure Storage answers an error: the status, the
 // error's code in x-ms-error-code and in the XML body, the request ID and
 // the service version; extra holds header pairs.
-func azureError(status int, code, message string, extra ...string) httptest.Fault {
+func azureError(status int, code, message string, extra ...string) retryhttptest.Fault {
 	h := http.Header{
 		"Content-Type":     {"application/xml"},
 		"X-Ms-Error-Code":  {code},
@@ -49,7 +49,7 @@ func azureError(status int, code, message string, extra ...string) httptest.Faul
 	}
 	body := "\ufeff" + `<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>` + message +
 		"\nRequestId:9a3c7f2e-801e-0041-6a1b-5e2f3b000000\nTime:2026-11-24T10:00:00.0000000Z</Message></Error>"
-	return httptest.Respond(status, h, body)
+	return retryhttptest.Respond(status, h, body)
 }
 
 var azureFailures = []llmFailure{
@@ -58,8 +58,8 @@ var azureFailures = []llmFailure{
 	{"500 InternalError", azureError(500, "InternalError", "The server encountered an internal error. Please retry the request."), 0},
 	{"500 OperationTimedOut", azureError(500, "OperationTimedOut", "The operation could not be completed within the permitted time."), 0},
 	{"429, x-ms-retry-after-ms: 20", azureError(429, "TooManyRequests", "Too many requests.", "X-Ms-Retry-After-Ms", "20"), 20 * time.Millisecond},
-	{"reset before the server read the request", httptest.CloseBeforeRead(), 0},
-	{"reset after the server read the request", httptest.ResetAfterRead(), 0},
+	{"reset before the server read the request", retryhttptest.CloseBeforeRead(), 0},
+	{"reset after the server read the request", retryhttptest.ResetAfterRead(), 0},
 }
 
 // TestAzureBlobSideBySide downloads and uploads a blob through each
@@ -94,7 +94,7 @@ func TestAzureBlobSideBySide(t *testing.T) {
 	for _, op := range ops {
 		for _, f := range azureFailures {
 			t.Run(op.name+"/"+f.name, func(t *testing.T) {
-				own := httptest.NewProxy(url, httptest.First(1, f.fault))
+				own := retryhttptest.NewProxy(url, retryhttptest.First(1, f.fault))
 				defer own.Close()
 				c, err := azblob.NewClientWithSharedKeyCredential(own.URL+"/"+azureAccount, sharedKey(t), &azblob.ClientOptions{
 					ClientOptions: policyOptions(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}),
@@ -102,7 +102,7 @@ func TestAzureBlobSideBySide(t *testing.T) {
 				require.NoError(t, err)
 				ownErr := op.do(t.Context(), c)
 
-				proxy := httptest.NewProxy(url, httptest.First(1, f.fault))
+				proxy := retryhttptest.NewProxy(url, retryhttptest.First(1, f.fault))
 				defer proxy.Close()
 				tr := retryhttp.New(fast...)
 				defer tr.CloseIdleConnections()
@@ -130,7 +130,7 @@ func TestAzureBlobSideBySide(t *testing.T) {
 // not exist.
 func TestAzureFinalErrorIntact(t *testing.T) {
 	url := azurite(t)
-	proxy := httptest.NewProxy(url, httptest.Pass())
+	proxy := retryhttptest.NewProxy(url, retryhttptest.Pass())
 	defer proxy.Close()
 	tr := retryhttp.New(fast...)
 	defer tr.CloseIdleConnections()

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // runDynamoDB makes four calls through the AWS SDK's DynamoDB client and
@@ -60,9 +60,9 @@ func runDynamoDB(w io.Writer, opts ...retryhttp.Option) error {
 	fmt.Fprintln(w, "aws-sdk-go-v2 DynamoDB (Retryer: aws.NopRetryer{}) over retryhttp, against dynalite behind a faulty proxy.")
 
 	// 1. An unconditional write, declared resendable for this call.
-	proxy := newDynamoDBProxy(db.URL, httptest.Sequence(
+	proxy := newDynamoDBProxy(db.URL, retryhttptest.Sequence(
 		dynamoDBFault(http.StatusServiceUnavailable, "ServiceUnavailable", "The service is currently unavailable or busy."),
-		httptest.ResetAfterRead()))
+		retryhttptest.ResetAfterRead()))
 	defer proxy.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "1. PutItem order o-1 to table orders, no condition, with retryhttp.Resendable(ctx).")
@@ -77,7 +77,7 @@ func runDynamoDB(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += proxy.Attempts()
 
 	// 2. A read, resendable by the Transport's predicate.
-	proxy = newDynamoDBProxy(db.URL, httptest.Sequence(
+	proxy = newDynamoDBProxy(db.URL, retryhttptest.Sequence(
 		dynamoDBFault(http.StatusServiceUnavailable, "ServiceUnavailable", "The service is currently unavailable or busy."),
 		dynamoDBFault(http.StatusBadRequest, "ProvisionedThroughputExceededException", provisionedMessage)))
 	defer proxy.Close()
@@ -94,7 +94,7 @@ func runDynamoDB(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += proxy.Attempts()
 
 	// 3. A conditional write: not declared resendable.
-	proxy = newDynamoDBProxy(db.URL, httptest.First(1, httptest.ResetAfterRead()))
+	proxy = newDynamoDBProxy(db.URL, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer proxy.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "3. PutItem order o-2 if it does not exist (attribute_not_exists(id)), not declared resendable.")
@@ -110,7 +110,7 @@ func runDynamoDB(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += proxy.Attempts()
 
 	// 4. What a resend of 3 would have met.
-	proxy = newDynamoDBProxy(db.URL, httptest.Pass())
+	proxy = newDynamoDBProxy(db.URL, retryhttptest.Pass())
 	defer proxy.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "4. The same PutItem again, as a resend would have sent it.")
@@ -168,8 +168,8 @@ func dynamoDBOptions(url string, httpClient *http.Client) dynamodb.Options {
 // attempts of one SDK call are one logical request: the SDK gives each call
 // an invocation ID, which retryhttp, and the SDK's own retryer, send
 // unchanged on every attempt.
-func newDynamoDBProxy(url string, f httptest.Fault) *httptest.Proxy {
-	return httptest.NewProxy(url, f, httptest.KeyHeader("Amz-Sdk-Invocation-Id"))
+func newDynamoDBProxy(url string, f retryhttptest.Fault) *retryhttptest.Proxy {
+	return retryhttptest.NewProxy(url, f, retryhttptest.KeyHeader("Amz-Sdk-Invocation-Id"))
 }
 
 // provisionedMessage is the message DynamoDB sends with
@@ -182,9 +182,9 @@ const provisionedMessage = "The level of configured provisioned throughput for t
 // ID and the CRC32 of the body, which the SDK checks; and the error's type,
 // namespaced, only in the JSON body's __type. DynamoDB sends no error-code
 // header.
-func dynamoDBFault(status int, typ, message string) httptest.Fault {
+func dynamoDBFault(status int, typ, message string) retryhttptest.Fault {
 	body, _ := json.Marshal(map[string]string{"__type": "com.amazonaws.dynamodb.v20120810#" + typ, "message": message})
-	return httptest.Respond(status, http.Header{
+	return retryhttptest.Respond(status, http.Header{
 		"Server":           {"Server"},
 		"Content-Type":     {"application/x-amz-json-1.0"},
 		"X-Amzn-Requestid": {dynamoDBRequestID(body)},

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,42 +64,42 @@ func TestDynamoDB(t *testing.T) {
 		ctx        func(context.Context) context.Context
 		put        bool // PutItem; otherwise GetItem
 		ifAbsent   bool // the PutItem's condition
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		attempts   int
 		executions int
 		wantErr    string // the error's AWS code, or "reset"; "" for success
 	}{
-		{name: "GetItem, 503, not declared", opts: []retryhttp.Option{awsClassifier}, fault: httptest.First(1, dynamoDB503),
+		{name: "GetItem, 503, not declared", opts: []retryhttp.Option{awsClassifier}, fault: retryhttptest.First(1, dynamoDB503),
 			attempts: 1, executions: 0, wantErr: "ServiceUnavailable"},
 		{name: "GetItem, 503 and throttling, declared by the Transport", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
-			fault: httptest.Sequence(dynamoDB503, dynamoDBProvisioned), attempts: 3, executions: 1},
+			fault: retryhttptest.Sequence(dynamoDB503, dynamoDBProvisioned), attempts: 3, executions: 1},
 		{name: "GetItem, throttling twice, declared by the context", opts: []retryhttp.Option{awsClassifier}, ctx: resendable,
-			fault: httptest.First(2, dynamoDBThrottling), attempts: 3, executions: 1},
+			fault: retryhttptest.First(2, dynamoDBThrottling), attempts: 3, executions: 1},
 		{name: "GetItem, reset after the read, declared", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
-			fault: httptest.First(1, httptest.ResetAfterRead()), attempts: 2, executions: 2},
+			fault: retryhttptest.First(1, retryhttptest.ResetAfterRead()), attempts: 2, executions: 2},
 		{name: "GetItem, throttling without AWSErrorClassifier", opts: []retryhttp.Option{dynamoDBReads},
-			fault: httptest.First(1, dynamoDBThrottling), attempts: 1, executions: 0, wantErr: "ThrottlingException"},
+			fault: retryhttptest.First(1, dynamoDBThrottling), attempts: 1, executions: 0, wantErr: "ThrottlingException"},
 		{name: "GetItem, validation error", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
-			fault: httptest.First(1, dynamoDBValidation), attempts: 1, executions: 0, wantErr: "ValidationException"},
+			fault: retryhttptest.First(1, dynamoDBValidation), attempts: 1, executions: 0, wantErr: "ValidationException"},
 		{name: "GetItem, three 503s", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
-			fault: httptest.First(3, dynamoDB503), attempts: 3, executions: 0, wantErr: "ServiceUnavailable"},
+			fault: retryhttptest.First(3, dynamoDB503), attempts: 3, executions: 0, wantErr: "ServiceUnavailable"},
 		{name: "GetItem, NoRetry for the call", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, ctx: retryhttp.NoRetry,
-			fault: httptest.First(1, dynamoDB503), attempts: 1, executions: 0, wantErr: "ServiceUnavailable"},
+			fault: retryhttptest.First(1, dynamoDB503), attempts: 1, executions: 0, wantErr: "ServiceUnavailable"},
 		{name: "GetItem, MaxAttempts 2 for the call", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
 			ctx:   func(ctx context.Context) context.Context { return retryhttp.MaxAttempts(ctx, 2) },
-			fault: httptest.First(2, dynamoDB503), attempts: 2, executions: 0, wantErr: "ServiceUnavailable"},
+			fault: retryhttptest.First(2, dynamoDB503), attempts: 2, executions: 0, wantErr: "ServiceUnavailable"},
 
 		// Writes: the Transport's predicate names reads only.
 		{name: "PutItem, 503 and throttling, declared by the context", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, ctx: resendable,
-			put: true, fault: httptest.Sequence(dynamoDB503, dynamoDBThrottling), attempts: 3, executions: 1},
+			put: true, fault: retryhttptest.Sequence(dynamoDB503, dynamoDBThrottling), attempts: 3, executions: 1},
 		{name: "PutItem, reset after the write, declared by the context", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, ctx: resendable,
-			put: true, fault: httptest.First(1, httptest.ResetAfterRead()), attempts: 2, executions: 2},
+			put: true, fault: retryhttptest.First(1, retryhttptest.ResetAfterRead()), attempts: 2, executions: 2},
 		{name: "PutItem, 503, not declared", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
-			put: true, fault: httptest.First(1, dynamoDB503), attempts: 1, executions: 0, wantErr: "ServiceUnavailable"},
+			put: true, fault: retryhttptest.First(1, dynamoDB503), attempts: 1, executions: 0, wantErr: "ServiceUnavailable"},
 		{name: "conditional PutItem, throttling, not declared", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, put: true, ifAbsent: true,
-			fault: httptest.First(1, dynamoDBThrottling), attempts: 1, executions: 0, wantErr: "ThrottlingException"},
+			fault: retryhttptest.First(1, dynamoDBThrottling), attempts: 1, executions: 0, wantErr: "ThrottlingException"},
 		{name: "conditional PutItem, reset after the write, not declared", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, put: true, ifAbsent: true,
-			fault: httptest.First(1, httptest.ResetAfterRead()), attempts: 1, executions: 1, wantErr: "reset"},
+			fault: retryhttptest.First(1, retryhttptest.ResetAfterRead()), attempts: 1, executions: 1, wantErr: "reset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestDynamoDB(t *testing.T) {
 // answered as DynamoDB answers it, for the first attempt of a call.
 var dynamoDBReadFailures = []struct {
 	name  string
-	fault httptest.Fault
+	fault retryhttptest.Fault
 }{
 	{"503 ServiceUnavailable", dynamoDB503},
 	{"500 InternalServerError", dynamoDB500},
@@ -161,7 +161,7 @@ var dynamoDBReadFailures = []struct {
 	{"400 RequestLimitExceeded", dynamoDBFault(http.StatusBadRequest, "RequestLimitExceeded",
 		"Throughput exceeds the current throughput limit for your account. Please contact AWS Support at https://aws.amazon.com/support request a limit increase")},
 	{"429 ThrottlingException", dynamoDBFault(http.StatusTooManyRequests, "ThrottlingException", "Rate of requests exceeds the allowed throughput.")},
-	{"reset after the read", httptest.ResetAfterRead()},
+	{"reset after the read", retryhttptest.ResetAfterRead()},
 }
 
 // sdkRetryer is the SDK's own standard retryer, its attempts, retryable
@@ -187,14 +187,14 @@ func TestDynamoDBSideBySide(t *testing.T) {
 			require.NoError(t, err)
 
 			// The SDK's own retryer, over a transport of its own.
-			sdkProxy := newDynamoDBProxy(url, httptest.First(1, f.fault))
+			sdkProxy := newDynamoDBProxy(url, retryhttptest.First(1, f.fault))
 			defer sdkProxy.Close()
 			o := dynamoDBOptions(sdkProxy.URL, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
 			o.Retryer = sdkRetryer()
 			_, sdkErr := dynamodb.New(o).GetItem(t.Context(), orderKey(id))
 
 			// The recipe.
-			proxy := newDynamoDBProxy(url, httptest.First(1, f.fault))
+			proxy := newDynamoDBProxy(url, retryhttptest.First(1, f.fault))
 			defer proxy.Close()
 			tr := retryhttp.New(append([]retryhttp.Option{awsClassifier, dynamoDBReads}, fast...)...)
 			defer tr.CloseIdleConnections()
@@ -217,7 +217,7 @@ func TestDynamoDBFinalErrorsIntact(t *testing.T) {
 	tr := retryhttp.New(append([]retryhttp.Option{awsClassifier, dynamoDBReads}, fast...)...)
 	defer tr.CloseIdleConnections()
 
-	proxy := newDynamoDBProxy(url, httptest.First(1, dynamoDBValidation))
+	proxy := newDynamoDBProxy(url, retryhttptest.First(1, dynamoDBValidation))
 	defer proxy.Close()
 	_, err := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr}).GetItem(t.Context(), orderKey(itemID("final")))
 	var apiErr smithy.APIError
@@ -226,7 +226,7 @@ func TestDynamoDBFinalErrorsIntact(t *testing.T) {
 	assert.Equal(t, "One or more parameter values were invalid.", apiErr.ErrorMessage())
 	assert.Equal(t, 1, proxy.Attempts())
 
-	proxy = newDynamoDBProxy(url, httptest.Pass())
+	proxy = newDynamoDBProxy(url, retryhttptest.Pass())
 	defer proxy.Close()
 	client := newDynamoDBClient(proxy.URL, &http.Client{Transport: tr})
 	id := itemID("final")
@@ -244,7 +244,7 @@ func TestDynamoDBFinalErrorsIntact(t *testing.T) {
 // was lost, the caller would be told that the write failed.
 func TestDynamoDBConditionalResend(t *testing.T) {
 	url := dynalite(t)
-	proxy := newDynamoDBProxy(url, httptest.First(1, httptest.ResetAfterRead()))
+	proxy := newDynamoDBProxy(url, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer proxy.Close()
 	tr := retryhttp.New(append([]retryhttp.Option{retryhttp.WithResendable(func(*http.Request) bool { return true })}, fast...)...)
 	defer tr.CloseIdleConnections()

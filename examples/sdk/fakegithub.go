@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // fakeGitHub is a small fake of the GitHub REST API: it serves one
@@ -66,8 +66,8 @@ func writeGitHubJSON(w http.ResponseWriter, status int, v any) {
 
 // githubSecondaryRateLimit answers as GitHub does a request over a
 // secondary rate limit: a 403 with Retry-After, in seconds.
-func githubSecondaryRateLimit(seconds int) httptest.Fault {
-	return httptest.Respond(http.StatusForbidden, http.Header{
+func githubSecondaryRateLimit(seconds int) retryhttptest.Fault {
+	return retryhttptest.Respond(http.StatusForbidden, http.Header{
 		"Content-Type":          {"application/json; charset=utf-8"},
 		"Retry-After":           {strconv.Itoa(seconds)},
 		"X-Ratelimit-Limit":     {"5000"},
@@ -81,8 +81,8 @@ func githubSecondaryRateLimit(seconds int) httptest.Fault {
 
 // githubPrimaryRateLimit answers as GitHub does a request over the primary
 // rate limit, which resets at reset.
-func githubPrimaryRateLimit(reset time.Time) httptest.Fault {
-	return httptest.Respond(http.StatusForbidden, http.Header{
+func githubPrimaryRateLimit(reset time.Time) retryhttptest.Fault {
+	return retryhttptest.Respond(http.StatusForbidden, http.Header{
 		"Content-Type":          {"application/json; charset=utf-8"},
 		"X-Ratelimit-Limit":     {"5000"},
 		"X-Ratelimit-Remaining": {"0"},
@@ -97,8 +97,8 @@ func githubPrimaryRateLimit(reset time.Time) httptest.Fault {
 // githubForbidden answers as GitHub does a token without the permission a
 // call needs: a 403 with the rate-limit headers of every response, requests
 // remaining, and the message and documentation link in the body.
-func githubForbidden() httptest.Fault {
-	return httptest.Respond(http.StatusForbidden, http.Header{
+func githubForbidden() retryhttptest.Fault {
+	return retryhttptest.Respond(http.StatusForbidden, http.Header{
 		"Content-Type":                  {"application/json; charset=utf-8"},
 		"X-Github-Request-Id":           {"C0DE:1F2E:3D4C:5B6A:7988"},
 		"X-Ratelimit-Limit":             {"5000"},

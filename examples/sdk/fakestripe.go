@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stripe/stripe-go/v85"
 )
 
@@ -148,8 +148,8 @@ func stripeError(typ, message string) string {
 // stripeFault answers as the Stripe API answers an error, in place of the
 // server: the status, Stripe-Should-Retry as Stripe sets it, a Request-Id,
 // the API version, and the error object.
-func stripeFault(status int, shouldRetry bool, typ, message string) httptest.Fault {
-	return httptest.Respond(status, http.Header{
+func stripeFault(status int, shouldRetry bool, typ, message string) retryhttptest.Fault {
+	return retryhttptest.Respond(status, http.Header{
 		"Content-Type":        {"application/json"},
 		"Request-Id":          {"req_fault"},
 		"Stripe-Version":      {stripe.APIVersion},

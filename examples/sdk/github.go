@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-github/v84/github"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // runGitHub makes three calls through go-github and retryhttp, each to a
@@ -39,7 +39,7 @@ func runGitHub(w io.Writer, opts ...retryhttp.Option) error {
 	fmt.Fprintln(w, "go-github over retryhttp, against a local fake of the GitHub REST API.")
 
 	// 1. A gateway error.
-	srv := httptest.NewServer(api, httptest.First(1, httptest.Status(http.StatusBadGateway)))
+	srv := retryhttptest.NewServer(api, retryhttptest.First(1, retryhttptest.Status(http.StatusBadGateway)))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "1. Get the repository retryhttp/retryhttp: GET /repos/retryhttp/retryhttp.")
@@ -54,7 +54,7 @@ func runGitHub(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 2. A secondary rate limit.
-	srv = httptest.NewServer(api, httptest.First(1, githubSecondaryRateLimit(1)))
+	srv = retryhttptest.NewServer(api, retryhttptest.First(1, githubSecondaryRateLimit(1)))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "2. Get it again.")
@@ -70,7 +70,7 @@ func runGitHub(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 3. A refusal.
-	srv = httptest.NewServer(api, githubForbidden())
+	srv = retryhttptest.NewServer(api, githubForbidden())
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "3. Get it with a token that may not.")

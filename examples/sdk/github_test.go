@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-github/v84/github"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,35 +22,39 @@ func TestGitHub(t *testing.T) {
 	tests := []struct {
 		name       string
 		classifier bool
-		fault      func() httptest.Fault // made when the test starts: a reset is a time
+		fault      func() retryhttptest.Fault // made when the test starts: a reset is a time
 		attempts   int
 		executions int
 		wait       time.Duration    // the least the call took
 		wantErr    func(error) bool // the kind of go-github's error; nil for success
 	}{
-		{name: "502", classifier: true, fault: func() httptest.Fault { return httptest.First(1, httptest.Status(http.StatusBadGateway)) },
+		{name: "502", classifier: true, fault: func() retryhttptest.Fault { return retryhttptest.First(1, retryhttptest.Status(http.StatusBadGateway)) },
 			attempts: 2, executions: 1},
-		{name: "secondary rate limit", classifier: true, fault: func() httptest.Fault { return httptest.First(1, githubSecondaryRateLimit(1)) },
+		{name: "secondary rate limit", classifier: true, fault: func() retryhttptest.Fault { return retryhttptest.First(1, githubSecondaryRateLimit(1)) },
 			attempts: 2, executions: 1, wait: time.Second},
-		{name: "secondary rate limit, default chain only", fault: func() httptest.Fault { return httptest.First(1, githubSecondaryRateLimit(1)) },
+		{name: "secondary rate limit, default chain only", fault: func() retryhttptest.Fault { return retryhttptest.First(1, githubSecondaryRateLimit(1)) },
 			attempts: 1, executions: 0, wantErr: isErr[*github.AbuseRateLimitError]},
 		{name: "secondary rate limit past the Retry-After limit", classifier: true,
-			fault:    func() httptest.Fault { return httptest.First(1, githubSecondaryRateLimit(120)) },
+			fault:    func() retryhttptest.Fault { return retryhttptest.First(1, githubSecondaryRateLimit(120)) },
 			attempts: 1, executions: 0, wantErr: isErr[*github.AbuseRateLimitError]},
 		{name: "primary rate limit, reset in a second", classifier: true,
-			fault:    func() httptest.Fault { return httptest.First(1, githubPrimaryRateLimit(time.Now().Add(time.Second))) },
+			fault: func() retryhttptest.Fault {
+				return retryhttptest.First(1, githubPrimaryRateLimit(time.Now().Add(time.Second)))
+			},
 			attempts: 2, executions: 1},
 		{name: "primary rate limit, reset in an hour", classifier: true,
-			fault:    func() httptest.Fault { return httptest.First(1, githubPrimaryRateLimit(time.Now().Add(time.Hour))) },
+			fault: func() retryhttptest.Fault {
+				return retryhttptest.First(1, githubPrimaryRateLimit(time.Now().Add(time.Hour)))
+			},
 			attempts: 1, executions: 0, wantErr: isErr[*github.RateLimitError]},
-		{name: "forbidden", classifier: true, fault: func() httptest.Fault {
-			return httptest.Respond(http.StatusForbidden, http.Header{"X-Ratelimit-Remaining": {"4999"}}, `{"message":"Must have admin rights to Repository."}`)
+		{name: "forbidden", classifier: true, fault: func() retryhttptest.Fault {
+			return retryhttptest.Respond(http.StatusForbidden, http.Header{"X-Ratelimit-Remaining": {"4999"}}, `{"message":"Must have admin rights to Repository."}`)
 		}, attempts: 1, executions: 0, wantErr: isErr[*github.ErrorResponse]},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := newFakeGitHub()
-			srv := httptest.NewServer(api, tt.fault())
+			srv := retryhttptest.NewServer(api, tt.fault())
 			defer srv.Close()
 			opts := fast
 			if tt.classifier {

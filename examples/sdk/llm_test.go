@@ -11,7 +11,7 @@ import (
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go"
 	openaioption "github.com/openai/openai-go/option"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,7 +30,7 @@ type llmVendor struct {
 
 type llmFailure struct {
 	name  string
-	fault httptest.Fault
+	fault retryhttptest.Fault
 	wait  time.Duration
 }
 
@@ -60,8 +60,8 @@ func openAIVendor() llmVendor {
 				"Retry-After", "1"), time.Second},
 			{"409", openAIError(409, "invalid_request_error", "conflict", "Another request is in progress for this conversation."), 0},
 			{"503, x-should-retry: false", openAIError(503, "server_error", "", "The server is unavailable.", "X-Should-Retry", "false"), 0},
-			{"reset before the server read the request", httptest.CloseBeforeRead(), 0},
-			{"reset after the server read the request", httptest.ResetAfterRead(), 0},
+			{"reset before the server read the request", retryhttptest.CloseBeforeRead(), 0},
+			{"reset after the server read the request", retryhttptest.ResetAfterRead(), 0},
 		},
 	}
 }
@@ -92,8 +92,8 @@ func anthropicVendor() llmVendor {
 			{"503, Retry-After: 1", anthropicError(503, "api_error", "Service unavailable", "Retry-After", "1"), time.Second},
 			{"409", anthropicError(409, "api_error", "Conflict"), 0},
 			{"503, x-should-retry: false", anthropicError(503, "api_error", "Service unavailable", "X-Should-Retry", "false"), 0},
-			{"reset before the server read the request", httptest.CloseBeforeRead(), 0},
-			{"reset after the server read the request", httptest.ResetAfterRead(), 0},
+			{"reset before the server read the request", retryhttptest.CloseBeforeRead(), 0},
+			{"reset after the server read the request", retryhttptest.ResetAfterRead(), 0},
 		},
 	}
 }
@@ -109,11 +109,11 @@ func TestLLMSideBySide(t *testing.T) {
 			for _, f := range v.failures {
 				t.Run(f.name, func(t *testing.T) {
 					t.Parallel()
-					own := httptest.NewServer(v.handler, httptest.First(1, f.fault))
+					own := retryhttptest.NewServer(v.handler, retryhttptest.First(1, f.fault))
 					defer own.Close()
 					ownErr := v.generate(t.Context(), own.URL, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, true)
 
-					srv := httptest.NewServer(v.handler, httptest.First(1, f.fault))
+					srv := retryhttptest.NewServer(v.handler, retryhttptest.First(1, f.fault))
 					defer srv.Close()
 					tr := llmTransport(fast...)
 					defer tr.CloseIdleConnections()
@@ -150,12 +150,12 @@ func TestOpenAIUploadSentOnce(t *testing.T) {
 		})
 		return err
 	}
-	own := httptest.NewServer(fakeOpenAI, httptest.First(1, httptest.ResetAfterRead()))
+	own := retryhttptest.NewServer(fakeOpenAI, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer own.Close()
 	require.NoError(t, upload(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, own.URL, true))
 	assert.Equal(t, 2, own.Executions(), "the SDK's own retries upload the file twice")
 
-	srv := httptest.NewServer(fakeOpenAI, httptest.First(1, httptest.ResetAfterRead()))
+	srv := retryhttptest.NewServer(fakeOpenAI, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer srv.Close()
 	tr := llmTransport(fast...)
 	defer tr.CloseIdleConnections()
@@ -174,16 +174,16 @@ func TestLLMStreams(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name     string
-		fault    httptest.Fault
+		fault    retryhttptest.Fault
 		text     string
 		failed   bool
 		attempts int
 	}{
-		{"529 before the stream", httptest.First(1, openAIError(529, "server_error", "", "The server is overloaded.")), "Hello there", false, 2},
-		{"cut mid-stream", httptest.First(1, httptest.Truncate(400)), "Hello", true, 1},
+		{"529 before the stream", retryhttptest.First(1, openAIError(529, "server_error", "", "The server is overloaded.")), "Hello there", false, 2},
+		{"cut mid-stream", retryhttptest.First(1, retryhttptest.Truncate(400)), "Hello", true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(fakeOpenAI, tt.fault)
+			srv := retryhttptest.NewServer(fakeOpenAI, tt.fault)
 			defer srv.Close()
 			tr := llmTransport(fast...)
 			defer tr.CloseIdleConnections()

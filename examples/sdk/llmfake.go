@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // The LLM APIs have no implementation to test against, so these fakes
@@ -45,7 +45,7 @@ var fakeOpenAI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 
 // openAIError answers as the OpenAI API answers an error: its error object
 // with type, code and param, and the request ID; extra holds header pairs.
-func openAIError(status int, typ, code, message string, extra ...string) httptest.Fault {
+func openAIError(status int, typ, code, message string, extra ...string) retryhttptest.Fault {
 	var c any
 	if code != "" {
 		c = code
@@ -55,7 +55,7 @@ func openAIError(status int, typ, code, message string, extra ...string) httptes
 	for i := 0; i+1 < len(extra); i += 2 {
 		h.Set(extra[i], extra[i+1])
 	}
-	return httptest.Respond(status, h, string(b))
+	return retryhttptest.Respond(status, h, string(b))
 }
 
 // fakeAnthropic serves messages, whole or streamed.
@@ -90,12 +90,12 @@ var fakeAnthropic = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request
 // anthropicError answers as the Anthropic API answers an error: its error
 // object with the error's type, and the request ID in the body and in a
 // header; extra holds header pairs.
-func anthropicError(status int, typ, message string, extra ...string) httptest.Fault {
+func anthropicError(status int, typ, message string, extra ...string) retryhttptest.Fault {
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message},
 		"request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"})
 	h := http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_011CSHoEeqs5C35K2UUqR7Fy"}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		h.Set(extra[i], extra[i+1])
 	}
-	return httptest.Respond(status, h, string(b))
+	return retryhttptest.Respond(status, h, string(b))
 }

@@ -1,6 +1,6 @@
 // Command sdk shows retryhttp as the transport of real SDKs, each with its
 // own retries turned off, calling local implementations of their APIs
-// behind a proxy (httptest.NewProxy) that fails in a different way for each
+// behind a proxy (retryhttptest.NewProxy) that fails in a different way for each
 // call: DynamoDB is dynalite (npm), S3 is gofakes3 (a Go module); GitHub
 // and Stripe, which no one implements, are small fakes whose errors are
 // shaped as the vendors document them.
@@ -40,7 +40,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func main() {
@@ -113,7 +113,7 @@ func errText(err error) string {
 }
 
 // attempted says "1 attempt (500)", "2 attempts (reset, pass)".
-func attempted(rec httptest.Request) string {
+func attempted(rec retryhttptest.Request) string {
 	s := fmt.Sprintf("%d attempt", rec.Attempts)
 	if rec.Attempts != 1 {
 		s += "s"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v85"
 )
@@ -146,7 +146,7 @@ In all: 3 SDK calls, 5 attempts, repositories served: 2.
 // retries off, stripe-go still sends an Idempotency-Key with every POST, so
 // retryhttp may resend it, and the same key on each of retryhttp's attempts.
 func TestStripeKeysEveryPOST(t *testing.T) {
-	srv := httptest.NewServer(newFakeStripe(), httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(newFakeStripe(), retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	sc := newStripeClient(srv.URL, &http.Client{Transport: retryhttp.New()})
 

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/openai/openai-go"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // oneLayerCalls is how many calls the one-layer demonstration makes to
@@ -51,20 +51,20 @@ func runOneLayer(w io.Writer, opts ...retryhttp.Option) error {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 
-	openAI := httptest.NewServer(fakeOpenAI, openAIError(http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
+	openAI := retryhttptest.NewServer(fakeOpenAI, openAIError(http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
 		"Rate limit reached for gpt-4o-mini in organization org-demo on requests per min (RPM): Limit 500, Used 500, Requested 1.",
 		"Retry-After-Ms", "10"))
 	defer openAI.Close()
-	claude := httptest.NewServer(fakeAnthropic, httptest.Pass())
+	claude := retryhttptest.NewServer(fakeAnthropic, retryhttptest.Pass())
 	defer claude.Close()
 	store, err := newS3Store("photos")
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	s3Proxy := httptest.NewProxy(store.URL, httptest.Pass())
+	s3Proxy := retryhttptest.NewProxy(store.URL, retryhttptest.Pass())
 	defer s3Proxy.Close()
-	gh := httptest.NewServer(newFakeGitHub(), httptest.Pass())
+	gh := retryhttptest.NewServer(newFakeGitHub(), retryhttptest.Pass())
 	defer gh.Close()
 
 	oa := newOpenAIClient(openAI.URL+"/v1/", hc)

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -55,13 +55,13 @@ func putChecksummedObject(t *testing.T, store *s3Store, bucket, key string, body
 // objectBehindProxy starts gofakes3 with the object b/big.bin, objectSize
 // bytes stored with a CRC32 checksum, and the kit's proxy in front of it,
 // whose attempts get fault; both stop with the test.
-func objectBehindProxy(t *testing.T, fault httptest.Fault) (*s3Store, []byte, *httptest.Proxy) {
+func objectBehindProxy(t *testing.T, fault retryhttptest.Fault) (*s3Store, []byte, *retryhttptest.Proxy) {
 	store, err := newS3Store("b")
 	require.NoError(t, err)
 	t.Cleanup(store.Close)
 	object := pattern(objectSize)
 	putChecksummedObject(t, store, "b", "big.bin", object)
-	proxy := httptest.NewProxy(store.URL, fault)
+	proxy := retryhttptest.NewProxy(store.URL, fault)
 	t.Cleanup(proxy.Close)
 	return store, object, proxy
 }
@@ -95,7 +95,7 @@ func getObject(ctx context.Context, c *s3.Client, bucket, key string) (*s3.GetOb
 // only up to the cut, and then fails. The SDK retries a call until its
 // response arrives; the body it hands its caller is the caller's problem.
 func TestS3GetObjectCutWithoutRetryhttp(t *testing.T) {
-	store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+	store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 
 	out, got, err := getObject(t.Context(), newS3ClientOwnRetries(proxy.URL), "b", "big.bin")
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
@@ -140,10 +140,10 @@ func uploadBlob(t *testing.T, url, name string) []byte {
 // blobBehindProxy uploads the blob photos/name to Azurite, and starts the
 // kit's proxy in front of Azurite, whose attempts get fault, stopped with
 // the test.
-func blobBehindProxy(t *testing.T, name string, fault httptest.Fault) ([]byte, *httptest.Proxy) {
+func blobBehindProxy(t *testing.T, name string, fault retryhttptest.Fault) ([]byte, *retryhttptest.Proxy) {
 	url := azurite(t)
 	blob := uploadBlob(t, url, name)
-	proxy := httptest.NewProxy(url, fault)
+	proxy := retryhttptest.NewProxy(url, fault)
 	t.Cleanup(proxy.Close)
 	return blob, proxy
 }
@@ -165,7 +165,7 @@ func downloadBlob(ctx context.Context, c *azblob.Client, name string) ([]byte, e
 // DownloadStreamResponse.NewRetryReader resumes, if the caller asks for
 // it.)
 func TestAzureDownloadCutWithoutRetryhttp(t *testing.T) {
-	blob, proxy := blobBehindProxy(t, "cut-alone.bin", httptest.First(1, httptest.CloseAfter(cutAt)))
+	blob, proxy := blobBehindProxy(t, "cut-alone.bin", retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 	c, err := azblob.NewClientWithSharedKeyCredential(proxy.URL+"/"+azureAccount, sharedKey(t), &azblob.ClientOptions{
 		ClientOptions: policyOptions(&http.Client{Transport: &http.Transport{}}),
 	})
@@ -208,12 +208,12 @@ func (r *rangeRecorder) CloseIdleConnections() {
 // connection closed or reset 1 MiB in, or both, one after the other.
 var cutFaults = []struct {
 	name  string
-	fault httptest.Fault
+	fault retryhttptest.Fault
 	cuts  int
 }{
-	{"closed", httptest.First(1, httptest.CloseAfter(cutAt)), 1},
-	{"reset", httptest.First(1, httptest.ResetAfter(cutAt)), 1},
-	{"closed, then reset", httptest.Sequence(httptest.CloseAfter(cutAt), httptest.ResetAfter(cutAt)), 2},
+	{"closed", retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)), 1},
+	{"reset", retryhttptest.First(1, retryhttptest.ResetAfter(cutAt)), 1},
+	{"closed, then reset", retryhttptest.Sequence(retryhttptest.CloseAfter(cutAt), retryhttptest.ResetAfter(cutAt)), 2},
 }
 
 // s3Recipe returns the S3 recipe's transport: retryhttp with
@@ -266,7 +266,7 @@ func TestS3GetObjectResumesCutBody(t *testing.T) {
 // caller's read ends in a *ResumeError (ResumeSignedRange) after the bytes
 // of the range that arrived, every one of them right.
 func TestS3GetObjectSignedRangeNotResumed(t *testing.T) {
-	store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+	store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 
 	out, err := newS3Client(proxy.URL, &http.Client{Transport: s3Recipe(t)}).GetObject(t.Context(), &s3.GetObjectInput{
 		Bucket: aws.String("b"), Key: aws.String("big.bin"), Range: aws.String("bytes=4096-"),
@@ -301,7 +301,7 @@ func TestS3ResumeWithinSignatureWindow(t *testing.T) {
 		{16 * time.Minute, false, 1},
 	} {
 		t.Run(tt.later.String(), func(t *testing.T) {
-			store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+			store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 			out, err := newS3Client(proxy.URL, &http.Client{Transport: s3Recipe(t)}).GetObject(t.Context(),
 				&s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("big.bin")})
 			require.NoError(t, err)
@@ -340,7 +340,7 @@ func azureRecipe(t *testing.T) (*http.Client, *rangeRecorder) {
 // not ask for the rest: the read ends in a *ResumeError
 // (ResumeSignedRange) after the bytes that arrived, every one right.
 func TestAzureSharedKeyNotResumed(t *testing.T) {
-	blob, proxy := blobBehindProxy(t, "sharedkey.bin", httptest.First(1, httptest.CloseAfter(cutAt)))
+	blob, proxy := blobBehindProxy(t, "sharedkey.bin", retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 	hc, rec := azureRecipe(t)
 	c, err := newBlobClient(proxy.URL, hc, false)
 	require.NoError(t, err)
@@ -365,7 +365,7 @@ func TestAzureSASResumesCutBody(t *testing.T) {
 	blob := uploadBlob(t, url, "sas.bin")
 	for _, tt := range cutFaults {
 		t.Run(tt.name, func(t *testing.T) {
-			proxy := httptest.NewProxy(url, tt.fault)
+			proxy := retryhttptest.NewProxy(url, tt.fault)
 			defer proxy.Close()
 			hc, rec := azureRecipe(t)
 			c, err := newBlobClientSAS(proxy.URL, "photos", "sas.bin", hc)
@@ -400,7 +400,7 @@ func TestAzureSASResumesCutBody(t *testing.T) {
 func TestS3PresignedRangeResumes(t *testing.T) {
 	const from = 4096
 	t.Run("Range added after signing", func(t *testing.T) {
-		store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+		store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 		url := presignGetObject(t, proxy.URL, nil)
 		resp, got, err := getRange(t, url, from)
 		require.NoError(t, err)
@@ -413,7 +413,7 @@ func TestS3PresignedRangeResumes(t *testing.T) {
 		assert.Zero(t, store.Rejected(), "the presigned signature held for both")
 	})
 	t.Run("Range signed", func(t *testing.T) {
-		store, object, proxy := objectBehindProxy(t, httptest.First(1, httptest.CloseAfter(cutAt)))
+		store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 		url := presignGetObject(t, proxy.URL, aws.String("bytes=4096-"))
 		_, got, err := getRange(t, url, from)
 		var re *retryhttp.ResumeError

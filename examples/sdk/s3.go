@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // runS3 makes five calls through the AWS SDK's S3 client and retryhttp to
@@ -64,7 +64,7 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 
 	// 1. An upload through a reset and a SlowDown.
 	photo := pattern(64 << 10)
-	srv := httptest.NewProxy(store.URL, httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()))
+	srv := retryhttptest.NewProxy(store.URL, retryhttptest.Sequence(retryhttptest.ResetAfterRead(), s3SlowDown()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "1. PutObject photos/cat.jpg, %d KiB from a bytes.Reader.\n", len(photo)>>10)
@@ -83,7 +83,7 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 2. A download through a 503.
-	srv = httptest.NewProxy(store.URL, httptest.First(1, httptest.Status(http.StatusServiceUnavailable)))
+	srv = retryhttptest.NewProxy(store.URL, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "2. GetObject photos/cat.jpg.")
@@ -106,7 +106,7 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 
 	// 3. An upload longer than the buffer limit.
 	video := pattern(1536 << 10)
-	srv = httptest.NewProxy(store.URL, httptest.First(1, s3SlowDown()))
+	srv = retryhttptest.NewProxy(store.URL, retryhttptest.First(1, s3SlowDown()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "3. PutObject videos/cat.mp4, %d KiB: more than the 1 MiB retryhttp buffers by default.\n", len(video)>>10)
@@ -126,7 +126,7 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	// 4. The same upload through a Transport that buffers more.
 	big := retryhttp.New(append([]retryhttp.Option{classifier, retryhttp.WithBodyBufferLimit(8 << 20), printRetries(w)}, opts...)...)
 	defer big.CloseIdleConnections()
-	srv = httptest.NewProxy(store.URL, httptest.First(1, s3SlowDown()))
+	srv = retryhttptest.NewProxy(store.URL, retryhttptest.First(1, s3SlowDown()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "4. The same PutObject with a CRC32 checksum, through a Transport with WithBodyBufferLimit(8 << 20).")
@@ -144,7 +144,7 @@ func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 5. A download whose body is cut.
-	srv = httptest.NewProxy(store.URL, httptest.First(1, httptest.CloseAfter(512<<10)))
+	srv = retryhttptest.NewProxy(store.URL, retryhttptest.First(1, retryhttptest.CloseAfter(512<<10)))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "5. GetObject videos/cat.mp4, with the SDK's checksum validation on (ChecksumMode ENABLED).")
@@ -190,9 +190,9 @@ func newS3Client(url string, httpClient *http.Client) *s3.Client {
 
 // s3SlowDown answers as S3 does when asked to slow down: a 503 whose code,
 // SlowDown, is only in the body, and no Retry-After.
-func s3SlowDown() httptest.Fault {
+func s3SlowDown() retryhttptest.Fault {
 	h, body := s3Error("SlowDown", "Please reduce your request rate.")
-	return httptest.Respond(http.StatusServiceUnavailable, h, body)
+	return retryhttptest.Respond(http.StatusServiceUnavailable, h, body)
 }
 
 // pattern returns n bytes that differ from one position to the next, so

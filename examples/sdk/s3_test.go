@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,28 +61,28 @@ func TestS3PutObject(t *testing.T) {
 		name       string
 		size       int
 		opts       []retryhttp.Option
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		attempts   int
 		executions int
 		throttles  []bool // each retry's pacing
 		wantErr    string // S3's error code; "" for success
 	}{
-		{name: "reset, then SlowDown", size: small, fault: httptest.Sequence(httptest.ResetAfterRead(), s3SlowDown()),
+		{name: "reset, then SlowDown", size: small, fault: retryhttptest.Sequence(retryhttptest.ResetAfterRead(), s3SlowDown()),
 			attempts: 3, executions: 2, throttles: []bool{false, true}},
-		{name: "503 without a body", size: small, fault: httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
+		{name: "503 without a body", size: small, fault: retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)),
 			attempts: 2, executions: 1, throttles: []bool{true}},
-		{name: "500 InternalError", size: small, fault: httptest.First(1, s3Fault(http.StatusInternalServerError, "InternalError")),
+		{name: "500 InternalError", size: small, fault: retryhttptest.First(1, s3Fault(http.StatusInternalServerError, "InternalError")),
 			attempts: 2, executions: 1, throttles: []bool{false}},
-		{name: "400 RequestTimeout", size: small, fault: httptest.First(1, s3Fault(http.StatusBadRequest, "RequestTimeout")),
+		{name: "400 RequestTimeout", size: small, fault: retryhttptest.First(1, s3Fault(http.StatusBadRequest, "RequestTimeout")),
 			attempts: 2, executions: 1, throttles: []bool{false}}, // its code is in the body only
-		{name: "403 AccessDenied", size: small, fault: httptest.First(1, s3Fault(http.StatusForbidden, "AccessDenied")),
+		{name: "403 AccessDenied", size: small, fault: retryhttptest.First(1, s3Fault(http.StatusForbidden, "AccessDenied")),
 			attempts: 1, executions: 0, wantErr: "AccessDenied"},
-		{name: "over the buffer limit, SlowDown", size: large, fault: httptest.First(1, s3SlowDown()),
+		{name: "over the buffer limit, SlowDown", size: large, fault: retryhttptest.First(1, s3SlowDown()),
 			attempts: 1, executions: 0, wantErr: "SlowDown"},
 		{name: "over the default limit, SlowDown, limit raised", size: large, opts: []retryhttp.Option{retryhttp.WithBodyBufferLimit(8 << 20)},
-			fault: httptest.First(1, s3SlowDown()), attempts: 2, executions: 1, throttles: []bool{true}},
+			fault: retryhttptest.First(1, s3SlowDown()), attempts: 2, executions: 1, throttles: []bool{true}},
 		{name: "over the default limit, reset, limit raised", size: large, opts: []retryhttp.Option{retryhttp.WithBodyBufferLimit(8 << 20)},
-			fault: httptest.First(1, httptest.ResetAfterRead()), attempts: 2, executions: 2, throttles: []bool{false}},
+			fault: retryhttptest.First(1, retryhttptest.ResetAfterRead()), attempts: 2, executions: 2, throttles: []bool{false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestS3PutObject(t *testing.T) {
 				retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
 				rec.option(),
 			}, tt.opts...)
-			srv := httptest.NewProxy(store.URL, tt.fault)
+			srv := retryhttptest.NewProxy(store.URL, tt.fault)
 			defer srv.Close()
 			tr := retryhttp.New(append(opts, fast...)...)
 			defer tr.CloseIdleConnections()
@@ -132,14 +132,14 @@ func TestS3GetObject(t *testing.T) {
 		Bucket: aws.String("b"), Key: aws.String("k"), Body: bytes.NewReader(object),
 	})
 	require.NoError(t, err)
-	for _, fault := range []httptest.Fault{
-		httptest.First(1, httptest.Status(http.StatusServiceUnavailable)),
-		httptest.First(1, s3SlowDown()),
-		httptest.First(1, s3Fault(http.StatusInternalServerError, "InternalError")),
-		httptest.First(1, httptest.ResetAfterRead()),
-		httptest.First(1, httptest.Truncate(1000)),
+	for _, fault := range []retryhttptest.Fault{
+		retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)),
+		retryhttptest.First(1, s3SlowDown()),
+		retryhttptest.First(1, s3Fault(http.StatusInternalServerError, "InternalError")),
+		retryhttptest.First(1, retryhttptest.ResetAfterRead()),
+		retryhttptest.First(1, retryhttptest.Truncate(1000)),
 	} {
-		srv := httptest.NewProxy(store.URL, fault)
+		srv := retryhttptest.NewProxy(store.URL, fault)
 		tr := retryhttp.New(append([]retryhttp.Option{
 			retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
 		}, fast...)...)
@@ -302,16 +302,16 @@ func TestStoreRefusesAsS3(t *testing.T) {
 }
 
 // s3Fault answers with an S3 error, its code in the body only.
-func s3Fault(status int, code string) httptest.Fault {
+func s3Fault(status int, code string) retryhttptest.Fault {
 	h, body := s3Error(code, "An error occurred.")
-	return httptest.Respond(status, h, body)
+	return retryhttptest.Respond(status, h, body)
 }
 
 // s3ErrorIn200 answers as S3 does when a copy fails after its 200 OK was
 // sent: status 200, and an XML body whose root is an Error.
-func s3ErrorIn200(code string) httptest.Fault {
+func s3ErrorIn200(code string) retryhttptest.Fault {
 	h, body := s3Error(code, "We encountered an internal error. Please try again.")
-	return httptest.Respond(http.StatusOK, h, body)
+	return retryhttptest.Respond(http.StatusOK, h, body)
 }
 
 // TestS3ErrorIn200SideBySide sends the same CopyObject, and a GetObject of
@@ -356,18 +356,18 @@ func TestS3ErrorIn200SideBySide(t *testing.T) {
 	}
 	copies := []struct {
 		name     string
-		fault    httptest.Fault
+		fault    retryhttptest.Fault
 		attempts int
 	}{
-		{"200 InternalError", httptest.First(1, s3ErrorIn200("InternalError")), 2},
-		{"200 SlowDown", httptest.First(1, s3ErrorIn200("SlowDown")), 2},
-		{"200 result", httptest.Pass(), 1},
+		{"200 InternalError", retryhttptest.First(1, s3ErrorIn200("InternalError")), 2},
+		{"200 SlowDown", retryhttptest.First(1, s3ErrorIn200("SlowDown")), 2},
+		{"200 result", retryhttptest.Pass(), 1},
 	}
 	for _, tt := range copies {
 		t.Run("CopyObject "+tt.name, func(t *testing.T) {
 			var etags []string
 			for i, c := range clients {
-				srv := httptest.NewProxy(store.URL, tt.fault)
+				srv := retryhttptest.NewProxy(store.URL, tt.fault)
 				client, closeIdle := c.client(srv.URL)
 				key := fmt.Sprintf("copy-%d", i)
 				out, err := client.CopyObject(t.Context(), &s3.CopyObjectInput{
@@ -390,7 +390,7 @@ func TestS3ErrorIn200SideBySide(t *testing.T) {
 	}
 	t.Run("GetObject of an object that reads as an error", func(t *testing.T) {
 		for _, c := range clients {
-			srv := httptest.NewProxy(store.URL, httptest.Pass())
+			srv := retryhttptest.NewProxy(store.URL, retryhttptest.Pass())
 			client, closeIdle := c.client(srv.URL)
 			out, err := client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("error.xml")})
 			require.NoError(t, err, c.name)

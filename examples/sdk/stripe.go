@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stripe/stripe-go/v85"
 )
 
@@ -52,7 +52,7 @@ func runStripe(w io.Writer, opts ...retryhttp.Option) error {
 	// Each step has a server of its own, so this POST goes over a new
 	// connection: over a reused one, net/http itself would resend a POST
 	// with an Idempotency-Key that failed this way, unseen by retryhttp.
-	srv := httptest.NewServer(api, httptest.First(1, httptest.ResetAfterRead()))
+	srv := retryhttptest.NewServer(api, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer srv.Close()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "1. Create a PaymentIntent: POST /v1/payment_intents, Idempotency-Key order-1042.")
@@ -78,7 +78,7 @@ func runStripe(w io.Writer, opts ...retryhttp.Option) error {
 	attempts += srv.Attempts()
 
 	// 2. Stripe asks for a retry.
-	srv = httptest.NewServer(api, httptest.First(1, stripeFault(http.StatusServiceUnavailable, true,
+	srv = retryhttptest.NewServer(api, retryhttptest.First(1, stripeFault(http.StatusServiceUnavailable, true,
 		"api_error", "The service is temporarily unavailable.")))
 	defer srv.Close()
 	fmt.Fprintln(w)
@@ -95,7 +95,7 @@ func runStripe(w io.Writer, opts ...retryhttp.Option) error {
 
 	// 3. Stripe says not to retry: a 500 that retryhttp's default rules
 	// would retry, since the POST carries a key.
-	srv = httptest.NewServer(api, stripeFault(http.StatusInternalServerError, false,
+	srv = retryhttptest.NewServer(api, stripeFault(http.StatusInternalServerError, false,
 		"api_error", "An unknown error occurred."))
 	defer srv.Close()
 	fmt.Fprintln(w)

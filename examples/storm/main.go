@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // bucket is the width of one histogram bar.
@@ -126,7 +126,7 @@ func run(w io.Writer, clients, capacity int, svgPath string) error {
 // returns what the service saw.
 func storm(s strategy, clients, capacity int) result {
 	shed := &shedder{capacity: capacity, counts: map[time.Duration]int{}}
-	srv := httptest.NewServer(nil, httptest.Func(shed.fault), httptest.KeyHeader("X-Request-Id"))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Func(shed.fault), retryhttptest.KeyHeader("X-Request-Id"))
 	defer srv.Close()
 
 	base := &http.Transport{MaxIdleConnsPerHost: clients}
@@ -205,7 +205,7 @@ type shedder struct {
 	counts   map[time.Duration]int
 }
 
-var unavailable = httptest.Status(http.StatusServiceUnavailable)
+var unavailable = retryhttptest.Status(http.StatusServiceUnavailable)
 
 func (s *shedder) begin(t time.Time) {
 	s.mu.Lock()
@@ -213,7 +213,7 @@ func (s *shedder) begin(t time.Time) {
 	s.mu.Unlock()
 }
 
-func (s *shedder) fault(string, int) httptest.Fault {
+func (s *shedder) fault(string, int) retryhttptest.Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	window := time.Since(s.began).Truncate(bucket)
@@ -221,7 +221,7 @@ func (s *shedder) fault(string, int) httptest.Fault {
 	if s.counts[window] > s.capacity {
 		return unavailable
 	}
-	return httptest.Pass()
+	return retryhttptest.Pass()
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

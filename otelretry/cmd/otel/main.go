@@ -31,8 +31,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
 	"github.com/retryhttp/retryhttp/otelretry"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func main() {
@@ -44,22 +44,22 @@ func main() {
 // The server's behaviour, per path: /flaky fails twice then answers,
 // /down always fails, /busy asks for a wait longer than the client's limit,
 // and POST /orders fails once after running.
-func fault(key string, attempt int) httptest.Fault {
+func fault(key string, attempt int) retryhttptest.Fault {
 	switch {
 	case strings.HasSuffix(key, " /flaky") && attempt <= 2:
-		return httptest.Status(http.StatusServiceUnavailable)
+		return retryhttptest.Status(http.StatusServiceUnavailable)
 	case strings.HasSuffix(key, " /down"):
-		return httptest.Status(http.StatusServiceUnavailable)
+		return retryhttptest.Status(http.StatusServiceUnavailable)
 	case strings.HasSuffix(key, " /busy"):
-		return httptest.RetryAfter(http.StatusTooManyRequests, 2*time.Minute)
+		return retryhttptest.RetryAfter(http.StatusTooManyRequests, 2*time.Minute)
 	case strings.HasPrefix(key, "POST /orders") && attempt == 1:
-		return httptest.Status(http.StatusBadGateway)
+		return retryhttptest.Status(http.StatusBadGateway)
 	}
-	return httptest.Pass()
+	return retryhttptest.Pass()
 }
 
 func run(w io.Writer) error {
-	srv := httptest.NewServer(nil, httptest.Func(fault))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Func(fault))
 	defer srv.Close()
 
 	// Two destinations for each signal: the stdout exporter, into a buffer

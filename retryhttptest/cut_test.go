@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // fileBody is the content the tests of body faults serve, large enough
@@ -62,13 +62,13 @@ func TestServerCutsTheBody(t *testing.T) {
 	tests := []struct {
 		name  string
 		start starter
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		errIs error // nil: any error
 	}{
-		{"close HTTP/1.1", httptest.NewServer, httptest.CloseAfter(n), io.ErrUnexpectedEOF},
-		{"reset HTTP/1.1", httptest.NewServer, httptest.ResetAfter(n), syscall.ECONNRESET},
-		{"close HTTP/2", httptest.NewHTTP2Server, httptest.CloseAfter(n), nil}, // the stream is reset
-		{"reset HTTP/2", httptest.NewHTTP2Server, httptest.ResetAfter(n), nil},
+		{"close HTTP/1.1", retryhttptest.NewServer, retryhttptest.CloseAfter(n), io.ErrUnexpectedEOF},
+		{"reset HTTP/1.1", retryhttptest.NewServer, retryhttptest.ResetAfter(n), syscall.ECONNRESET},
+		{"close HTTP/2", retryhttptest.NewHTTP2Server, retryhttptest.CloseAfter(n), nil}, // the stream is reset
+		{"reset HTTP/2", retryhttptest.NewHTTP2Server, retryhttptest.ResetAfter(n), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,8 +92,8 @@ func TestServerCutsTheBody(t *testing.T) {
 // TestServerCutThenRange cuts the first attempt of a request and lets its
 // range request through: the handler, not the fault, answers the range.
 func TestServerCutThenRange(t *testing.T) {
-	for _, start := range []starter{httptest.NewServer, httptest.NewHTTP2Server} {
-		srv := start(serveFile, httptest.Sequence(httptest.ResetAfter(1000)))
+	for _, start := range []starter{retryhttptest.NewServer, retryhttptest.NewHTTP2Server} {
+		srv := start(serveFile, retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
 		resp, err := srv.Client().Get(srv.URL + "/file")
 		require.NoError(t, err)
 		got, err := readUntilError(resp)
@@ -116,7 +116,7 @@ func TestServerCutThenRange(t *testing.T) {
 }
 
 func TestServerBodyShorterThanTheCutPasses(t *testing.T) {
-	srv := httptest.NewServer(serveFile, httptest.CloseAfter(int64(len(fileBody))))
+	srv := retryhttptest.NewServer(serveFile, retryhttptest.CloseAfter(int64(len(fileBody))))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
 	require.NoError(t, err)
@@ -126,8 +126,8 @@ func TestServerBodyShorterThanTheCutPasses(t *testing.T) {
 }
 
 func TestServerStallsTheBody(t *testing.T) {
-	for _, start := range []starter{httptest.NewServer, httptest.NewHTTP2Server} {
-		srv := start(serveFile, httptest.StallAfter(5000))
+	for _, start := range []starter{retryhttptest.NewServer, retryhttptest.NewHTTP2Server} {
+		srv := start(serveFile, retryhttptest.StallAfter(5000))
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		require.NoError(t, err)
@@ -144,7 +144,7 @@ func TestServerStallsTheBody(t *testing.T) {
 // TestServerCloseEndsStall checks that closing the server ends a stalled
 // body, for the client too.
 func TestServerCloseEndsStall(t *testing.T) {
-	srv := httptest.NewServer(serveFile, httptest.StallAfter(5000))
+	srv := retryhttptest.NewServer(serveFile, retryhttptest.StallAfter(5000))
 	resp, err := srv.Client().Get(srv.URL)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -158,7 +158,7 @@ func TestServerCloseEndsStall(t *testing.T) {
 func TestProxyCutsTheUpstreamBody(t *testing.T) {
 	up := stdhttptest.NewServer(serveFile)
 	defer up.Close()
-	p := httptest.NewProxy(up.URL, httptest.Sequence(httptest.CloseAfter(70_000)))
+	p := retryhttptest.NewProxy(up.URL, retryhttptest.Sequence(retryhttptest.CloseAfter(70_000)))
 	defer p.Close()
 
 	resp, err := p.Client().Get(p.URL + "/file")
@@ -182,7 +182,7 @@ func TestProxyCutsTheUpstreamBody(t *testing.T) {
 func TestProxyStallEndsWhenTheClientGivesUp(t *testing.T) {
 	up := stdhttptest.NewServer(serveFile)
 	defer up.Close()
-	p := httptest.NewProxy(up.URL, httptest.StallAfter(10))
+	p := retryhttptest.NewProxy(up.URL, retryhttptest.StallAfter(10))
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -198,17 +198,17 @@ func TestProxyStallEndsWhenTheClientGivesUp(t *testing.T) {
 func TestTransportCutsTheBody(t *testing.T) {
 	tests := []struct {
 		name  string
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		errIs error
 	}{
-		{"close", httptest.CloseAfter(1000), io.ErrUnexpectedEOF},
-		{"reset", httptest.ResetAfter(1000), syscall.ECONNRESET},
-		{"stall", httptest.StallAfter(1000), context.DeadlineExceeded},
+		{"close", retryhttptest.CloseAfter(1000), io.ErrUnexpectedEOF},
+		{"reset", retryhttptest.ResetAfter(1000), syscall.ECONNRESET},
+		{"stall", retryhttptest.StallAfter(1000), context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr := httptest.NewTransport(serveFile, tt.fault)
+				tr := retryhttptest.NewTransport(serveFile, tt.fault)
 				req, _ := request(t, "GET", "http://svc.test/file", "", time.Minute)
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)
@@ -229,7 +229,7 @@ func TestTransportCutsTheBody(t *testing.T) {
 // read blocked on it, as closing a net/http body does.
 func TestTransportCloseEndsStall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := httptest.NewTransport(serveFile, httptest.StallAfter(10))
+		tr := retryhttptest.NewTransport(serveFile, retryhttptest.StallAfter(10))
 		req, _ := request(t, "GET", "http://svc.test/file", "", 0)
 		resp, err := tr.RoundTrip(req)
 		require.NoError(t, err)
@@ -252,7 +252,7 @@ func TestTransportCloseEndsStall(t *testing.T) {
 // TestTransportRangeAfterCut checks the in-memory kit with a handler that
 // answers ranges: the retry of a cut body can fetch the rest.
 func TestTransportRangeAfterCut(t *testing.T) {
-	tr := httptest.NewTransport(serveFile, httptest.Sequence(httptest.CloseAfter(4096)))
+	tr := retryhttptest.NewTransport(serveFile, retryhttptest.Sequence(retryhttptest.CloseAfter(4096)))
 	req, _ := request(t, "GET", "http://svc.test/file", "", 0)
 	resp, err := tr.RoundTrip(req)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"io"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // upstream is a real server behind a proxy: it records what reached it and
@@ -53,7 +53,7 @@ func (u *upstream) count() int {
 // reaches the client as the upstream sent it.
 func TestProxyForwardsAsSent(t *testing.T) {
 	up := newUpstream(t)
-	p := httptest.NewProxy(up.URL+"/base", httptest.Pass())
+	p := retryhttptest.NewProxy(up.URL+"/base", retryhttptest.Pass())
 	defer p.Close()
 
 	req, err := http.NewRequest(http.MethodPost, p.URL+"/table/items?consistent=true", nil)
@@ -90,26 +90,26 @@ func TestProxyForwardsAsSent(t *testing.T) {
 func TestProxyFaults(t *testing.T) {
 	tests := []struct {
 		name       string
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		status     int    // 0: an error
 		errIs      error  // with status 0, when the error is known
 		body       string // with a status
 		reached    int    // requests that reached the upstream
 		executions int
 	}{
-		{"pass", httptest.Pass(), 201, nil, "amount=10", 1, 1},
-		{"canned 503", httptest.Status(503), 503, nil, "Service Unavailable\n", 0, 0},
-		{"Retry-After", httptest.RetryAfter(429, 2*time.Second), 429, nil, "Too Many Requests\n", 0, 0},
-		{"reset after the upstream answered", httptest.ResetAfterRead(), 0, syscall.ECONNRESET, "", 1, 1},
-		{"closed before the body", httptest.CloseBeforeRead(), 0, nil, "", 0, 0},
-		{"truncated", httptest.Truncate(3), 201, io.ErrUnexpectedEOF, "amo", 1, 1},
-		{"slow", httptest.Slow(2, time.Millisecond), 201, nil, "amount=10", 1, 1},
-		{"delayed", httptest.Delay(10*time.Millisecond, httptest.Pass()), 201, nil, "amount=10", 1, 1},
+		{"pass", retryhttptest.Pass(), 201, nil, "amount=10", 1, 1},
+		{"canned 503", retryhttptest.Status(503), 503, nil, "Service Unavailable\n", 0, 0},
+		{"Retry-After", retryhttptest.RetryAfter(429, 2*time.Second), 429, nil, "Too Many Requests\n", 0, 0},
+		{"reset after the upstream answered", retryhttptest.ResetAfterRead(), 0, syscall.ECONNRESET, "", 1, 1},
+		{"closed before the body", retryhttptest.CloseBeforeRead(), 0, nil, "", 0, 0},
+		{"truncated", retryhttptest.Truncate(3), 201, io.ErrUnexpectedEOF, "amo", 1, 1},
+		{"slow", retryhttptest.Slow(2, time.Millisecond), 201, nil, "amount=10", 1, 1},
+		{"delayed", retryhttptest.Delay(10*time.Millisecond, retryhttptest.Pass()), 201, nil, "amount=10", 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newUpstream(t)
-			p := httptest.NewProxy(up.URL, tt.fault)
+			p := retryhttptest.NewProxy(up.URL, tt.fault)
 			defer p.Close()
 
 			resp, err := send(t, p.Client(), http.MethodPost, p.URL+"/pay", "amount=10")
@@ -144,12 +144,12 @@ func TestProxyUpstreamDown(t *testing.T) {
 	up := newUpstream(t)
 	addr := up.URL
 	up.Close()
-	p := httptest.NewProxy(addr, httptest.ResetAfterRead())
+	p := retryhttptest.NewProxy(addr, retryhttptest.ResetAfterRead())
 	defer p.Close()
 	_, err := p.Client().Get(p.URL)
 	require.Error(t, err, "the reset applies whatever the upstream said")
 
-	p2 := httptest.NewProxy(addr, httptest.Pass())
+	p2 := retryhttptest.NewProxy(addr, retryhttptest.Pass())
 	defer p2.Close()
 	resp, err := p2.Client().Get(p2.URL)
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestProxyStreams(t *testing.T) {
 		io.WriteString(w, "data: second\n\n")
 	}))
 	defer up.Close()
-	p := httptest.NewProxy(up.URL, httptest.Pass())
+	p := retryhttptest.NewProxy(up.URL, retryhttptest.Pass())
 	defer p.Close()
 
 	resp, err := p.Client().Get(p.URL + "/events")
@@ -190,7 +190,7 @@ func TestProxyStreams(t *testing.T) {
 func TestProxyCloseEndsHang(t *testing.T) {
 	up := newUpstream(t)
 	arrived := make(chan struct{}, 1)
-	p := httptest.NewProxy(up.URL, httptest.Hang(), httptest.KeyFunc(func(*http.Request) string {
+	p := retryhttptest.NewProxy(up.URL, retryhttptest.Hang(), retryhttptest.KeyFunc(func(*http.Request) string {
 		arrived <- struct{}{}
 		return "k"
 	}))
@@ -211,7 +211,7 @@ func TestProxyCloseEndsHang(t *testing.T) {
 // one execution the upstream counted.
 func TestProxyUnderRetries(t *testing.T) {
 	up := newUpstream(t)
-	p := httptest.NewProxy(up.URL, httptest.Sequence(httptest.Status(503), httptest.ResetAfterRead()))
+	p := retryhttptest.NewProxy(up.URL, retryhttptest.Sequence(retryhttptest.Status(503), retryhttptest.ResetAfterRead()))
 	defer p.Close()
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
 
@@ -229,7 +229,7 @@ func TestProxyUnderRetries(t *testing.T) {
 
 func TestNewProxyRejectsBadUpstream(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:80", "ftp://example.test/", "http://", "http://[::1"} {
-		assert.Panics(t, func() { httptest.NewProxy(u, httptest.Pass()) }, "%q", u)
+		assert.Panics(t, func() { retryhttptest.NewProxy(u, retryhttptest.Pass()) }, "%q", u)
 	}
 }
 
@@ -252,17 +252,17 @@ func (r *stringReader) Read(p []byte) (int, error) {
 // another of its request is still being served, as a hedge does, is
 // counted as overlapping, and a retry, which comes after, is not.
 func TestRecordsTellHedgesFromRetries(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.Func(func(key string, attempt int) httptest.Fault {
+	srv := retryhttptest.NewServer(nil, retryhttptest.Func(func(key string, attempt int) retryhttptest.Fault {
 		switch {
 		case key == "hedged" && attempt == 1:
 			// Whichever attempt arrives first hangs until the other has
 			// answered and the client cancels it: the other overlaps it
 			// however late either arrives.
-			return httptest.Hang()
+			return retryhttptest.Hang()
 		case key == "retried" && attempt == 1:
-			return httptest.Status(503)
+			return retryhttptest.Status(503)
 		}
-		return httptest.Pass()
+		return retryhttptest.Pass()
 	}))
 	defer srv.Close()
 	// Two attempts: one hedge, however long its answer takes.

@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"io"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func TestServerSameBody(t *testing.T) {
@@ -29,7 +29,7 @@ func TestServerSameBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// The first attempt is answered without the handler, the rest by
 			// a handler that does not read the body: all are digested.
-			srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(503)))
+			srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(503)))
 			defer srv.Close()
 			for _, b := range tt.bodies {
 				resp, err := send(t, srv.Client(), "POST", srv.URL, b, "Idempotency-Key", "k")
@@ -46,7 +46,7 @@ func TestServerSameBody(t *testing.T) {
 func TestServerConnections(t *testing.T) {
 	for keepAlive, want := range map[bool]int{true: 1, false: 2} {
 		t.Run("keep-alive "+strconv.FormatBool(keepAlive), func(t *testing.T) {
-			srv := httptest.NewServer(nil, httptest.Pass())
+			srv := retryhttptest.NewServer(nil, retryhttptest.Pass())
 			defer srv.Close()
 			tr := &http.Transport{DisableKeepAlives: !keepAlive}
 			defer tr.CloseIdleConnections()
@@ -63,10 +63,10 @@ func TestServerConnections(t *testing.T) {
 
 func TestServerExecutionRecordedBeforeResponse(t *testing.T) {
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Write(make([]byte, 64<<10)) // more than net/http buffers: the headers go out
 		<-release
-	}), httptest.Pass())
+	}), retryhttptest.Pass())
 	defer srv.Close()
 	defer close(release)
 
@@ -78,7 +78,7 @@ func TestServerExecutionRecordedBeforeResponse(t *testing.T) {
 }
 
 func TestServerRecordsConcurrent(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.First(1, httptest.Status(503)), httptest.KeyHeader("X-Request-Id"))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(503)), retryhttptest.KeyHeader("X-Request-Id"))
 	defer srv.Close()
 	stop := make(chan struct{})
 	var reader sync.WaitGroup

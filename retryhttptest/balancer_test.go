@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"io"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // TestBalancerPinsEachConnection proves that every request sent down one
@@ -17,11 +17,11 @@ import (
 // the backends, and that the counts say where each went.
 func TestBalancerPinsEachConnection(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "a") }), httptest.Pass())
+	a := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "a") }), retryhttptest.Pass())
 	defer a.Close()
-	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "b") }), httptest.Pass())
+	b := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "b") }), retryhttptest.Pass())
 	defer b.Close()
-	lb := httptest.NewBalancer(1, a.URL, b.URL)
+	lb := retryhttptest.NewBalancer(1, a.URL, b.URL)
 	defer lb.Close()
 
 	seen := map[string]int{}
@@ -55,14 +55,14 @@ func TestBalancerSeedRepeats(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	picks := func() []int {
 		var backends []string
-		var servers []*httptest.Server
+		var servers []*retryhttptest.Server
 		for range 3 {
-			s := httptest.NewServer(nil, httptest.Pass())
+			s := retryhttptest.NewServer(nil, retryhttptest.Pass())
 			defer s.Close()
 			servers = append(servers, s)
 			backends = append(backends, s.URL)
 		}
-		lb := httptest.NewBalancer(42, backends...)
+		lb := retryhttptest.NewBalancer(42, backends...)
 		defer lb.Close()
 		var got []int
 		for range 12 {
@@ -100,10 +100,10 @@ func count(s []int, v int) int {
 // connection closed, not a hang.
 func TestBalancerUnreachableBackendClosesTheConnection(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	gone := httptest.NewServer(nil, httptest.Pass())
+	gone := retryhttptest.NewServer(nil, retryhttptest.Pass())
 	url := gone.URL
 	gone.Close()
-	lb := httptest.NewBalancer(1, url)
+	lb := retryhttptest.NewBalancer(1, url)
 	defer lb.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -121,5 +121,5 @@ func mustGet(t *testing.T, url string) *http.Request {
 }
 
 func TestNewBalancerPanicsWithoutBackends(t *testing.T) {
-	assert.PanicsWithValue(t, "httptest: NewBalancer: no backend", func() { httptest.NewBalancer(1) })
+	assert.PanicsWithValue(t, "httptest: NewBalancer: no backend", func() { retryhttptest.NewBalancer(1) })
 }

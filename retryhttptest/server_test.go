@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"io"
@@ -14,15 +14,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
-type starter func(http.Handler, httptest.Fault, ...httptest.Option) *httptest.Server
+type starter func(http.Handler, retryhttptest.Fault, ...retryhttptest.Option) *retryhttptest.Server
 
 // startWatched starts s after hooking its connection states, and returns a
 // channel that receives once for every connection the server closes, which
 // it does only after the connection's handler has returned.
-func startWatched(s *httptest.Server) <-chan struct{} {
+func startWatched(s *retryhttptest.Server) <-chan struct{} {
 	closed := make(chan struct{}, 16)
 	prev := s.Config.ConnState
 	s.Config.ConnState = func(c net.Conn, state http.ConnState) {
@@ -63,23 +63,23 @@ func TestServerCannedResponses(t *testing.T) {
 	date := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	tests := []struct {
 		name       string
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		code       int
 		header     http.Header
 		body       string
 		outcome    string
 		executions int
 	}{
-		{"Pass", httptest.Pass(), 200, nil, "request body", "pass", 1},
-		{"Delay", httptest.Delay(time.Millisecond, httptest.Pass()), 200, nil, "request body", "delay 1ms, pass", 1},
-		{"Status", httptest.Status(503), 503, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, "Service Unavailable\n", "503", 0},
-		{"RetryAfter", httptest.RetryAfter(429, 1500*time.Millisecond), 429, http.Header{"Retry-After": {"2"}}, "Too Many Requests\n", "429 Retry-After: 2", 0},
-		{"RetryAfterDate", httptest.RetryAfterDate(503, date), 503, http.Header{"Retry-After": {"Wed, 02 Jan 2030 03:04:05 GMT"}}, "Service Unavailable\n", "503 Retry-After: Wed, 02 Jan 2030 03:04:05 GMT", 0},
-		{"Respond", httptest.Respond(418, http.Header{"X-Tea": {"green"}, "Content-Type": {"application/json"}}, `{"tea":true}`), 418, http.Header{"X-Tea": {"green"}, "Content-Type": {"application/json"}}, `{"tea":true}`, "418", 0},
+		{"Pass", retryhttptest.Pass(), 200, nil, "request body", "pass", 1},
+		{"Delay", retryhttptest.Delay(time.Millisecond, retryhttptest.Pass()), 200, nil, "request body", "delay 1ms, pass", 1},
+		{"Status", retryhttptest.Status(503), 503, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, "Service Unavailable\n", "503", 0},
+		{"RetryAfter", retryhttptest.RetryAfter(429, 1500*time.Millisecond), 429, http.Header{"Retry-After": {"2"}}, "Too Many Requests\n", "429 Retry-After: 2", 0},
+		{"RetryAfterDate", retryhttptest.RetryAfterDate(503, date), 503, http.Header{"Retry-After": {"Wed, 02 Jan 2030 03:04:05 GMT"}}, "Service Unavailable\n", "503 Retry-After: Wed, 02 Jan 2030 03:04:05 GMT", 0},
+		{"Respond", retryhttptest.Respond(418, http.Header{"X-Tea": {"green"}, "Content-Type": {"application/json"}}, `{"tea":true}`), 418, http.Header{"X-Tea": {"green"}, "Content-Type": {"application/json"}}, `{"tea":true}`, "418", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(echo, tt.fault)
+			srv := retryhttptest.NewServer(echo, tt.fault)
 			defer srv.Close()
 			resp, err := send(t, srv.Client(), "POST", srv.URL+"/x", "request body")
 			require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestServerCannedResponses(t *testing.T) {
 // A delayed request's body is read ahead only up to a limit; the handler
 // still gets all of it, in order.
 func TestServerDelayedLargeBody(t *testing.T) {
-	srv := httptest.NewServer(echo, httptest.Delay(time.Millisecond, httptest.Pass()))
+	srv := retryhttptest.NewServer(echo, retryhttptest.Delay(time.Millisecond, retryhttptest.Pass()))
 	defer srv.Close()
 	body := strings.Repeat("0123456789abcdef", (3<<20)/16+1) // past the 1 MiB read ahead
 	resp, err := send(t, srv.Client(), "POST", srv.URL+"/big", body, "Idempotency-Key", "big")
@@ -112,7 +112,7 @@ func TestServerDelayedLargeBody(t *testing.T) {
 }
 
 func TestServerFailTwiceThenSucceed(t *testing.T) {
-	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(503)), httptest.KeyHeader("X-Request-Id"))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(2, retryhttptest.Status(503)), retryhttptest.KeyHeader("X-Request-Id"))
 	defer srv.Close()
 	const n = 20
 	codes := make([][]int, n)
@@ -146,10 +146,10 @@ func TestServerFailTwiceThenSucceed(t *testing.T) {
 }
 
 func TestServerKeys(t *testing.T) {
-	byHeader := []httptest.Option{httptest.KeyHeader("X-Request-Id")}
+	byHeader := []retryhttptest.Option{retryhttptest.KeyHeader("X-Request-Id")}
 	tests := []struct {
 		name         string
-		opts         []httptest.Option
+		opts         []retryhttptest.Option
 		method, path string
 		header       []string
 		want         string
@@ -160,12 +160,12 @@ func TestServerKeys(t *testing.T) {
 		{"other header ignored by default", nil, "PUT", "/x", []string{"X-Request-Id", "r-1"}, "PUT /x"},
 		{"KeyHeader", byHeader, "GET", "/x", []string{"X-Request-Id", "r-1", "Idempotency-Key", "k-1"}, "r-1"},
 		{"KeyHeader missing", byHeader, "GET", "/x", []string{"Idempotency-Key", "k-1"}, "GET /x"},
-		{"KeyFunc", []httptest.Option{httptest.KeyFunc(func(r *http.Request) string { return r.URL.Query().Get("id") })}, "GET", "/x?id=7", nil, "7"},
-		{"KeyFunc empty", []httptest.Option{httptest.KeyFunc(func(*http.Request) string { return "" })}, "DELETE", "/x?id=7", nil, "DELETE /x?id=7"},
+		{"KeyFunc", []retryhttptest.Option{retryhttptest.KeyFunc(func(r *http.Request) string { return r.URL.Query().Get("id") })}, "GET", "/x?id=7", nil, "7"},
+		{"KeyFunc empty", []retryhttptest.Option{retryhttptest.KeyFunc(func(*http.Request) string { return "" })}, "DELETE", "/x?id=7", nil, "DELETE /x?id=7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(nil, httptest.Pass(), tt.opts...)
+			srv := retryhttptest.NewServer(nil, retryhttptest.Pass(), tt.opts...)
 			defer srv.Close()
 			for range 2 {
 				resp, err := send(t, srv.Client(), tt.method, srv.URL+tt.path, "", tt.header...)
@@ -185,17 +185,17 @@ func TestServerClientGivesUp(t *testing.T) {
 	// after 5s (Executions 1), and a Hang would end only at Close.
 	tests := []struct {
 		name, method, body string
-		fault              httptest.Fault
+		fault              retryhttptest.Fault
 		outcome            string
 	}{
-		{"Hang", "GET", "", httptest.Hang(), "hang"},
-		{"Hang POST", "POST", "some body", httptest.Hang(), "hang"},
-		{"Delay", "GET", "", httptest.Delay(5*time.Second, httptest.Pass()), "delay 5s, pass"},
-		{"Delay POST", "POST", "some body", httptest.Delay(5*time.Second, httptest.Pass()), "delay 5s, pass"},
+		{"Hang", "GET", "", retryhttptest.Hang(), "hang"},
+		{"Hang POST", "POST", "some body", retryhttptest.Hang(), "hang"},
+		{"Delay", "GET", "", retryhttptest.Delay(5*time.Second, retryhttptest.Pass()), "delay 5s, pass"},
+		{"Delay POST", "POST", "some body", retryhttptest.Delay(5*time.Second, retryhttptest.Pass()), "delay 5s, pass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewUnstartedServer(echo, tt.fault)
+			srv := retryhttptest.NewUnstartedServer(echo, tt.fault)
 			closed := startWatched(srv)
 			defer srv.Close()
 			c := srv.Client()
@@ -218,10 +218,10 @@ func TestServerClientGivesUp(t *testing.T) {
 }
 
 func TestServerCloseEndsHang(t *testing.T) {
-	for name, start := range map[string]starter{"HTTP/1.1": httptest.NewServer, "HTTP/2": httptest.NewHTTP2Server} {
+	for name, start := range map[string]starter{"HTTP/1.1": retryhttptest.NewServer, "HTTP/2": retryhttptest.NewHTTP2Server} {
 		t.Run(name, func(t *testing.T) {
 			arrived := make(chan struct{}, 1)
-			srv := start(nil, httptest.Hang(), httptest.KeyFunc(func(*http.Request) string {
+			srv := start(nil, retryhttptest.Hang(), retryhttptest.KeyFunc(func(*http.Request) string {
 				arrived <- struct{}{}
 				return "k"
 			}))
@@ -243,16 +243,16 @@ func TestServerAborts(t *testing.T) {
 	tests := []struct {
 		name       string
 		start      starter
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		method     string
 		errIs      error
 		executions int
 	}{
-		{"reset HTTP/1.1", httptest.NewServer, httptest.ResetAfterRead(), "POST", syscall.ECONNRESET, 1},
-		{"reset HTTP/2", httptest.NewHTTP2Server, httptest.ResetAfterRead(), "POST", nil, 1}, // the stream is reset
-		{"close GET", httptest.NewServer, httptest.CloseBeforeRead(), "GET", nil, 0},
-		{"close POST", httptest.NewServer, httptest.CloseBeforeRead(), "POST", nil, 0},
-		{"close HTTP/2", httptest.NewHTTP2Server, httptest.CloseBeforeRead(), "POST", nil, 0},
+		{"reset HTTP/1.1", retryhttptest.NewServer, retryhttptest.ResetAfterRead(), "POST", syscall.ECONNRESET, 1},
+		{"reset HTTP/2", retryhttptest.NewHTTP2Server, retryhttptest.ResetAfterRead(), "POST", nil, 1}, // the stream is reset
+		{"close GET", retryhttptest.NewServer, retryhttptest.CloseBeforeRead(), "GET", nil, 0},
+		{"close POST", retryhttptest.NewServer, retryhttptest.CloseBeforeRead(), "POST", nil, 0},
+		{"close HTTP/2", retryhttptest.NewHTTP2Server, retryhttptest.CloseBeforeRead(), "POST", nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,23 +284,23 @@ func TestServerResponseBody(t *testing.T) {
 	const every = 20 * time.Millisecond
 	tests := []struct {
 		name    string
-		fault   httptest.Fault
+		fault   retryhttptest.Fault
 		want    string
 		err     error
 		elapsed time.Duration
 	}{
-		{"truncate 0", httptest.Truncate(0), "", io.ErrUnexpectedEOF, 0},
-		{"truncate 5", httptest.Truncate(5), "hello", io.ErrUnexpectedEOF, 0},
-		{"truncate 13", httptest.Truncate(13), body[:13], io.ErrUnexpectedEOF, 0},
-		{"truncate 14", httptest.Truncate(14), body, nil, 0},
-		{"truncate 100", httptest.Truncate(100), body, nil, 0},
-		{"slow 4/20ms", httptest.Slow(4, every), body, nil, 3 * every}, // 4 chunks
-		{"slow 7/20ms", httptest.Slow(7, every), body, nil, every},     // 2 chunks
-		{"slow 100/1h0m0s", httptest.Slow(100, time.Hour), body, nil, 0},
+		{"truncate 0", retryhttptest.Truncate(0), "", io.ErrUnexpectedEOF, 0},
+		{"truncate 5", retryhttptest.Truncate(5), "hello", io.ErrUnexpectedEOF, 0},
+		{"truncate 13", retryhttptest.Truncate(13), body[:13], io.ErrUnexpectedEOF, 0},
+		{"truncate 14", retryhttptest.Truncate(14), body, nil, 0},
+		{"truncate 100", retryhttptest.Truncate(100), body, nil, 0},
+		{"slow 4/20ms", retryhttptest.Slow(4, every), body, nil, 3 * every}, // 4 chunks
+		{"slow 7/20ms", retryhttptest.Slow(7, every), body, nil, every},     // 2 chunks
+		{"slow 100/1h0m0s", retryhttptest.Slow(100, time.Hour), body, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			srv := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				io.WriteString(w, body)
 			}), tt.fault)
 			defer srv.Close()
@@ -324,8 +324,8 @@ func TestServerResponseBody(t *testing.T) {
 }
 
 func TestServerTLS(t *testing.T) {
-	unstarted := func(h http.Handler, f httptest.Fault, opts ...httptest.Option) *httptest.Server {
-		srv := httptest.NewUnstartedServer(h, f, opts...)
+	unstarted := func(h http.Handler, f retryhttptest.Fault, opts ...retryhttptest.Option) *retryhttptest.Server {
+		srv := retryhttptest.NewUnstartedServer(h, f, opts...)
 		assert.Empty(t, srv.URL, "not started")
 		srv.EnableHTTP2 = true
 		srv.StartTLS()
@@ -336,13 +336,13 @@ func TestServerTLS(t *testing.T) {
 		start starter
 		proto int
 	}{
-		{"NewTLSServer", httptest.NewTLSServer, 1},
-		{"NewHTTP2Server", httptest.NewHTTP2Server, 2},
+		{"NewTLSServer", retryhttptest.NewTLSServer, 1},
+		{"NewHTTP2Server", retryhttptest.NewHTTP2Server, 2},
 		{"NewUnstartedServer then StartTLS", unstarted, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := tt.start(echo, httptest.First(1, httptest.Status(503)))
+			srv := tt.start(echo, retryhttptest.First(1, retryhttptest.Status(503)))
 			defer srv.Close()
 			for _, want := range []int{503, 200} {
 				resp, err := send(t, srv.Client(), "PUT", srv.URL+"/doc", "v1", "Idempotency-Key", "k")
@@ -360,5 +360,5 @@ func TestServerTLS(t *testing.T) {
 		})
 	}
 	// Close is safe on a server that never started.
-	httptest.NewUnstartedServer(nil, httptest.Pass()).Close()
+	retryhttptest.NewUnstartedServer(nil, retryhttptest.Pass()).Close()
 }

@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // countingBody is a request body that counts its Close calls.
@@ -47,22 +47,22 @@ func request(t *testing.T, method, url, body string, timeout time.Duration) (*ht
 func TestTransportTiming(t *testing.T) {
 	tests := []struct {
 		name       string
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		timeout    time.Duration // of the request's context
 		err        error
 		elapsed    time.Duration
 		executions int
 	}{
-		{"Delay", httptest.Delay(time.Hour, httptest.Pass()), 0, nil, time.Hour, 1},
-		{"Delay of Status", httptest.Delay(time.Minute, httptest.Status(503)), 0, nil, time.Minute, 0},
-		{"Delay past the deadline", httptest.Delay(time.Hour, httptest.Pass()), time.Minute, context.DeadlineExceeded, time.Minute, 0},
-		{"Hang", httptest.Hang(), 30 * time.Second, context.DeadlineExceeded, 30 * time.Second, 0},
-		{"Delay then Hang", httptest.Delay(time.Second, httptest.Hang()), time.Minute, context.DeadlineExceeded, time.Minute, 0},
+		{"Delay", retryhttptest.Delay(time.Hour, retryhttptest.Pass()), 0, nil, time.Hour, 1},
+		{"Delay of Status", retryhttptest.Delay(time.Minute, retryhttptest.Status(503)), 0, nil, time.Minute, 0},
+		{"Delay past the deadline", retryhttptest.Delay(time.Hour, retryhttptest.Pass()), time.Minute, context.DeadlineExceeded, time.Minute, 0},
+		{"Hang", retryhttptest.Hang(), 30 * time.Second, context.DeadlineExceeded, 30 * time.Second, 0},
+		{"Delay then Hang", retryhttptest.Delay(time.Second, retryhttptest.Hang()), time.Minute, context.DeadlineExceeded, time.Minute, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr := httptest.NewTransport(echo, tt.fault)
+				tr := retryhttptest.NewTransport(echo, tt.fault)
 				req, body := request(t, "POST", "http://svc.test/x", "payload", tt.timeout)
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)
@@ -85,18 +85,18 @@ func TestTransportTiming(t *testing.T) {
 func TestTransportConnectionFaults(t *testing.T) {
 	tests := []struct {
 		name       string
-		fault      httptest.Fault
+		fault      retryhttptest.Fault
 		err        error
 		executions int
 		outcome    string
 	}{
-		{"ResetAfterRead", httptest.ResetAfterRead(), syscall.ECONNRESET, 1, "reset"},
-		{"CloseBeforeRead", httptest.CloseBeforeRead(), io.EOF, 0, "close"},
+		{"ResetAfterRead", retryhttptest.ResetAfterRead(), syscall.ECONNRESET, 1, "reset"},
+		{"CloseBeforeRead", retryhttptest.CloseBeforeRead(), io.EOF, 0, "close"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string // the handler runs on the caller's goroutine
-			tr := httptest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tr := retryhttptest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
 				seen = string(b)
 			}), tt.fault)
@@ -118,26 +118,26 @@ func TestTransportResponseBody(t *testing.T) {
 	const body = "hello, world!!" // 14 bytes
 	tests := []struct {
 		name    string
-		fault   httptest.Fault
+		fault   retryhttptest.Fault
 		oneByte bool // read one byte at a time
 		want    string
 		err     error
 		elapsed time.Duration
 	}{
-		{"truncate 0", httptest.Truncate(0), false, "", io.ErrUnexpectedEOF, 0},
-		{"truncate 5", httptest.Truncate(5), false, "hello", io.ErrUnexpectedEOF, 0},
-		{"truncate 5 bytewise", httptest.Truncate(5), true, "hello", io.ErrUnexpectedEOF, 0},
-		{"truncate 14", httptest.Truncate(14), false, body, nil, 0},
-		{"truncate 100", httptest.Truncate(100), false, body, nil, 0},
-		{"slow 4", httptest.Slow(4, time.Second), false, body, nil, 3 * time.Second},
-		{"slow 4 bytewise", httptest.Slow(4, time.Second), true, body, nil, 3 * time.Second},
-		{"slow 7", httptest.Slow(7, time.Minute), false, body, nil, time.Minute},
-		{"slow 14", httptest.Slow(14, time.Hour), false, body, nil, 0},
+		{"truncate 0", retryhttptest.Truncate(0), false, "", io.ErrUnexpectedEOF, 0},
+		{"truncate 5", retryhttptest.Truncate(5), false, "hello", io.ErrUnexpectedEOF, 0},
+		{"truncate 5 bytewise", retryhttptest.Truncate(5), true, "hello", io.ErrUnexpectedEOF, 0},
+		{"truncate 14", retryhttptest.Truncate(14), false, body, nil, 0},
+		{"truncate 100", retryhttptest.Truncate(100), false, body, nil, 0},
+		{"slow 4", retryhttptest.Slow(4, time.Second), false, body, nil, 3 * time.Second},
+		{"slow 4 bytewise", retryhttptest.Slow(4, time.Second), true, body, nil, 3 * time.Second},
+		{"slow 7", retryhttptest.Slow(7, time.Minute), false, body, nil, time.Minute},
+		{"slow 14", retryhttptest.Slow(14, time.Hour), false, body, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr := httptest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				tr := retryhttptest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 					io.WriteString(w, body)
 				}), tt.fault)
 				req, _ := request(t, "GET", "http://svc.test/", "", 0)
@@ -169,18 +169,18 @@ func TestTransportClosesRequestBodyOnce(t *testing.T) {
 		defer r.Body.Close() // as many handlers do
 		io.Copy(w, r.Body)
 	})
-	faults := map[string]httptest.Fault{
-		"Pass": httptest.Pass(), "Status": httptest.Status(503), "RetryAfter": httptest.RetryAfter(429, time.Second),
-		"Delay": httptest.Delay(time.Second, httptest.Pass()), "Hang": httptest.Hang(),
-		"Delay past the deadline": httptest.Delay(time.Hour, httptest.Pass()),
-		"ResetAfterRead":          httptest.ResetAfterRead(), "CloseBeforeRead": httptest.CloseBeforeRead(),
-		"Truncate": httptest.Truncate(2), "Slow": httptest.Slow(1, time.Second),
+	faults := map[string]retryhttptest.Fault{
+		"Pass": retryhttptest.Pass(), "Status": retryhttptest.Status(503), "RetryAfter": retryhttptest.RetryAfter(429, time.Second),
+		"Delay": retryhttptest.Delay(time.Second, retryhttptest.Pass()), "Hang": retryhttptest.Hang(),
+		"Delay past the deadline": retryhttptest.Delay(time.Hour, retryhttptest.Pass()),
+		"ResetAfterRead":          retryhttptest.ResetAfterRead(), "CloseBeforeRead": retryhttptest.CloseBeforeRead(),
+		"Truncate": retryhttptest.Truncate(2), "Slow": retryhttptest.Slow(1, time.Second),
 	}
 	for name, fault := range faults {
 		for hname, h := range map[string]http.Handler{"echo": echo, "default": nil, "closing": closer} {
 			t.Run(name+"/"+hname, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					tr := httptest.NewTransport(h, fault)
+					tr := retryhttptest.NewTransport(h, fault)
 					req, body := request(t, "PUT", "http://svc.test/", "payload", time.Minute)
 					resp, err := tr.RoundTrip(req)
 					if err == nil {
@@ -197,13 +197,13 @@ func TestTransportClosesRequestBodyOnce(t *testing.T) {
 func TestTransportTrace(t *testing.T) {
 	tests := []struct {
 		name  string
-		fault httptest.Fault
+		fault retryhttptest.Fault
 		want  []string
 	}{
-		{"Pass", httptest.Pass(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
-		{"Status", httptest.Status(503), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
-		{"ResetAfterRead", httptest.ResetAfterRead(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
-		{"CloseBeforeRead", httptest.CloseBeforeRead(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders"}},
+		{"Pass", retryhttptest.Pass(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
+		{"Status", retryhttptest.Status(503), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
+		{"ResetAfterRead", retryhttptest.ResetAfterRead(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders", "WroteRequest"}},
+		{"CloseBeforeRead", retryhttptest.CloseBeforeRead(), []string{"GetConn svc.test:8080", "GotConn", "WroteHeaders"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,7 +216,7 @@ func TestTransportTrace(t *testing.T) {
 			}
 			req, _ := request(t, "GET", "http://svc.test:8080/", "", 0)
 			req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-			if resp, err := httptest.NewTransport(nil, tt.fault).RoundTrip(req); err == nil {
+			if resp, err := retryhttptest.NewTransport(nil, tt.fault).RoundTrip(req); err == nil {
 				resp.Body.Close()
 			}
 			assert.Equal(t, tt.want, got)
@@ -226,12 +226,12 @@ func TestTransportTrace(t *testing.T) {
 
 func TestTransportServerSideRequest(t *testing.T) {
 	var got *http.Request
-	tr := httptest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tr := retryhttptest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r
 		w.Header().Set("X-Seen", r.Header.Get("X-In"))
 		w.WriteHeader(http.StatusCreated)
 		io.Copy(w, r.Body)
-	}), httptest.Pass())
+	}), retryhttptest.Pass())
 	req, _ := request(t, "POST", "http://user:pw@svc.test/p/a?q=1", "payload", 0)
 	req.Header.Set("X-In", "v")
 
@@ -259,7 +259,7 @@ func TestTransportServerSideRequest(t *testing.T) {
 func TestTransportWithRetryhttp(t *testing.T) {
 	t.Run("fail twice then succeed", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			tr := httptest.NewTransport(nil, httptest.First(2, httptest.Status(503)))
+			tr := retryhttptest.NewTransport(nil, retryhttptest.First(2, retryhttptest.Status(503)))
 			client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(tr), retryhttp.WithoutBudget())}
 			resp, err := client.Get("http://svc.test/x")
 			require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestTransportWithRetryhttp(t *testing.T) {
 	})
 	t.Run("key-less POST is not retried after the headers went out", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			tr := httptest.NewTransport(nil, httptest.CloseBeforeRead())
+			tr := retryhttptest.NewTransport(nil, retryhttptest.CloseBeforeRead())
 			req, body := request(t, "POST", "http://svc.test/pay", "amount=10", 0)
 			_, err := retryhttp.New(retryhttp.WithBase(tr), retryhttp.WithoutBudget()).RoundTrip(req)
 			assert.ErrorIs(t, err, io.EOF)
@@ -284,7 +284,7 @@ func TestTransportWithRetryhttp(t *testing.T) {
 	})
 	t.Run("Retry-After is honoured", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			tr := httptest.NewTransport(nil, httptest.Sequence(httptest.RetryAfter(503, 30*time.Second)))
+			tr := retryhttptest.NewTransport(nil, retryhttptest.Sequence(retryhttptest.RetryAfter(503, 30*time.Second)))
 			client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(tr), retryhttp.WithoutBudget())}
 			start := time.Now()
 			resp, err := client.Get("http://svc.test/x")
@@ -301,7 +301,7 @@ func TestTransportWithRetryhttp(t *testing.T) {
 }
 
 func TestTransportRecordsAreCopies(t *testing.T) {
-	tr := httptest.NewTransport(nil, httptest.First(1, httptest.Status(503)))
+	tr := retryhttptest.NewTransport(nil, retryhttptest.First(1, retryhttptest.Status(503)))
 	for range 2 {
 		req, _ := request(t, "GET", "http://svc.test/x", "", 0)
 		resp, err := tr.RoundTrip(req)
@@ -321,10 +321,10 @@ func TestTransportRecordsAreCopies(t *testing.T) {
 	arrivals[0] = time.Time{}
 
 	assert.Equal(t, want, tr.Request("GET /x"))
-	assert.Equal(t, []httptest.Request{want}, tr.Requests())
+	assert.Equal(t, []retryhttptest.Request{want}, tr.Requests())
 	assert.Equal(t, want.Arrivals, tr.Arrivals())
 	assert.Equal(t, []string{"503", "pass"}, want.Outcomes)
 	assert.Equal(t, 2, tr.Attempts())
 	assert.Equal(t, 1, tr.Executions())
-	assert.Equal(t, httptest.Request{Key: "GET /never", SameBody: true}, tr.Request("GET /never"))
+	assert.Equal(t, retryhttptest.Request{Key: "GET /never", SameBody: true}, tr.Request("GET /never"))
 }

@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"fmt"
@@ -7,22 +7,22 @@ import (
 	"net/http"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func ExampleNewBalancer() {
 	// Five instances of a service behind a balancer that pins each
 	// connection to one of them, as a Kubernetes Service does; the first
 	// instance answers 503 to everything.
-	bad := httptest.NewServer(nil, httptest.Status(http.StatusServiceUnavailable))
+	bad := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer bad.Close()
 	backends := []string{bad.URL}
 	for range 4 {
-		s := httptest.NewServer(nil, httptest.Pass())
+		s := retryhttptest.NewServer(nil, retryhttptest.Pass())
 		defer s.Close()
 		backends = append(backends, s.URL)
 	}
-	lb := httptest.NewBalancer(20, backends...)
+	lb := retryhttptest.NewBalancer(20, backends...)
 	defer lb.Close()
 
 	base := &http.Transport{}

@@ -73,4 +73,4 @@
 // same faults and records, whose delays take no real time in a bubble.
 //
 // [Testing your own retries]: https://github.com/retryhttp/retryhttp/blob/main/docs/testing.md
-package httptest
+package retryhttptest

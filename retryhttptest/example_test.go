@@ -1,4 +1,4 @@
-package httptest_test
+package retryhttptest_test
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/httptest"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func ExampleNewServer() {
 	// Each logical request fails twice, then reaches the handler.
-	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New()}
@@ -38,7 +38,7 @@ func ExampleNewServer() {
 }
 
 func ExampleNewTLSServer() {
-	srv := httptest.NewTLSServer(nil, httptest.First(1, httptest.Status(http.StatusBadGateway)))
+	srv := retryhttptest.NewTLSServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusBadGateway)))
 	defer srv.Close()
 
 	// Wrap the server's own client transport, which trusts its certificate.
@@ -55,7 +55,7 @@ func ExampleNewTLSServer() {
 
 func ExampleNewHTTP2Server() {
 	// Over HTTP/2, ResetAfterRead resets the stream after the handler ran.
-	srv := httptest.NewHTTP2Server(nil, httptest.First(1, httptest.ResetAfterRead()))
+	srv := retryhttptest.NewHTTP2Server(nil, retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(srv.Client().Transport))}
@@ -72,7 +72,7 @@ func ExampleNewHTTP2Server() {
 }
 
 func ExampleNewUnstartedServer() {
-	srv := httptest.NewUnstartedServer(nil, httptest.Pass())
+	srv := retryhttptest.NewUnstartedServer(nil, retryhttptest.Pass())
 	srv.Config.ReadHeaderTimeout = time.Second
 	srv.Start()
 	defer srv.Close()
@@ -91,8 +91,8 @@ func ExampleNewUnstartedServer() {
 func ExampleKeyHeader() {
 	// Ten requests at once, told apart by X-Request-Id: each fails twice,
 	// then succeeds, whatever the interleaving.
-	srv := httptest.NewServer(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)),
-		httptest.KeyHeader("X-Request-Id"))
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)),
+		retryhttptest.KeyHeader("X-Request-Id"))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithoutBudget())}
@@ -119,8 +119,8 @@ func ExampleKeyHeader() {
 
 func ExampleKeyFunc() {
 	// Key logical requests by a query parameter.
-	srv := httptest.NewServer(nil, httptest.Sequence(httptest.Status(http.StatusTooManyRequests)),
-		httptest.KeyFunc(func(r *http.Request) string { return r.URL.Query().Get("id") }))
+	srv := retryhttptest.NewServer(nil, retryhttptest.Sequence(retryhttptest.Status(http.StatusTooManyRequests)),
+		retryhttptest.KeyFunc(func(r *http.Request) string { return r.URL.Query().Get("id") }))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithThrottleBackoff(retryhttp.Constant(time.Millisecond)))}
@@ -144,12 +144,12 @@ func ExampleResetAfterRead() {
 	// honour the key: this handler does not, so "two pens" ran twice.
 	var mu sync.Mutex
 	var orders []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		orders = append(orders, string(b))
 		mu.Unlock()
-	}), httptest.First(1, httptest.ResetAfterRead()))
+	}), retryhttptest.First(1, retryhttptest.ResetAfterRead()))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New()}
@@ -175,8 +175,8 @@ func ExampleResetAfterRead() {
 func ExampleChance() {
 	// A fifth of attempts fail, decided by the seed, the key and the
 	// attempt number, so every run is the same.
-	f := httptest.Chance(7, 0.2, httptest.Status(http.StatusInternalServerError))
-	srv := httptest.NewServer(nil, f, httptest.KeyHeader("X-Request-Id"))
+	f := retryhttptest.Chance(7, 0.2, retryhttptest.Status(http.StatusInternalServerError))
+	srv := retryhttptest.NewServer(nil, f, retryhttptest.KeyHeader("X-Request-Id"))
 	defer srv.Close()
 
 	client := srv.Client()
@@ -199,9 +199,9 @@ func ExampleChance() {
 }
 
 func ExampleTruncate() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := retryhttptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "a body of 24 bytes here\n")
-	}), httptest.Truncate(7))
+	}), retryhttptest.Truncate(7))
 	defer srv.Close()
 
 	resp, err := srv.Client().Get(srv.URL)
@@ -218,7 +218,7 @@ func ExampleTruncate() {
 func ExampleNewTransport() {
 	// The same faults, served in memory: inside a testing/synctest bubble
 	// its delays, and the client's backoff, take no real time.
-	tr := httptest.NewTransport(nil, httptest.First(2, httptest.Status(http.StatusServiceUnavailable)))
+	tr := retryhttptest.NewTransport(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)))
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithBase(tr),
 		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
@@ -246,9 +246,9 @@ func ExampleNewTransport() {
 func ExampleSequence() {
 	// Attempt 1 gets a 504 after 10 ms, attempt 2 a 429 asking for a
 	// second's wait, attempt 3 reaches the handler.
-	srv := httptest.NewServer(nil, httptest.Sequence(
-		httptest.Delay(10*time.Millisecond, httptest.Status(http.StatusGatewayTimeout)),
-		httptest.RetryAfter(http.StatusTooManyRequests, time.Second),
+	srv := retryhttptest.NewServer(nil, retryhttptest.Sequence(
+		retryhttptest.Delay(10*time.Millisecond, retryhttptest.Status(http.StatusGatewayTimeout)),
+		retryhttptest.RetryAfter(http.StatusTooManyRequests, time.Second),
 	))
 	defer srv.Close()
 
@@ -269,11 +269,11 @@ func ExampleFunc() {
 	// A switch the test flips: the service is down until it is not.
 	var down atomic.Bool
 	down.Store(true)
-	srv := httptest.NewServer(nil, httptest.Func(func(string, int) httptest.Fault {
+	srv := retryhttptest.NewServer(nil, retryhttptest.Func(func(string, int) retryhttptest.Fault {
 		if down.Load() {
-			return httptest.Status(http.StatusServiceUnavailable)
+			return retryhttptest.Status(http.StatusServiceUnavailable)
 		}
-		return httptest.Pass()
+		return retryhttptest.Pass()
 	}))
 	defer srv.Close()
 
@@ -306,7 +306,7 @@ func ExampleNewProxy() {
 	}))
 	defer upstream.Close()
 
-	proxy := httptest.NewProxy(upstream.URL, httptest.Sequence(httptest.Status(503), httptest.ResetAfterRead()))
+	proxy := retryhttptest.NewProxy(upstream.URL, retryhttptest.Sequence(retryhttptest.Status(503), retryhttptest.ResetAfterRead()))
 	defer proxy.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
