@@ -59,6 +59,7 @@ type bodyReader struct {
 	err     error          // what every Read returns once the body has ended
 	digest  *reprDigest    // the running hash of the body, for its Repr-Digest
 	resumes int
+	gaveUp  bool // the end of the body was logged as a give-up
 
 	// Shared, under the body's mu.
 	stalled bool // the stall watch found a read waiting too long
@@ -287,13 +288,18 @@ func (r *bodyReader) error(reason ResumeReason, status int, err error) *ResumeEr
 	return &ResumeError{Reason: reason, Offset: r.off, Resumes: r.resumes, StatusCode: status, Err: err}
 }
 
-// end ends the body: every later Read returns err, which end returns.
+// end ends the body: every later Read returns err, which end returns. A
+// *ResumeError not logged as a give-up is logged here.
 func (b *resumeBody) end(err error) error {
 	r := b.r
 	r.mode, r.err = modeEnded, err
 	b.mu.Lock()
 	r.watch.stop()
 	b.mu.Unlock()
+	if rerr, ok := err.(*ResumeError); ok && !r.gaveUp {
+		s := b.state()
+		s.t.logBodyFailure(b.req, s.attempt, rerr, s.info)
+	}
 	return err
 }
 
@@ -430,6 +436,7 @@ func (b *resumeBody) report(reason GiveUpReason, resp *http.Response, err error,
 	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
 	e.Resume, e.Offset = true, b.r.off
+	b.r.gaveUp = true
 	s.announceGiveUp(b.a, e)
 }
 

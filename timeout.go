@@ -18,8 +18,18 @@ var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
 // per-attempt timeout, and never returns both a response and an error. It
 // records the attempt's time to response headers for the check before a
 // retry when the request has a deadline and the Transport keeps its own
-// table of answer times (answerTable: hedging keeps them otherwise).
+// table of answer times (answerTable: hedging keeps them otherwise), and
+// logs the attempt's outcome.
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
+	resp, err := t.exchange(a)
+	if t.logger != nil {
+		t.logAttempt(a, resp, err)
+	}
+	return resp, err
+}
+
+// exchange is send, without the log.
+func (t *Transport) exchange(a *http.Request) (*http.Response, error) {
 	if t.answers != nil && hasDeadline(a.Context()) {
 		return t.sendTimed(a)
 	}

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -281,7 +279,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		if werr := s.wait(req.Context(), delay); werr != nil {
 			closeBody(next)
 			s.body.done()
-			t.reportGiveUpEvent(s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()))
+			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()))
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -337,13 +335,22 @@ func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason,
 	return s.finish(a, pt, resp, err, g)
 }
 
-// announceGiveUp logs e, the end of the retries whose last attempt is a,
-// reports it to the give-up hooks, and tells a Handler serving the request
+// announceGiveUp is reportGiveUp, and tells a Handler serving the request
 // that a dependency was given up on.
 func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent) {
-	s.t.logGiveUp(a, e)
-	s.t.reportGiveUpEvent(e)
+	s.reportGiveUp(a, e)
 	markGaveUp(a.Context())
+}
+
+// reportGiveUp counts e, the end of the retries whose last attempt is a,
+// for adaptive throttling, logs it after any change of throttling its
+// count made, and reports it to the give-up hooks.
+func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent) {
+	if s.t.countGiveUp(e) {
+		s.info = true // the change of throttling was the call's line at INFO
+	}
+	s.info = s.t.logGiveUp(a, e, s.info)
+	s.t.giveUpHooks(e)
 }
 
 // failureStatus reports the statuses by which a dependency fails in a way a
@@ -493,68 +500,5 @@ func (t *Transport) notify(e RetryEvent) {
 	if t.onRetry != nil {
 		t.onRetry(e)
 	}
-	ctx := e.Request.Context()
-	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		msg := "retryhttp: retrying"
-		attrs := appendTimeLeft(append(attemptAttrs(e.Request, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.Duration("delay", e.Delay)), e.TimeLeft)
-		if e.Resume {
-			msg = "retryhttp: resuming response body"
-			attrs = append(attrs, slog.Int64("offset", e.Offset))
-		}
-		t.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
-	}
-}
-
-// logGiveUp logs a retryable failure that is not retried, and why. req is
-// the attempt's request, whose context the logger is given.
-func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent) {
-	ctx := req.Context()
-	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		attrs := t.appendDeadlineFacts(append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason))), req, e.Reason)
-		if e.Resume {
-			attrs = append(attrs, slog.Int64("offset", e.Offset))
-		}
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not retrying", attrs...)
-	}
-}
-
-// requestAttrs is attemptAttrs for an attempt of req that has no outcome
-// yet, or will not be sent.
-func requestAttrs(req *http.Request, attempt int) []slog.Attr {
-	return attemptAttrs(req, attempt, 0, nil, netip.AddrPort{})
-}
-
-// attemptAttrs describes an attempt for the log without headers, user
-// information or query strings, which may hold secrets, with its status
-// when it has one (not 0), its error, and the connection's remote address
-// when it is known.
-func attemptAttrs(req *http.Request, attempt, status int, err error, peer netip.AddrPort) []slog.Attr {
-	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
-	if u.Host == "" {
-		u.Host = req.Host
-	}
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	attrs := []slog.Attr{
-		slog.String("method", method),
-		slog.String("url", u.String()),
-		slog.Int("attempt", attempt),
-	}
-	if status != 0 {
-		attrs = append(attrs, slog.Int("status", status))
-	}
-	if peer.IsValid() {
-		attrs = append(attrs, slog.String("network.peer.address", peer.Addr().String()), slog.Int("network.peer.port", int(peer.Port())))
-	}
-	if err != nil {
-		// A *url.Error's message repeats the URL, query string included.
-		var uerr *url.Error
-		for errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	return attrs
+	t.logRetry(e)
 }
