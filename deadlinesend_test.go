@@ -270,9 +270,10 @@ func TestDeadlineLogged(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		// 40 ms: first answer; retry at 50 ms with 50 ms left; second
-		// answer at 90 ms: 10 ms left, less than the wait and an answer.
+		// answer at 90 ms: 10 ms left, which the wait would use up: the
+		// retry would be sent with none left, less than 1 ms.
 		assert.Contains(t, buf.String(), `level=DEBUG msg="retryhttp: retrying" method=GET url=http://svc.test/ attempt=1 status=503 delay=10ms time_left=50ms`)
-		assert.Contains(t, buf.String(), `level=INFO msg="retryhttp: not retrying" method=GET url=http://svc.test/ attempt=2 status=503 reason="too little time left before the deadline" time_left=10ms host_latency=0s`)
+		assert.Contains(t, buf.String(), `level=INFO msg="retryhttp: not retrying" method=GET url=http://svc.test/ attempt=2 status=503 reason="too little time left before the deadline" delay=10ms time_left=0s host_latency=0s`)
 	})
 }
 

@@ -61,10 +61,11 @@ func (t *Transport) logRetry(e RetryEvent) {
 }
 
 // logGiveUp logs e, a retryable failure of the attempt req that is not
-// retried, and why. It logs at INFO when the reason is an operator's
-// concern and the call has not logged at INFO yet (info), and otherwise at
-// DEBUG. It reports whether the call has now logged at INFO.
-func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, info bool) bool {
+// retried, and why; delay is the wait the retry would have had, which a
+// give-up for lack of time reports. It logs at INFO when the reason is an
+// operator's concern and the call has not logged at INFO yet (info), and
+// otherwise at DEBUG. It reports whether the call has now logged at INFO.
+func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, delay time.Duration, info bool) bool {
 	level := slog.LevelDebug
 	if !info && operatorGiveUp(e) {
 		level, info = slog.LevelInfo, true
@@ -73,7 +74,7 @@ func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, info bool) bool 
 	if t.logger == nil || !t.logger.Enabled(ctx, level) {
 		return info
 	}
-	attrs := t.appendDeadlineFacts(append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason))), req, e.Reason)
+	attrs := t.appendDeadlineFacts(append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason))), req, e.Reason, delay)
 	if e.Resume {
 		attrs = append(attrs, slog.Int64("offset", e.Offset))
 	}

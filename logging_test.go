@@ -283,6 +283,27 @@ func TestLogLevels(t *testing.T) {
 	}
 }
 
+// TestLogDeadlineTimeLeft checks that a give-up for lack of time logs the
+// time that would have been left once the retry was sent, after its delay:
+// negative here, since the delay passes the deadline.
+func TestLogDeadlineTimeLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &logRecorder{}
+		tr := newTestTransport(&script{steps: statuses(503)}, 0.5, WithLogger(slog.New(rec)), WithBackoff(Constant(50*time.Millisecond)))
+		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 30*time.Millisecond))
+		require.NoError(t, err)
+		resp.Body.Close()
+		info := atLevel(rec.take(), slog.LevelInfo)
+		require.Len(t, info, 1)
+		reason, _ := attr(info[0], "reason")
+		assert.Equal(t, string(GiveUpDeadline), reason.String())
+		delay, _ := attr(info[0], "delay")
+		assert.Equal(t, 50*time.Millisecond, delay.Duration())
+		left, _ := attr(info[0], "time_left")
+		assert.Equal(t, -20*time.Millisecond, left.Duration(), "30 ms left, less the 50 ms wait")
+	})
+}
+
 // TestLogThrottlingStartsAndEnds checks that adaptive throttling logs at
 // INFO once when it starts refusing a host's requests and once when it
 // ends, each refusal at DEBUG, and no call more than one line at INFO: the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // A resumeBody is the body of a response that may be resumed: it passes
@@ -237,7 +238,7 @@ func (b *resumeBody) readOther(p []byte) (int, error) {
 		return n, err
 	}
 	rerr := &ResumeError{Reason: r.why, Offset: r.off, Err: err}
-	b.report(GiveUpNotResumable, nil, rerr, v)
+	b.report(GiveUpNotResumable, 0, nil, rerr, v)
 	return n, b.end(rerr)
 }
 
@@ -358,7 +359,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 			s.release(failed, body, err, v, pt)
 			rerr := r.error(ResumeGaveUp, statusOf(answered), joinCause(err, cause))
 			rerr.GiveUp = reason
-			b.report(reason, answered, err, v)
+			b.report(reason, delay, answered, err, v)
 			return b.end(rerr)
 		}
 		e := s.retryEvent(delay, answered, err, v, pt.peer())
@@ -376,7 +377,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 				return b.end(errReadClosed)
 			}
 			reason := waitReason(werr)
-			b.report(reason, answered, err, v)
+			b.report(reason, 0, answered, err, v)
 			rerr := r.error(ResumeGaveUp, 0, errors.Join(werr, cause))
 			rerr.GiveUp = reason
 			return b.end(rerr)
@@ -430,14 +431,15 @@ func joinCause(err, cause error) error {
 	return errors.Join(err, cause)
 }
 
-// report logs the end of the body's resumes, reports it to the give-up
-// hooks, and tells a Handler serving the request.
-func (b *resumeBody) report(reason GiveUpReason, resp *http.Response, err error, v Verdict) {
+// report logs the end of the body's resumes (delay is the wait the resume
+// would have had, for GiveUpDeadline), reports it to the give-up hooks, and
+// tells a Handler serving the request.
+func (b *resumeBody) report(reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict) {
 	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
 	e.Resume, e.Offset = true, b.r.off
 	b.r.gaveUp = true
-	s.announceGiveUp(b.a, e)
+	s.announceGiveUp(b.a, e, delay)
 }
 
 // takePart takes the body being read away from Close and the stall watch,

@@ -271,7 +271,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			}
 		}
 		if reason != "" {
-			return s.giveUp(a, pt, reason, resp, err, v, g)
+			return s.giveUp(a, pt, reason, delay, resp, err, v, g)
 		}
 		t.notify(s.retryEvent(delay, resp, err, v, pt.peer()))
 		s.release(resp, bodyOf(resp), err, v, pt)
@@ -279,7 +279,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		if werr := s.wait(req.Context(), delay); werr != nil {
 			closeBody(next)
 			s.body.done()
-			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()))
+			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()), 0)
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -327,29 +327,31 @@ func (t *Transport) policy(req *http.Request) policy {
 }
 
 // giveUp ends the retries of the request, whose last attempt, a, failed in
-// a way worth retrying with verdict v, for the given reason: it logs the
-// reason, reports it to the give-up hooks, tells a Handler serving the
-// request that a dependency was given up on, and returns the last result.
-func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
-	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()))
+// a way worth retrying with verdict v, for the given reason (after a retry
+// of delay was planned, for GiveUpDeadline): it logs the reason, reports it
+// to the give-up hooks, tells a Handler serving the request that a
+// dependency was given up on, and returns the last result.
+func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
+	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
 
 // announceGiveUp is reportGiveUp, and tells a Handler serving the request
 // that a dependency was given up on.
-func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent) {
-	s.reportGiveUp(a, e)
+func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
+	s.reportGiveUp(a, e, delay)
 	markGaveUp(a.Context())
 }
 
 // reportGiveUp counts e, the end of the retries whose last attempt is a,
-// for adaptive throttling, logs it after any change of throttling its
-// count made, and reports it to the give-up hooks.
-func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent) {
+// for adaptive throttling, logs it (delay is the wait the retry would have
+// had, for GiveUpDeadline) after any change of throttling its count made,
+// and reports it to the give-up hooks.
+func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
 	if s.t.countGiveUp(e) {
 		s.info = true // the change of throttling was the call's line at INFO
 	}
-	s.info = s.t.logGiveUp(a, e, s.info)
+	s.info = s.t.logGiveUp(a, e, delay, s.info)
 	s.t.giveUpHooks(e)
 }
 
@@ -389,7 +391,8 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 }
 
 // plan decides whether the failed attempt a is retried and after what
-// delay. It returns a non-empty reason when it is not.
+// delay. It returns a non-empty reason when it is not, with the delay the
+// retry would have had for GiveUpDeadline, and 0 for other reasons.
 func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, g *guard, p policy) (time.Duration, GiveUpReason) {
 	if attempt >= p.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
@@ -423,7 +426,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 		}
 	}
 	if !t.retryFits(a, now, delay) {
-		return 0, GiveUpDeadline
+		return delay, GiveUpDeadline // the delay, for the log
 	}
 	return delay, ""
 }
