@@ -7,9 +7,10 @@
 //	client := &http.Client{Transport: retryhttp.New()}
 //
 // or, for an SDK that accepts a transport, retryhttp.New(retryhttp.WithBase(sdkTransport)).
-// A Transport is immutable once made and safe for concurrent use; share one
-// per process (or per dependency), as with http.Transport, so that its
-// connection pool and retry budget are shared too.
+// A Transport is immutable once made and safe for concurrent use, and the
+// zero Transport works as New() does; share one per process (or per
+// dependency), as with http.Transport, so that its connection pool and
+// retry budget are shared too.
 //
 // # Guides
 //

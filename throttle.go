@@ -383,6 +383,7 @@ type HostRejection struct {
 // Without WithAdaptiveThrottling it yields nothing. Each host is locked
 // briefly while its probability is computed.
 func (t *Transport) Rejections() iter.Seq[HostRejection] {
+	t = t.ready()
 	return func(yield func(HostRejection) bool) {
 		th := t.throttle
 		if th == nil {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -39,12 +40,13 @@ const (
 // response exists, an *Error wrapping the last error.
 //
 // A Transport is immutable once New returns it and is safe for concurrent
-// use by many goroutines. The zero Transport has no base and cannot send:
-// make one with New. Most callers want
+// use by many goroutines. The zero Transport is ready to use and behaves as
+// New() does, with every default: on first use it makes a Transport with
+// New() and hands every call to it. Most callers want
 //
 //	client := &http.Client{Transport: retryhttp.New()}
 type Transport struct {
-	base            http.RoundTripper
+	base            http.RoundTripper // nil only in a Transport New did not make
 	maxAttempts     int
 	backoff         Backoff
 	throttleBackoff Backoff
@@ -75,6 +77,11 @@ type Transport struct {
 	// [0, 1). In-package tests replace them.
 	now  func() time.Time
 	rand func() float64
+
+	// made is the Transport that a zero Transport hands its calls to, made
+	// by New() once, on first use.
+	made     *Transport
+	makeOnce sync.Once
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -129,18 +136,28 @@ func defaultBase() *http.Transport {
 	return base
 }
 
+// ready returns the Transport that does t's work: t itself when New made
+// it, and for a zero Transport one that New() makes on first use.
+func (t *Transport) ready() *Transport {
+	if t.base != nil {
+		return t
+	}
+	t.makeOnce.Do(func() { t.made = New() })
+	return t.made
+}
+
 // CloseIdleConnections closes the base transport's idle connections, if it
 // has a CloseIdleConnections method, so that http.Client.CloseIdleConnections
 // reaches the connection pool.
 func (t *Transport) CloseIdleConnections() {
-	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+	if c, ok := t.ready().base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
 
 // Budget returns the budget the Transport's retries are paid from, nil after
 // WithoutBudget: by default a HostBudget of its own, which a gauge can read.
-func (t *Transport) Budget() Budget { return t.budget }
+func (t *Transport) Budget() Budget { return t.ready().budget }
 
 // An Error reports a request that ended without any response: every attempt
 // failed with an error, or the request could not be sent. Unwrap returns the
@@ -201,6 +218,9 @@ type attemptKey struct{}
 // is configured to. It implements http.RoundTripper: it never modifies req,
 // and closes req.Body exactly once, on every path.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.base == nil {
+		return t.ready().RoundTrip(req) // a zero Transport
+	}
 	if t.plain(req) {
 		resp, err := t.send(req)
 		if err == nil && t.doneAtOnce(req, resp) {
