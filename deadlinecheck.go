@@ -154,11 +154,13 @@ func appendTimeLeft(attrs []slog.Attr, left time.Duration) []slog.Attr {
 }
 
 // appendDeadlineFacts appends to a give-up's log attributes, when it was
-// for lack of time, the time left and the host's typical answer time.
-func (t *Transport) appendDeadlineFacts(attrs []slog.Attr, req *http.Request, reason GiveUpReason) []slog.Attr {
+// for lack of time, the wait the retry would have had, the time that would
+// have been left once it was sent (negative when the wait passes the
+// deadline), and the host's typical answer time, which was more.
+func (t *Transport) appendDeadlineFacts(attrs []slog.Attr, req *http.Request, reason GiveUpReason, delay time.Duration) []slog.Attr {
 	if reason != GiveUpDeadline {
 		return attrs
 	}
-	left, typical := t.deadlineFacts(req)
-	return append(attrs, slog.Duration("time_left", left), slog.Duration("host_latency", typical))
+	return append(attrs, slog.Duration("delay", delay), slog.Duration("time_left", t.leftAfter(req, delay)),
+		slog.Duration("host_latency", t.typicalAnswer(req)))
 }

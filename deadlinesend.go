@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"time"
 )
@@ -135,15 +134,6 @@ func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Re
 	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
 	markGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}
-}
-
-// logNoTimeLeft logs an attempt that is not sent for lack of time.
-func (t *Transport) logNoTimeLeft(req *http.Request, attempt int, left time.Duration) {
-	if t.logger != nil && t.logger.Enabled(req.Context(), slog.LevelDebug) {
-		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "retryhttp: not sending",
-			append(requestAttrs(req, attempt),
-				slog.String("reason", string(GiveUpDeadline)), slog.Duration("time_left", left))...)
-	}
 }
 
 // waitReason is why a retry whose wait ended in err was given up on.

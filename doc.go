@@ -7,9 +7,10 @@
 //	client := &http.Client{Transport: retryhttp.New()}
 //
 // or, for an SDK that accepts a transport, retryhttp.New(retryhttp.WithBase(sdkTransport)).
-// A Transport is immutable once made and safe for concurrent use; share one
-// per process (or per dependency), as with http.Transport, so that its
-// connection pool and retry budget are shared too.
+// A Transport is immutable once made and safe for concurrent use, and the
+// zero Transport works as New() does; share one per process (or per
+// dependency), as with http.Transport, so that its connection pool and
+// retry budget are shared too.
 //
 // # Guides
 //
@@ -250,6 +251,18 @@
 // with AttemptFromContext, and a gauge reads the budget with Transport.Budget
 // and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
+//
+// WithLogger logs by slog's levels. INFO has what an operator acts on, at
+// most one line a call: a call given up on because its attempts, its budget
+// or its time ran out, or its server asked for a longer wait than the
+// limit; a response body that could not be resumed or made whole; and
+// adaptive throttling that starts or ends refusing a host's requests, once
+// a change. A service logging at INFO sees nothing of a call its retries
+// rescued, of a final answer such as a 404, or of a caller who gave up.
+// DEBUG has each attempt and each decision: a retry and its delay, a
+// resume, a hedge, an attempt not sent for lack of time, a refusal by
+// adaptive throttling, and the give-ups that are no operator's concern.
+// WithLogger lists the reasons of each level.
 //
 // # Retrying at one layer
 //

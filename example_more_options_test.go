@@ -71,7 +71,8 @@ func ExampleWithLogger() {
 	defer srv.Close()
 
 	// Debug records, without the time, the URL and the peer's port, which
-	// change from run to run.
+	// change from run to run. At INFO, this call, which its retry rescued,
+	// would log nothing.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -88,7 +89,9 @@ func ExampleWithLogger() {
 	status, _ := get(client, srv.URL+"/items?token=secret")
 	fmt.Println(status)
 	// Output:
+	// level=DEBUG msg="retryhttp: attempt" method=GET attempt=1 status=503 network.peer.address=127.0.0.1
 	// level=DEBUG msg="retryhttp: retrying" method=GET attempt=1 status=503 network.peer.address=127.0.0.1
+	// level=DEBUG msg="retryhttp: attempt" method=GET attempt=2 status=200 network.peer.address=127.0.0.1
 	// 200
 }
 

@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -311,10 +310,7 @@ func (c *hedgeCall) fire() {
 	if t.onHedge != nil {
 		t.onHedge(HedgeEvent{Request: c.req, Attempt: n, Delay: waited})
 	}
-	if t.logger != nil && t.logger.Enabled(c.req.Context(), slog.LevelDebug) {
-		t.logger.LogAttrs(c.req.Context(), slog.LevelDebug, "retryhttp: hedging",
-			append(requestAttrs(c.req, n), slog.Duration("waited", waited))...)
-	}
+	t.logHedge(c.req, n, waited)
 	// A timer runs fire on a goroutine of its own: the hedge can use it.
 	c.run(h, n)
 }

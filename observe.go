@@ -133,19 +133,22 @@ func both[E any](first, second func(E)) func(E) {
 }
 
 // reportGiveUp reports req, given up on for reason with err before any
-// attempt was sent, as reportGiveUpEvent does.
+// attempt was sent, to the give-up hooks.
 func (t *Transport) reportGiveUp(req *http.Request, reason GiveUpReason, err error) {
-	t.reportGiveUpEvent(GiveUpEvent{Request: req, Reason: reason, Err: err})
+	t.giveUpHooks(GiveUpEvent{Request: req, Reason: reason, Err: err})
 }
 
-// reportGiveUpEvent counts the request given up on for adaptive
-// throttling, if on, unless e is a response body's (a body given up on
-// after its headers is not counted: its request was, when RoundTrip
-// returned), and calls the give-up hooks, if any, with e.
-func (t *Transport) reportGiveUpEvent(e GiveUpEvent) {
-	if t.throttle != nil && !e.Resume {
-		t.throttle.gaveUp(t, e.Request, e.Attempt, e.Reason, e.Err)
-	}
+// countGiveUp counts the request given up on for adaptive throttling, if
+// on, unless e is a response body's (a body given up on after its headers
+// is not counted: its request was, when RoundTrip returned). It reports
+// whether the count started or ended the throttling of the request's host,
+// which it logged.
+func (t *Transport) countGiveUp(e GiveUpEvent) bool {
+	return t.throttle != nil && !e.Resume && t.throttle.gaveUp(t, e.Request, e.Attempt, e.Reason, e.Err)
+}
+
+// giveUpHooks calls the give-up hooks, if any, with e.
+func (t *Transport) giveUpHooks(e GiveUpEvent) {
 	if t.onGiveUp == nil {
 		return
 	}

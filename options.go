@@ -244,9 +244,48 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 	return func(t *Transport) { t.onRetry = both(t.onRetry, fn) }
 }
 
-// WithLogger logs each retry and each abandoned retry at debug level. The
-// messages name the method, scheme, host and path, never headers, user
-// information or query strings.
+// WithLogger logs what the Transport does to l, by slog's levels.
+//
+// INFO is for what an operator acts on, and a call logs at most one line
+// there:
+//
+//   - a call given up on, "retryhttp: not retrying" with its reason, the
+//     last attempt's number and status or error, when its attempts ran out
+//     after a retry (GiveUpAttemptsExhausted), or its budget
+//     (GiveUpBudgetExhausted) or its time (GiveUpDeadline), or the server
+//     asked for a wait beyond the limit (GiveUpRetryAfterLimit,
+//     GiveUpRateLimitResetLimit), or a response body could not be resumed
+//     (GiveUpNotResumable, GiveUpResumeLimit, and the budget and deadline
+//     of a resume);
+//   - a response body whose reader gets a *ResumeError for another cause
+//     while its caller still waits, "retryhttp: response body failed",
+//     with the ResumeReason: a resume refused or answered with another
+//     representation, a wrong length or digest;
+//   - adaptive throttling that starts refusing a host's requests,
+//     "retryhttp: throttling started" with the probability, and that ends,
+//     "retryhttp: throttling ended": once a change, not once a refusal. A
+//     call whose end makes the change logs it, and its own give-up at
+//     DEBUG.
+//
+// DEBUG is for each attempt ("retryhttp: attempt", with its status or
+// error) and each decision: a retry ("retryhttp: retrying", with its delay)
+// or a resume ("retryhttp: resuming response body"), a hedge
+// ("retryhttp: hedging"), an attempt not sent for lack of time
+// ("retryhttp: not sending"), a request refused by adaptive throttling
+// ("retryhttp: throttled"), and a give-up that is no operator's concern: the
+// caller's context done (GiveUpCanceled), a request that could not be sent
+// again (GiveUpNotResendable, GiveUpBodyNotReplayable), or a failure of a
+// call allowed one attempt. A final outcome (a 404, a TLS error, a caller
+// who gave up during an attempt) is no give-up, and is in its attempt's
+// line only.
+//
+// A give-up for lack of time carries the delay the retry would have waited,
+// time_left, what would have been left before the deadline once it was
+// sent (negative when the delay passes the deadline), as a retry's line
+// does, and host_latency, the host's typical answer time (0 while fewer
+// than 20 are known: the retry then needed 1 ms). The messages name the
+// method, scheme, host and path, never headers, user information or query
+// strings.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		panic("retryhttp: WithLogger: nil Logger")

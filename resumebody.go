@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // A resumeBody is the body of a response that may be resumed: it passes
@@ -59,6 +60,7 @@ type bodyReader struct {
 	err     error          // what every Read returns once the body has ended
 	digest  *reprDigest    // the running hash of the body, for its Repr-Digest
 	resumes int
+	gaveUp  bool // the end of the body was logged as a give-up
 
 	// Shared, under the body's mu.
 	stalled bool // the stall watch found a read waiting too long
@@ -236,7 +238,7 @@ func (b *resumeBody) readOther(p []byte) (int, error) {
 		return n, err
 	}
 	rerr := &ResumeError{Reason: r.why, Offset: r.off, Err: err}
-	b.report(GiveUpNotResumable, nil, rerr, v)
+	b.report(GiveUpNotResumable, 0, nil, rerr, v)
 	return n, b.end(rerr)
 }
 
@@ -287,13 +289,18 @@ func (r *bodyReader) error(reason ResumeReason, status int, err error) *ResumeEr
 	return &ResumeError{Reason: reason, Offset: r.off, Resumes: r.resumes, StatusCode: status, Err: err}
 }
 
-// end ends the body: every later Read returns err, which end returns.
+// end ends the body: every later Read returns err, which end returns. A
+// *ResumeError not logged as a give-up is logged here.
 func (b *resumeBody) end(err error) error {
 	r := b.r
 	r.mode, r.err = modeEnded, err
 	b.mu.Lock()
 	r.watch.stop()
 	b.mu.Unlock()
+	if rerr, ok := err.(*ResumeError); ok && !r.gaveUp {
+		s := b.state()
+		s.t.logBodyFailure(b.req, s.attempt, rerr, s.info)
+	}
 	return err
 }
 
@@ -352,7 +359,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 			s.release(failed, body, err, v, pt)
 			rerr := r.error(ResumeGaveUp, statusOf(answered), joinCause(err, cause))
 			rerr.GiveUp = reason
-			b.report(reason, answered, err, v)
+			b.report(reason, delay, answered, err, v)
 			return b.end(rerr)
 		}
 		e := s.retryEvent(delay, answered, err, v, pt.peer())
@@ -370,7 +377,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 				return b.end(errReadClosed)
 			}
 			reason := waitReason(werr)
-			b.report(reason, answered, err, v)
+			b.report(reason, 0, answered, err, v)
 			rerr := r.error(ResumeGaveUp, 0, errors.Join(werr, cause))
 			rerr.GiveUp = reason
 			return b.end(rerr)
@@ -424,13 +431,15 @@ func joinCause(err, cause error) error {
 	return errors.Join(err, cause)
 }
 
-// report logs the end of the body's resumes, reports it to the give-up
-// hooks, and tells a Handler serving the request.
-func (b *resumeBody) report(reason GiveUpReason, resp *http.Response, err error, v Verdict) {
+// report logs the end of the body's resumes (delay is the wait the resume
+// would have had, for GiveUpDeadline), reports it to the give-up hooks, and
+// tells a Handler serving the request.
+func (b *resumeBody) report(reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict) {
 	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
 	e.Resume, e.Offset = true, b.r.off
-	s.announceGiveUp(b.a, e)
+	b.r.gaveUp = true
+	s.announceGiveUp(b.a, e, delay)
 }
 
 // takePart takes the body being read away from Close and the stall watch,

@@ -46,6 +46,7 @@ type retryState struct {
 	prev    time.Duration    // the previous retry's delay
 	failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
 	retire  bool             // an HTTP/2 attempt failed: retries retire their connection
+	info    bool             // the call has logged its one line at INFO
 }
 
 // start readies the retries of req, a valid request, through t. It
@@ -185,11 +186,12 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 }
 
 // judge classifies the outcome of the attempt a, and counts it for
-// adaptive throttling.
+// adaptive throttling, which logs any change of the host's throttling the
+// count makes.
 func (s *retryState) judge(a *http.Request, resp *http.Response, err error) Verdict {
 	v := s.t.classify(a, resp, err)
-	if s.t.throttle != nil {
-		s.t.throttle.record(s.t, s.th, s.req, err, v, s.attempt)
+	if s.t.throttle != nil && s.t.throttle.record(s.t, s.th, s.req, err, v, s.attempt) {
+		s.info = true // the change of throttling is the call's line at INFO
 	}
 	return v
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"iter"
-	"log/slog"
 	"math"
 	"net/http"
 	"sync"
@@ -129,6 +128,10 @@ type hostThrottle struct {
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
 	pending atomic.Int64  // accepts not yet in a bucket
 	last    atomic.Int64  // when the host last failed or refused, on th.clock: the LRU order
+	// refusing is set while the log says the host is being refused: from
+	// the line that says throttling started to the one that says it
+	// ended. It changes only under mu.
+	refusing atomic.Bool
 
 	mu      sync.Mutex // guards the fields below
 	buckets [throttleBuckets]throttleBucket
@@ -158,14 +161,18 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 	}
 	now := th.clock(t)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	p = th.update(h, now)
 	if p == 0 || t.rand() >= p {
+		// A change to 0 is logged when the request ends, so that a request
+		// logs at most one change.
+		h.mu.Unlock()
 		return h, 0, true
 	}
 	h.bucket(th.step(now)).requests++ // a refused request counts as one not accepted
 	h.last.Store(now)
-	th.update(h, now)
+	c := h.announce(th.update(h, now))
+	h.mu.Unlock()
+	t.logThrottleChange(req.Context(), h, c, p)
 	return h, p, false
 }
 
@@ -176,24 +183,24 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 // or in gaveUp. Any other ends the request, which the host accepted, with
 // every attempt it took: a request that retries rescued counts for its
 // host, not against it. The error of a caller who gave up says nothing of
-// the host and is not counted.
-func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v Verdict, attempts int) {
+// the host and is not counted. It reports whether the count started or
+// ended the throttling of the host, which it logged.
+func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v Verdict, attempts int) bool {
 	if v.Decision == Retry {
-		return // counted when the request ends
+		return false // counted when the request ends
 	}
 	if h == nil || (err != nil && req.Context().Err() != nil) {
-		return // a host without counts has not failed lately
+		return false // a host without counts has not failed lately
 	}
 	n := int64(max(attempts, 1))
-	if h.p.Load() == 0 {
+	if h.p.Load() == 0 && !h.refusing.Load() {
 		if h.pending.Add(n)%throttleCheckEvery < n {
 			th.check(t, h)
 		}
-		return
+		return false
 	}
 	now := th.clock(t)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	th.fold(h, now)
 	b := h.bucket(th.step(now))
 	b.requests += n
@@ -203,17 +210,22 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 		h.buckets = [throttleBuckets]throttleBucket{}
 		h.streak = 0
 	}
-	th.update(h, now)
+	p := th.update(h, now)
+	c := h.announce(p)
+	h.mu.Unlock()
+	return t.logThrottleChange(req.Context(), h, c, p)
 }
 
 // gaveUp counts req, whose retries ended after attempts attempts without
 // rescuing it, for reason, as that many attempts its host did not accept.
 // A refusal was counted when it was made; a request whose caller gave up,
 // during a wait or an attempt, and one never sent (too little time left
-// for its first attempt) are not counted: the host did nothing.
-func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reason GiveUpReason, err error) {
+// for its first attempt) are not counted: the host did nothing. It
+// reports whether the count started or ended the throttling of the host,
+// which it logged.
+func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reason GiveUpReason, err error) bool {
 	if attempts == 0 || reason == GiveUpCanceled || (err != nil && req.Context().Err() != nil) {
-		return
+		return false
 	}
 	now := th.clock(t)
 	scheme, host := spelling(req)
@@ -222,12 +234,42 @@ func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reas
 		h = th.host(req, now)
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	th.fold(h, now)
 	h.bucket(th.step(now)).requests += int64(attempts)
 	h.streak = 0
 	h.last.Store(now)
-	th.update(h, now)
+	p := th.update(h, now)
+	c := h.announce(p)
+	h.mu.Unlock()
+	return t.logThrottleChange(req.Context(), h, c, p)
+}
+
+// A throttleChange is a change of whether a host is being refused
+// requests, as the log tells it.
+type throttleChange uint8
+
+const (
+	throttleSame throttleChange = iota
+	throttleStarted
+	throttleEnded
+)
+
+// announce returns the change of h's throttling that the log has yet to
+// tell, now that its rejection probability is p, and takes it as told.
+// It is called where a request ends, and where one is refused, so that a
+// request finds at most one change. A host forgotten to make room for
+// another while it was being refused ends without a line. h.mu must be
+// held.
+func (h *hostThrottle) announce(p float64) throttleChange {
+	switch refusing := h.refusing.Load(); {
+	case p > 0 && !refusing:
+		h.refusing.Store(true)
+		return throttleStarted
+	case p == 0 && refusing:
+		h.refusing.Store(false)
+		return throttleEnded
+	}
+	return throttleSame
 }
 
 // check looks, every throttleCheckEvery accepts, whether the window of h
@@ -315,15 +357,9 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
-	ctx := req.Context()
-	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: throttled",
-			append(requestAttrs(req, 0),
-				slog.String("reason", string(GiveUpThrottled)),
-				slog.Float64("rejection_probability", p))...)
-	}
+	t.logRefusal(req, p)
 	t.reportGiveUp(req, GiveUpThrottled, ErrThrottled)
-	markShed(ctx)
+	markShed(req.Context())
 	return nil, &Error{Err: ErrThrottled}
 }
 
@@ -347,6 +383,7 @@ type HostRejection struct {
 // Without WithAdaptiveThrottling it yields nothing. Each host is locked
 // briefly while its probability is computed.
 func (t *Transport) Rejections() iter.Seq[HostRejection] {
+	t = t.ready()
 	return func(yield func(HostRejection) bool) {
 		th := t.throttle
 		if th == nil {

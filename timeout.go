@@ -18,16 +18,21 @@ var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
 // per-attempt timeout, and never returns both a response and an error. It
 // records the attempt's time to response headers for the check before a
 // retry when the request has a deadline and the Transport keeps its own
-// table of answer times (answerTable: hedging keeps them otherwise).
-func (t *Transport) send(a *http.Request) (*http.Response, error) {
-	if t.answers != nil && hasDeadline(a.Context()) {
-		return t.sendTimed(a)
+// table of answer times (answerTable: hedging keeps them otherwise), and
+// logs the attempt's outcome.
+func (t *Transport) send(a *http.Request) (resp *http.Response, err error) {
+	switch {
+	case t.answers != nil && hasDeadline(a.Context()):
+		resp, err = t.sendTimed(a)
+	case t.attemptTimeout <= 0:
+		resp, err = checkResult(t.base.RoundTrip(a))
+	default:
+		resp, err = t.sendWithTimeout(a)
 	}
-	if t.attemptTimeout <= 0 {
-		resp, err := t.base.RoundTrip(a)
-		return checkResult(resp, err)
+	if t.logger != nil {
+		t.logAttempt(a, resp, err)
 	}
-	return t.sendWithTimeout(a)
+	return resp, err
 }
 
 // sendWithTimeout is send with a per-attempt timeout, without recording.

@@ -7,9 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -41,12 +40,13 @@ const (
 // response exists, an *Error wrapping the last error.
 //
 // A Transport is immutable once New returns it and is safe for concurrent
-// use by many goroutines. The zero Transport has no base and cannot send:
-// make one with New. Most callers want
+// use by many goroutines. The zero Transport is ready to use and behaves as
+// New() does, with every default: on first use it makes a Transport with
+// New() and hands every call to it. Most callers want
 //
 //	client := &http.Client{Transport: retryhttp.New()}
 type Transport struct {
-	base            http.RoundTripper
+	base            http.RoundTripper // nil only in a Transport New did not make
 	maxAttempts     int
 	backoff         Backoff
 	throttleBackoff Backoff
@@ -77,6 +77,11 @@ type Transport struct {
 	// [0, 1). In-package tests replace them.
 	now  func() time.Time
 	rand func() float64
+
+	// made is the Transport that a zero Transport hands its calls to, made
+	// by New() once, on first use.
+	made     *Transport
+	makeOnce sync.Once
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -131,18 +136,28 @@ func defaultBase() *http.Transport {
 	return base
 }
 
+// ready returns the Transport that does t's work: t itself when New made
+// it, and for a zero Transport one that New() makes on first use.
+func (t *Transport) ready() *Transport {
+	if t.base != nil {
+		return t
+	}
+	t.makeOnce.Do(func() { t.made = New() })
+	return t.made
+}
+
 // CloseIdleConnections closes the base transport's idle connections, if it
 // has a CloseIdleConnections method, so that http.Client.CloseIdleConnections
 // reaches the connection pool.
 func (t *Transport) CloseIdleConnections() {
-	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+	if c, ok := t.ready().base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
 
 // Budget returns the budget the Transport's retries are paid from, nil after
 // WithoutBudget: by default a HostBudget of its own, which a gauge can read.
-func (t *Transport) Budget() Budget { return t.budget }
+func (t *Transport) Budget() Budget { return t.ready().budget }
 
 // An Error reports a request that ended without any response: every attempt
 // failed with an error, or the request could not be sent. Unwrap returns the
@@ -203,6 +218,9 @@ type attemptKey struct{}
 // is configured to. It implements http.RoundTripper: it never modifies req,
 // and closes req.Body exactly once, on every path.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.base == nil {
+		return t.ready().RoundTrip(req) // a zero Transport
+	}
 	if t.plain(req) {
 		resp, err := t.send(req)
 		if err == nil && t.doneAtOnce(req, resp) {
@@ -273,7 +291,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			}
 		}
 		if reason != "" {
-			return s.giveUp(a, pt, reason, resp, err, v, g)
+			return s.giveUp(a, pt, reason, delay, resp, err, v, g)
 		}
 		t.notify(s.retryEvent(delay, resp, err, v, pt.peer()))
 		s.release(resp, bodyOf(resp), err, v, pt)
@@ -281,7 +299,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		if werr := s.wait(req.Context(), delay); werr != nil {
 			closeBody(next)
 			s.body.done()
-			t.reportGiveUpEvent(s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()))
+			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()), 0)
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -329,21 +347,32 @@ func (t *Transport) policy(req *http.Request) policy {
 }
 
 // giveUp ends the retries of the request, whose last attempt, a, failed in
-// a way worth retrying with verdict v, for the given reason: it logs the
-// reason, reports it to the give-up hooks, tells a Handler serving the
-// request that a dependency was given up on, and returns the last result.
-func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
-	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()))
+// a way worth retrying with verdict v, for the given reason (after a retry
+// of delay was planned, for GiveUpDeadline): it logs the reason, reports it
+// to the give-up hooks, tells a Handler serving the request that a
+// dependency was given up on, and returns the last result.
+func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
+	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
 
-// announceGiveUp logs e, the end of the retries whose last attempt is a,
-// reports it to the give-up hooks, and tells a Handler serving the request
+// announceGiveUp is reportGiveUp, and tells a Handler serving the request
 // that a dependency was given up on.
-func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent) {
-	s.t.logGiveUp(a, e)
-	s.t.reportGiveUpEvent(e)
+func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
+	s.reportGiveUp(a, e, delay)
 	markGaveUp(a.Context())
+}
+
+// reportGiveUp counts e, the end of the retries whose last attempt is a,
+// for adaptive throttling, logs it (delay is the wait the retry would have
+// had, for GiveUpDeadline) after any change of throttling its count made,
+// and reports it to the give-up hooks.
+func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
+	if s.t.countGiveUp(e) {
+		s.info = true // the change of throttling was the call's line at INFO
+	}
+	s.info = s.t.logGiveUp(a, e, delay, s.info)
+	s.t.giveUpHooks(e)
 }
 
 // failureStatus reports the statuses by which a dependency fails in a way a
@@ -382,7 +411,8 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 }
 
 // plan decides whether the failed attempt a is retried and after what
-// delay. It returns a non-empty reason when it is not.
+// delay. It returns a non-empty reason when it is not, with the delay the
+// retry would have had for GiveUpDeadline, and 0 for other reasons.
 func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, g *guard, p policy) (time.Duration, GiveUpReason) {
 	if attempt >= p.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
@@ -416,7 +446,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 		}
 	}
 	if !t.retryFits(a, now, delay) {
-		return 0, GiveUpDeadline
+		return delay, GiveUpDeadline // the delay, for the log
 	}
 	return delay, ""
 }
@@ -493,68 +523,5 @@ func (t *Transport) notify(e RetryEvent) {
 	if t.onRetry != nil {
 		t.onRetry(e)
 	}
-	ctx := e.Request.Context()
-	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		msg := "retryhttp: retrying"
-		attrs := appendTimeLeft(append(attemptAttrs(e.Request, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.Duration("delay", e.Delay)), e.TimeLeft)
-		if e.Resume {
-			msg = "retryhttp: resuming response body"
-			attrs = append(attrs, slog.Int64("offset", e.Offset))
-		}
-		t.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
-	}
-}
-
-// logGiveUp logs a retryable failure that is not retried, and why. req is
-// the attempt's request, whose context the logger is given.
-func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent) {
-	ctx := req.Context()
-	if t.logger != nil && t.logger.Enabled(ctx, slog.LevelDebug) {
-		attrs := t.appendDeadlineFacts(append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason))), req, e.Reason)
-		if e.Resume {
-			attrs = append(attrs, slog.Int64("offset", e.Offset))
-		}
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not retrying", attrs...)
-	}
-}
-
-// requestAttrs is attemptAttrs for an attempt of req that has no outcome
-// yet, or will not be sent.
-func requestAttrs(req *http.Request, attempt int) []slog.Attr {
-	return attemptAttrs(req, attempt, 0, nil, netip.AddrPort{})
-}
-
-// attemptAttrs describes an attempt for the log without headers, user
-// information or query strings, which may hold secrets, with its status
-// when it has one (not 0), its error, and the connection's remote address
-// when it is known.
-func attemptAttrs(req *http.Request, attempt, status int, err error, peer netip.AddrPort) []slog.Attr {
-	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
-	if u.Host == "" {
-		u.Host = req.Host
-	}
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	attrs := []slog.Attr{
-		slog.String("method", method),
-		slog.String("url", u.String()),
-		slog.Int("attempt", attempt),
-	}
-	if status != 0 {
-		attrs = append(attrs, slog.Int("status", status))
-	}
-	if peer.IsValid() {
-		attrs = append(attrs, slog.String("network.peer.address", peer.Addr().String()), slog.Int("network.peer.port", int(peer.Port())))
-	}
-	if err != nil {
-		// A *url.Error's message repeats the URL, query string included.
-		var uerr *url.Error
-		for errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	return attrs
+	t.logRetry(e)
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1062,6 +1063,75 @@ func TestOnlyHealthyResponsesRefillBudget(t *testing.T) {
 				want = Token
 			}
 			assert.Equal(t, want, budget.Balance())
+		})
+	}
+}
+
+// TestZeroTransport checks that a zero Transport works as New() does, from
+// several goroutines at once: each request's 503 is retried, and the
+// retry's 200 returned.
+func TestZeroTransport(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		n := seen[r.URL.Path]
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+
+	var tr Transport
+	defer tr.CloseIdleConnections()
+	const callers = 8
+	var codes, attempts [callers]int
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			resp, err := tr.RoundTrip(get(t, srv.URL+"/"+strconv.Itoa(g)))
+			if !assert.NoError(t, err) {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[g], attempts[g] = resp.StatusCode, Attempts(resp)
+		})
+	}
+	wg.Wait()
+	for g := range callers {
+		assert.Equal(t, http.StatusOK, codes[g], "caller %d", g)
+		assert.Equal(t, 2, attempts[g], "caller %d", g)
+	}
+	made := tr.ready()
+	assert.Same(t, made, tr.ready(), "one Transport is made")
+	assert.Equal(t, DefaultMaxAttempts, made.maxAttempts)
+	assert.Same(t, made.Budget(), tr.Budget())
+}
+
+// TestZeroTransportMethods calls each exported method on a zero Transport
+// not used before.
+func TestZeroTransportMethods(t *testing.T) {
+	tests := map[string]func(t *testing.T, tr *Transport){
+		"CloseIdleConnections": func(_ *testing.T, tr *Transport) { tr.CloseIdleConnections() },
+		"Budget": func(t *testing.T, tr *Transport) {
+			assert.IsType(t, &HostBudget{}, tr.Budget())
+		},
+		"Rejections": func(t *testing.T, tr *Transport) {
+			for r := range tr.Rejections() {
+				t.Errorf("rejection without throttling: %+v", r)
+			}
+		},
+		"RoundTrip": func(t *testing.T, tr *Transport) {
+			_, err := tr.RoundTrip(&http.Request{Method: http.MethodGet})
+			assert.ErrorContains(t, err, "nil Request.URL")
+		},
+	}
+	for name, call := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.NotPanics(t, func() { call(t, &Transport{}) })
 		})
 	}
 }
