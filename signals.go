@@ -152,10 +152,13 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 }
 
 // quotaLeft reports whether a rate limit's remaining count says requests
-// remain: a number above zero. An absent or unreadable count does not.
+// remain: a number above zero, however large. An absent or unreadable count
+// does not.
 func quotaLeft(remaining string) bool {
-	n, err := strconv.ParseInt(remaining, 10, 64)
-	return err == nil && n > 0
+	// ParseInt gives 0 for what is not a number, and saturates, with
+	// ErrRange, a number too large for an int64: still above zero.
+	n, _ := strconv.ParseInt(remaining, 10, 64)
+	return n > 0
 }
 
 // rateLimitParams finds the reset and remaining parameters of one RateLimit
