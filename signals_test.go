@@ -400,3 +400,116 @@ func countAboveZero(s string) bool {
 	s = strings.Trim(s, " \t")
 	return isDigits(s) && strings.Trim(s, "0") != ""
 }
+
+// parseSignalTests is shared by TestParseSignal and the seed corpus of
+// FuzzServerSignal.
+var parseSignalTests = []struct {
+	name   string
+	values []string
+	want   signal
+}{
+	{"absent", nil, signalNone},
+	{"true", []string{"true"}, signalRetry},
+	{"false", []string{"false"}, signalFinal},
+	{"upper case", []string{"TRUE"}, signalRetry},
+	{"mixed case", []string{"FaLsE"}, signalFinal},
+	{"spaces and tabs around", []string{" \tfalse\t "}, signalFinal},
+	{"the first value decides", []string{"false", "true"}, signalFinal},
+	{"an unreadable first value", []string{"maybe", "true"}, signalNone},
+	{"empty", []string{""}, signalNone},
+	{"spaces", []string{"   "}, signalNone},
+	{"one", []string{"1"}, signalNone},
+	{"yes", []string{"yes"}, signalNone},
+	{"cut short", []string{"tru"}, signalNone},
+	{"longer", []string{"truee"}, signalNone},
+	{"a list", []string{"true, false"}, signalNone},
+	{"quoted", []string{`"true"`}, signalNone},
+	{"NUL", []string{"true\x00"}, signalNone},
+	{"newline is not OWS", []string{"true\n"}, signalNone},
+	{"non-breaking space is not OWS", []string{"\u00a0true"}, signalNone},
+	// HTTP compares tokens in ASCII: a long s (U+017F), which Unicode
+	// folds to s, does not spell false.
+	{"long s", []string{"fal\u017fe"}, signalNone},
+	{"full-width letters", []string{"\uff54\uff52\uff55\uff45"}, signalNone},
+	{"invalid UTF-8", []string{"tr\xffe"}, signalNone},
+	{"true a thousand times", []string{strings.Repeat("true", 1000)}, signalNone},
+}
+
+func TestParseSignal(t *testing.T) {
+	for _, tt := range parseSignalTests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, parseSignal(tt.values), "parseSignal(%q)", tt.values)
+			assert.Equal(t, tt.want, serverSignal(http.Header{ShouldRetryHeader: tt.values}, nil), "serverSignal(%q)", tt.values)
+		})
+	}
+}
+
+// FuzzServerSignal checks that only "true" and "false", in any case of
+// their ASCII letters and with spaces and tabs around them, in the first
+// value of the header, are a signal, and that ServerSignalClassifier
+// follows it for a header of any name.
+func FuzzServerSignal(f *testing.F) {
+	for _, tt := range parseSignalTests {
+		var v1, v2 string
+		if len(tt.values) > 0 {
+			v1 = tt.values[0]
+		}
+		if len(tt.values) > 1 {
+			v2 = tt.values[1]
+		}
+		f.Add(v1, v2, len(tt.values) > 1, "")
+		f.Add(v1, v2, len(tt.values) > 1, "x-retry-ok")
+	}
+	trueFalse := caseVariants("true", "false")
+	f.Fuzz(func(t *testing.T, v1, v2 string, two bool, name string) {
+		values := []string{v1}
+		if two {
+			values = append(values, v2)
+		}
+		got := parseSignal(values)
+		want := signalNone
+		switch trueFalse[strings.Trim(v1, " \t")] {
+		case "true":
+			want = signalRetry
+		case "false":
+			want = signalFinal
+		}
+		if got != want {
+			t.Fatalf("parseSignal(%q) = %d, want %d", values, got, want)
+		}
+
+		var names []string
+		key := ShouldRetryHeader
+		if name != "" {
+			names = []string{name}
+			key = http.CanonicalHeaderKey(name)
+		}
+		h := http.Header{key: values}
+		req := &http.Request{Method: http.MethodGet, Header: http.Header{}}
+		verdicts := map[signal]Verdict{signalNone: {}, signalRetry: {Decision: Retry}, signalFinal: {Decision: DontRetry}}
+		if v := ServerSignalClassifier(names...).Classify(req, &http.Response{StatusCode: 500, Header: h}, nil); v != verdicts[got] {
+			t.Fatalf("ServerSignalClassifier(%q) on a 500 with %q: got %+v, want %+v", names, values, v, verdicts[got])
+		}
+		if v := ServerSignalClassifier(names...).Classify(req, &http.Response{StatusCode: 200, Header: h}, nil); v != (Verdict{}) {
+			t.Fatalf("ServerSignalClassifier(%q) on a 200 with %q: got %+v, want no opinion", names, values, v)
+		}
+	})
+}
+
+// caseVariants maps every spelling of the words in any case of their ASCII
+// letters to the word.
+func caseVariants(words ...string) map[string]string {
+	m := map[string]string{}
+	for _, w := range words {
+		for mask := 0; mask < 1<<len(w); mask++ {
+			b := []byte(w)
+			for i := range b {
+				if mask&(1<<i) != 0 {
+					b[i] -= 'a' - 'A'
+				}
+			}
+			m[string(b)] = w
+		}
+	}
+	return m
+}
