@@ -32,6 +32,8 @@ func TestPeekBody(t *testing.T) {
 		{"short, length unknown", strings.NewReader(`<Error/>`), -1, `<Error/>`, true, `<Error/>`, nil},
 		{"one byte at a time", iotest.OneByteReader(strings.NewReader("abcdef")), -1, "abcdef", true, "abcdef", nil},
 		{"exactly the limit, length known", strings.NewReader(long[:PeekLimit]), PeekLimit, long[:PeekLimit], true, long[:PeekLimit], nil},
+		// Without a byte past the limit, nothing tells the end from more.
+		{"exactly the limit, length unknown", strings.NewReader(long[:PeekLimit]), -1, long[:PeekLimit], false, long[:PeekLimit], nil},
 		{"longer than the limit", strings.NewReader(long), int64(len(long)), long[:PeekLimit], false, long, nil},
 		{"longer than the limit, length unknown", strings.NewReader(long), -1, long[:PeekLimit], false, long, nil},
 		{"fails midway", io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), -1, "abc", false, "abc", boom},
@@ -170,8 +172,12 @@ func FuzzPeekBody(f *testing.F) {
 		if len(prefix) > PeekLimit || !bytes.HasPrefix(data, prefix) {
 			t.Fatalf("prefix of %d bytes is not a prefix of the body", len(prefix))
 		}
-		if complete != (len(prefix) == len(data)) && len(data) > 0 {
-			t.Fatalf("complete = %t with %d of %d bytes", complete, len(prefix), len(data))
+		whole := len(prefix) == len(data)
+		if len(data) == PeekLimit && !known {
+			whole = false // no byte past the limit tells the end from more
+		}
+		if complete != whole && len(data) > 0 {
+			t.Fatalf("complete = %t with %d of %d bytes (length known: %t)", complete, len(prefix), len(data), known)
 		}
 		got, err := io.ReadAll(resp.Body)
 		if err != nil || !bytes.Equal(got, data) {
