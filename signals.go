@@ -173,13 +173,13 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 }
 
 // quotaLeft reports whether a rate limit's remaining count says requests
-// remain: a number above zero, however large. An absent or unreadable count
-// does not.
+// remain: a number above zero in ASCII digits, after an optional '+',
+// however large. An absent or unreadable count does not. (strconv.ParseInt
+// cannot tell: past the int64 maximum it reports ErrRange before it has
+// read the rest, so "99999999999999999999x" looks like a large count.)
 func quotaLeft(remaining string) bool {
-	// ParseInt gives 0 for what is not a number, and saturates, with
-	// ErrRange, a number too large for an int64: still above zero.
-	n, _ := strconv.ParseInt(remaining, 10, 64)
-	return n > 0
+	n, ok := digits(strings.TrimPrefix(remaining, "+"))
+	return ok && n > 0
 }
 
 // rateLimitParams finds the reset and remaining parameters of one RateLimit

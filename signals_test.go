@@ -203,6 +203,10 @@ var rateLimitResetTests = []struct {
 	// above zero.
 	{"X-RateLimit-Remaining past the int64 maximum", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"99999999999999999999"}}, 0, false},
 	{"RateLimit remaining past the int64 maximum", http.Header{"Ratelimit": {"remaining=99999999999999999999, reset=20"}}, 0, false},
+	{"X-RateLimit-Remaining past the int64 maximum, then a letter", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"99999999999999999999A"}}, 30 * time.Second, true},
+	{"RateLimit r past the int64 maximum, then a letter", http.Header{"Ratelimit": {"r=18700000000000000000A,t=1"}}, time.Second, true},
+	{"X-RateLimit-Remaining with a plus sign", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"+5"}}, 0, false},
+	{"X-RateLimit-Remaining with two plus signs", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"++5"}}, 30 * time.Second, true},
 	{"X-RateLimit-Remaining negative", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"-1"}}, 30 * time.Second, true},
 	{"X-RateLimit-Remaining the smallest int64", http.Header{"X-Ratelimit-Reset": {"30"}, "X-Ratelimit-Remaining": {"-9223372036854775808"}}, 30 * time.Second, true},
 	{"RateLimit reset of 20 digits", http.Header{"Ratelimit": {"reset=99999999999999999999"}, "X-Ratelimit-Reset": {"-1"}, "X-Ratelimit-Remaining": {"x"}, "Date": {"garbage"}},
@@ -395,9 +399,10 @@ func FuzzRateLimitReset(f *testing.F) {
 }
 
 // countAboveZero reports whether s, trimmed of spaces and tabs, is a count
-// above zero in ASCII digits, however many: a rate limit's requests left.
+// above zero in ASCII digits, however many, after an optional '+': a rate
+// limit's requests left.
 func countAboveZero(s string) bool {
-	s = strings.Trim(s, " \t")
+	s = strings.TrimPrefix(strings.Trim(s, " \t"), "+")
 	return isDigits(s) && strings.Trim(s, "0") != ""
 }
 
