@@ -379,58 +379,68 @@ func FuzzAWSResponseErrorCode(f *testing.F) {
 	}
 	f.Add(uint16(400), "", true, "", "", cloudWatchThrottle)
 	f.Fuzz(func(t *testing.T, status uint16, contentType string, smithy bool, errorType, queryError string, body []byte) {
-		h := headerOf(map[string]string{"Content-Type": contentType, "X-Amzn-Errortype": errorType, "X-Amzn-Query-Error": queryError})
-		if smithy {
-			h.Set("Smithy-Protocol", "rpc-v2-cbor")
-		}
-		resp := &http.Response{StatusCode: int(status), Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: -1}
-		code := AWSResponseErrorCode(resp)
-
-		prefix := body[:min(len(body), PeekLimit)]
-		media := strings.ToLower(strings.Trim(strings.SplitN(contentType, ";", 2)[0], " \t"))
-		kind := "none"
-		switch {
-		case smithy:
-			kind = "cbor"
-		case contentType == "":
-			switch b := bytes.TrimLeft(prefix, " \t\r\n"); {
-			case len(b) > 0 && b[0] == '{':
-				kind = "json"
-			case len(b) > 0 && b[0] == '<':
-				kind = "xml"
-			}
-		case media == "application/json" || media == "application/x-amz-json-1.0" || media == "application/x-amz-json-1.1":
-			kind = "json"
-		case media == "text/xml" || media == "application/xml":
-			kind = "xml"
-		case media == "application/cbor":
-			kind = "cbor"
-		}
-		want, read := AWSErrorCode(h), false
-		if want == "" && status >= 400 && (kind != "none" || contentType == "" && !smithy) {
-			read = true
-			switch kind {
-			case "json":
-				want = awsCodeName(jsonErrorCode(prefix))
-			case "xml":
-				want = strings.Trim(xmlErrorCode(prefix), " \t")
-			case "cbor":
-				want = awsCodeName(cborErrorType(prefix))
-			}
-		}
-		if code != want {
-			t.Fatalf("status %d, %q, body %q: got code %q, want %q", status, h, body, code, want)
-		}
-		if code != strings.Trim(code, " \t") {
-			t.Fatalf("code %q has spaces or tabs around it", code)
-		}
-		if _, peeked := resp.Body.(*peekedBody); peeked != read {
-			t.Fatalf("status %d, %q: body peeked %t, want %t", status, h, peeked, read)
-		}
-		if got, err := io.ReadAll(resp.Body); err != nil || !bytes.Equal(got, body) {
-			t.Fatalf("the caller got %q (%v), want %q", got, err, body)
-		}
+		// In a synctest bubble, the peek's 100 ms wait ends only once the
+		// read ahead is blocked, however busy the machine.
+		synctest.Test(t, func(t *testing.T) {
+			checkAWSResponseErrorCode(t, status, contentType, smithy, errorType, queryError, body)
+		})
 	})
+}
+
+// checkAWSResponseErrorCode is FuzzAWSResponseErrorCode's check of one
+// response.
+func checkAWSResponseErrorCode(t *testing.T, status uint16, contentType string, smithy bool, errorType, queryError string, body []byte) {
+	h := headerOf(map[string]string{"Content-Type": contentType, "X-Amzn-Errortype": errorType, "X-Amzn-Query-Error": queryError})
+	if smithy {
+		h.Set("Smithy-Protocol", "rpc-v2-cbor")
+	}
+	resp := &http.Response{StatusCode: int(status), Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: -1}
+	code := AWSResponseErrorCode(resp)
+
+	prefix := body[:min(len(body), PeekLimit)]
+	media := strings.ToLower(strings.Trim(strings.SplitN(contentType, ";", 2)[0], " \t"))
+	kind := "none"
+	switch {
+	case smithy:
+		kind = "cbor"
+	case contentType == "":
+		switch b := bytes.TrimLeft(prefix, " \t\r\n"); {
+		case len(b) > 0 && b[0] == '{':
+			kind = "json"
+		case len(b) > 0 && b[0] == '<':
+			kind = "xml"
+		}
+	case media == "application/json" || media == "application/x-amz-json-1.0" || media == "application/x-amz-json-1.1":
+		kind = "json"
+	case media == "text/xml" || media == "application/xml":
+		kind = "xml"
+	case media == "application/cbor":
+		kind = "cbor"
+	}
+	want, read := AWSErrorCode(h), false
+	if want == "" && status >= 400 && (kind != "none" || contentType == "" && !smithy) {
+		read = true
+		switch kind {
+		case "json":
+			want = awsCodeName(jsonErrorCode(prefix))
+		case "xml":
+			want = strings.Trim(xmlErrorCode(prefix), " \t")
+		case "cbor":
+			want = awsCodeName(cborErrorType(prefix))
+		}
+	}
+	if code != want {
+		t.Fatalf("status %d, %q, body %q: got code %q, want %q", status, h, body, code, want)
+	}
+	if code != strings.Trim(code, " \t") {
+		t.Fatalf("code %q has spaces or tabs around it", code)
+	}
+	if _, peeked := resp.Body.(*peekedBody); peeked != read {
+		t.Fatalf("status %d, %q: body peeked %t, want %t", status, h, peeked, read)
+	}
+	if got, err := io.ReadAll(resp.Body); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("the caller got %q (%v), want %q", got, err, body)
+	}
 }
 
 // jsonErrorCodeTests is shared by TestJSONErrorCode and the seed corpus of
