@@ -25,9 +25,6 @@ const (
 // cborBreak ends an item of indefinite length.
 const cborBreak = 0xff
 
-// cborIndefinite is the argument of an item of indefinite length.
-const cborIndefinite = ^uint64(0)
-
 // cborErrorType returns the text string value of the "__type" key of the
 // map that doc holds, or "": when doc is not a map, the member is not
 // there, is not a text string, or lies past a point where doc is malformed
@@ -35,12 +32,12 @@ const cborIndefinite = ^uint64(0)
 // document cut short.
 func cborErrorType(doc []byte) string {
 	r := cborReader{b: doc}
-	major, n, ok := r.head()
+	major, n, indefinite, ok := r.head()
 	if !ok || major != cborMap {
 		return ""
 	}
-	for i := uint64(0); n == cborIndefinite || i < n; i++ {
-		if n == cborIndefinite && r.atBreak() {
+	for i := uint64(0); indefinite || i < n; i++ {
+		if indefinite && r.atBreak() {
 			return ""
 		}
 		key, isText, ok := r.text()
@@ -77,33 +74,35 @@ func (r *cborReader) atBreak() bool {
 }
 
 // head reads an item's initial byte and argument: the major type, and the
-// value, length or count the item carries (cborIndefinite for an
-// indefinite length, which only strings, arrays and maps may have). ok is
-// false when the bytes end or are not a well-formed head.
-func (r *cborReader) head() (major byte, arg uint64, ok bool) {
+// value, length or count the item carries, or indefinite for an indefinite
+// length, which only strings, arrays and maps may have. ok is false when
+// the bytes end or are not a well-formed head. The argument may be any
+// uint64, 2^64-1 included: a length no slice holds, which the item's reader
+// finds cut short.
+func (r *cborReader) head() (major byte, arg uint64, indefinite, ok bool) {
 	if r.off >= len(r.b) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	ib := r.b[r.off]
 	r.off++
 	major, info := ib>>5, ib&0x1f
 	switch {
 	case info < 24:
-		return major, uint64(info), true
+		return major, uint64(info), false, true
 	case info <= 27:
 		size := 1 << (info - 24) // 1, 2, 4 or 8 bytes
 		if len(r.b)-r.off < size {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		for _, c := range r.b[r.off : r.off+size] {
 			arg = arg<<8 | uint64(c)
 		}
 		r.off += size
-		return major, arg, true
+		return major, arg, false, true
 	case info == 31 && (major == cborBytes || major == cborText || major == cborArray || major == cborMap):
-		return major, cborIndefinite, true
+		return major, 0, true, true
 	}
-	return 0, 0, false // 28 to 30 are reserved; 31 has no meaning elsewhere
+	return 0, 0, false, false // 28 to 30 are reserved; 31 has no meaning elsewhere
 }
 
 // text reads the next item. If it is a text string, it returns its
@@ -112,7 +111,7 @@ func (r *cborReader) head() (major byte, arg uint64, ok bool) {
 // short.
 func (r *cborReader) text() (s string, isText, ok bool) {
 	start := r.off
-	major, n, ok := r.head()
+	major, n, indefinite, ok := r.head()
 	if !ok {
 		return "", false, false
 	}
@@ -120,14 +119,14 @@ func (r *cborReader) text() (s string, isText, ok bool) {
 		r.off = start
 		return "", false, r.skip(0)
 	}
-	if n != cborIndefinite {
+	if !indefinite {
 		b, ok := r.take(n)
 		return string(b), true, ok
 	}
 	var out []byte
 	for !r.atBreak() {
-		major, n, ok := r.head()
-		if !ok || major != cborText || n == cborIndefinite {
+		major, n, indefinite, ok := r.head()
+		if !ok || major != cborText || indefinite {
 			return "", false, false // a chunk must be a definite text string
 		}
 		b, ok := r.take(n)
@@ -157,7 +156,7 @@ func (r *cborReader) skip(depth int) bool {
 	if depth > cborMaxDepth {
 		return false
 	}
-	major, n, ok := r.head()
+	major, n, indefinite, ok := r.head()
 	if !ok {
 		return false
 	}
@@ -165,13 +164,13 @@ func (r *cborReader) skip(depth int) bool {
 	case cborUint, cborNegint:
 		return true
 	case cborBytes, cborText:
-		if n != cborIndefinite {
+		if !indefinite {
 			_, ok := r.take(n)
 			return ok
 		}
 		for !r.atBreak() {
-			chunk, m, ok := r.head()
-			if !ok || chunk != major || m == cborIndefinite {
+			chunk, m, chunkIndefinite, ok := r.head()
+			if !ok || chunk != major || chunkIndefinite {
 				return false
 			}
 			if _, ok := r.take(m); !ok {
@@ -181,14 +180,14 @@ func (r *cborReader) skip(depth int) bool {
 		return true
 	case cborArray, cborMap:
 		items := n
-		if major == cborMap && n != cborIndefinite {
+		if major == cborMap && !indefinite {
 			if n > uint64(len(r.b)) {
 				return false // more pairs than bytes: cut short
 			}
 			items = 2 * n
 		}
-		for i := uint64(0); n == cborIndefinite || i < items; i++ {
-			if n == cborIndefinite && r.atBreak() {
+		for i := uint64(0); indefinite || i < items; i++ {
+			if indefinite && r.atBreak() {
 				return true
 			}
 			if !r.skip(depth + 1) {

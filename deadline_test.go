@@ -2,6 +2,8 @@ package retryhttp
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +101,36 @@ var parseTests = []struct {
 	{"X-Deadline-Ms", "0", 0, deadlineMalformed},
 	{"X-Deadline-Ms", "NaN", 0, deadlineMalformed},
 	{"X-Deadline-Ms", "Infinity", 0, deadlineMalformed},
+
+	// Hostile values: past every bound, out of every format.
+	{GRPCTimeout, "99999999n", 99999999, deadlineSet},
+	{GRPCTimeout, "99999999M", 99999999 * time.Minute, deadlineSet},
+	{GRPCTimeout, "2562048H", maxDuration, deadlineSet}, // the first hour past a Duration
+	{GRPCTimeout, "2562047H", 2562047 * time.Hour, deadlineSet},
+	{GRPCTimeout, "9223372036854775807n", 0, deadlineMalformed},
+	{GRPCTimeout, "99999999999999999999H", 0, deadlineMalformed},
+	{GRPCTimeout, "-9223372036854775808n", 0, deadlineMalformed},
+	{GRPCTimeout, "00000000n", 0, deadlineSet},
+	{GRPCTimeout, "0000000000n", 0, deadlineMalformed},
+	{GRPCTimeout, " \t ", 0, deadlineMalformed},
+	{GRPCTimeout, "mm", 0, deadlineMalformed},
+	{GRPCTimeout, "1\xff", 0, deadlineMalformed},
+	{GRPCTimeout, "\xff1m", 0, deadlineMalformed},
+	{GRPCTimeout, "1m\x00", 0, deadlineMalformed},
+	{GRPCTimeout, "1\u00b5", 0, deadlineMalformed}, // µ is not gRPC's u
+	{GRPCTimeout, strings.Repeat("9", 400) + "S", 0, deadlineMalformed},
+	{EnvoyTimeout, "9223372036854775807", 0, deadlineMalformed},
+	{EnvoyTimeout, "18446744073709551616", 0, deadlineMalformed},
+	{EnvoyTimeout, "-9223372036854775808", 0, deadlineMalformed},
+	{EnvoyTimeout, strings.Repeat("0", 400), 0, deadlineMalformed},
+	{EnvoyTimeout, "0000000001", time.Millisecond, deadlineSet},
+	{EnvoyTimeout, "\xff", 0, deadlineMalformed},
+	{ConnectTimeout, "9999999999", 9999999999 * time.Millisecond, deadlineSet},
+	{ConnectTimeout, "99999999999", 0, deadlineMalformed},
+	{ConnectTimeout, strings.Repeat("9", 400), 0, deadlineMalformed},
+	{ConnectTimeout, "250m", 0, deadlineMalformed}, // gRPC's format is not Connect's
+	{"X-Deadline-Ms", "\t1\t", time.Millisecond, deadlineSet},
+	{"X-Deadline-Ms", "1,1", 0, deadlineMalformed},
 }
 
 func TestParseDeadline(t *testing.T) {
@@ -156,27 +188,47 @@ func FuzzDeadlineRoundTrip(f *testing.F) {
 	})
 }
 
+// FuzzParseDeadline checks parseValue, for gRPC's format and the
+// millisecond ones, against the grammar written out with strconv: digits
+// only, at most 8 of them and a unit for gRPC, at most 10 for
+// milliseconds; the time they say, saturated; 0 as each format reads it;
+// and a value that reads back from what appendValue writes for it.
 func FuzzParseDeadline(f *testing.F) {
 	for _, tt := range parseTests {
 		f.Add(string(tt.f), tt.value)
 	}
+	grpcUnit := map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second, 'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}
 	f.Fuzz(func(t *testing.T, name, value string) {
 		format := DeadlineFormat(name)
 		d, kind := format.parseValue(value)
-		switch kind {
-		case deadlineSet:
-			if d < 0 {
-				t.Fatalf("%s %q: negative time left %v", name, value, d)
+
+		s := strings.Trim(value, " \t")
+		wantD, wantKind := time.Duration(0), deadlineMalformed
+		if format == GRPCTimeout {
+			if len(s) >= 2 && len(s) <= 9 && isDigits(s[:len(s)-1]) && grpcUnit[s[len(s)-1]] != 0 {
+				n, _ := strconv.ParseInt(s[:len(s)-1], 10, 64)
+				unit := grpcUnit[s[len(s)-1]]
+				wantD, wantKind = maxDuration, deadlineSet
+				if n <= int64(maxDuration/unit) {
+					wantD = time.Duration(n) * unit
+				}
 			}
-		case deadlineNone, deadlineMalformed:
-			if d != 0 {
-				t.Fatalf("%s %q: time left %v without a deadline", name, value, d)
+		} else if len(s) <= 10 && isDigits(s) {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			switch {
+			case n > 0:
+				wantD, wantKind = time.Duration(n)*time.Millisecond, deadlineSet
+			case format == EnvoyTimeout:
+				wantKind = deadlineNone
 			}
-		default:
-			t.Fatalf("%s %q: unknown kind %d", name, value, kind)
 		}
-		if kind == deadlineNone && format != EnvoyTimeout {
-			t.Fatalf("%s %q: only Envoy's 0 sets no deadline", name, value)
+		if d != wantD || kind != wantKind {
+			t.Fatalf("%s %q: got (%v, %d), want (%v, %d)", name, value, d, kind, wantD, wantKind)
+		}
+		if kind == deadlineSet && d > 0 {
+			if d2, kind2 := format.parseValue(string(format.appendValue(nil, d))); d2 != d || kind2 != deadlineSet {
+				t.Fatalf("%s %q = %v, but %q reads as (%v, %d)", name, value, d, format.appendValue(nil, d), d2, kind2)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 )
@@ -73,7 +74,7 @@ func (t *Transport) retryFits(a *http.Request, now time.Time, delay time.Duratio
 	if !ok {
 		return true
 	}
-	left := deadline.Sub(now) - delay
+	left := lessDelay(deadline.Sub(now), delay)
 	if t.noFitCheck {
 		return left > 0
 	}
@@ -141,7 +142,19 @@ func (t *Transport) leftAfter(req *http.Request, delay time.Duration) time.Durat
 	if !ok {
 		return 0
 	}
-	return deadline.Sub(t.now()) - delay
+	return lessDelay(deadline.Sub(t.now()), delay)
+}
+
+// lessDelay returns left - delay, for a delay that is not negative,
+// saturating at the most negative Duration: a server may ask for the
+// largest Duration (WithRetryAfterLimit allows it), and the time left is
+// negative once the deadline has passed, so the difference can be past
+// what a Duration holds.
+func lessDelay(left, delay time.Duration) time.Duration {
+	if left < math.MinInt64+delay {
+		return math.MinInt64
+	}
+	return left - delay
 }
 
 // appendTimeLeft appends to a retry's log attributes the time it will have

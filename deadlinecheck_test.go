@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -313,4 +314,40 @@ func TestNoHedgeWithoutAMillisecond(t *testing.T) {
 		assert.Zero(t, hedges.count(), "0.5 ms left at the hedge")
 		assert.Equal(t, 1, base.calls())
 	})
+}
+
+// TestRetryFitsLongestDelay checks the deadline check with the longest
+// delay a server can ask for (a Retry-After past what a Duration holds,
+// under WithRetryAfterLimit(math.MaxInt64)) and with deadlines long past:
+// the time left saturates instead of wrapping round to a time that fits.
+func TestRetryFitsLongestDelay(t *testing.T) {
+	now := time.Date(2026, time.March, 4, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		deadline time.Time
+		delay    time.Duration
+		fits     bool
+		left     time.Duration
+	}{
+		{"a minute left, a second's delay", now.Add(time.Minute), time.Second, true, 59 * time.Second},
+		{"a minute left, the longest delay", now.Add(time.Minute), math.MaxInt64, false, time.Minute - math.MaxInt64},
+		{"a second past, the longest delay", now.Add(-time.Second), math.MaxInt64, false, math.MinInt64},
+		{"a deadline in year 1, a nanosecond's delay", time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), 1, false, math.MinInt64},
+		{"a deadline in year 1, no delay", time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), 0, false, math.MinInt64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithDeadline(context.Background(), tt.deadline)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			for _, check := range []bool{true, false} {
+				tr := New()
+				tr.now = func() time.Time { return now }
+				tr.noFitCheck = !check
+				assert.Equal(t, tt.fits, tr.retryFits(req, now, tt.delay), "retryFits, check %t", check)
+				assert.Equal(t, tt.left, tr.leftAfter(req, tt.delay), "leftAfter")
+			}
+		})
+	}
 }

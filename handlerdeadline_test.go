@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -201,41 +202,65 @@ func TestExpiredRequestSignalledAbove(t *testing.T) {
 	assert.Zero(t, runs, "the handler never ran")
 }
 
-// FuzzHandlerDeadline serves requests with any value in a format and any
-// grpc-timeout: the handler runs with a deadline no further than the cap,
-// or is not run and the answer is 504 with the signal, and nothing panics.
+// FuzzHandlerDeadline serves requests with any value in a format of any
+// name and any grpc-timeout, with any margin, in a synctest bubble, where
+// the time left is exact: the handler runs with the shortest well-formed
+// time less the margin, capped, or without a deadline when there is none;
+// or, when the margin takes it all, it is not run and the answer is 504
+// with the signal; and each malformed value is reported once per format
+// that reads it.
 func FuzzHandlerDeadline(f *testing.F) {
 	for _, tt := range parseTests {
-		f.Add(string(tt.f), tt.value, "250m")
+		f.Add(string(tt.f), tt.value, "250m", int64(DefaultHandlerDeadlineMargin))
 	}
-	f.Fuzz(func(t *testing.T, name, value, grpc string) {
+	f.Add("X-Deadline-Ms", "1", "0n", int64(0))
+	f.Add("Connect-Timeout-Ms", "9999999999", "99999999H", int64(math.MaxInt64))
+	f.Add("grpc-timeout", "1S", "1u", int64(-1))
+	f.Fuzz(func(t *testing.T, name, value, grpc string, margin int64) {
 		if name == "" || !validHeaderName(name) {
 			return
 		}
 		format := DeadlineFormat(http.CanonicalHeaderKey(name))
-		left, ran := time.Duration(-1), false
-		h := NewHandler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			ran = true
-			if d, ok := r.Context().Deadline(); ok {
-				left = time.Until(d)
+		formats := []DeadlineFormat{format, GRPCTimeout}
+		m := nonNegative(margin)
+		const limit = time.Second
+		header := http.Header{string(format): {value}}
+		header.Add(string(GRPCTimeout), grpc)
+
+		var least time.Duration
+		found, malformed := false, 0
+		for _, f := range formats {
+			for _, v := range header[string(f)] {
+				switch d, kind := f.parseValue(v); kind {
+				case deadlineSet:
+					if !found || d < least {
+						least, found = d, true
+					}
+				case deadlineMalformed:
+					malformed++
+				}
 			}
-		}), HandlerDeadline(format, GRPCTimeout), HandlerMaxDeadline(time.Second))
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.Header = http.Header{string(format): {value}}
-		req.Header.Add(string(GRPCTimeout), grpc)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if !ran {
-			if rec.Code != http.StatusGatewayTimeout || rec.Header().Get(ShouldRetryHeader) != "false" {
-				t.Fatalf("handler not run, answered %d %q", rec.Code, rec.Header())
+		}
+		synctest.Test(t, func(t *testing.T) {
+			left, resp, reported := serveDeadline(t, t.Context(), header,
+				HandlerDeadline(formats...), HandlerMaxDeadline(limit), HandlerDeadlineMargin(m))
+			if len(reported) != malformed {
+				t.Fatalf("%q: %d malformed values reported (%q), want %d", header, len(reported), reported, malformed)
 			}
-			return
-		}
-		if rec.Code != http.StatusOK {
-			t.Fatalf("answered %d", rec.Code)
-		}
-		if left > time.Second {
-			t.Fatalf("%s %q, grpc-timeout %q: %v left, past the cap", name, value, grpc, left)
-		}
+			switch {
+			case !found:
+				if left != -1 || resp.StatusCode != http.StatusOK {
+					t.Fatalf("%q: no deadline sent, but the handler saw %v left, answered %d", header, left, resp.StatusCode)
+				}
+			case least <= m:
+				if left != -2 || resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(ShouldRetryHeader) != "false" {
+					t.Fatalf("%q, margin %v: handler saw %v left, answered %d %q; want it not run, 504", header, m, left, resp.StatusCode, resp.Header)
+				}
+			default:
+				if want := min(least-m, limit); left != want || resp.StatusCode != http.StatusOK {
+					t.Fatalf("%q, margin %v: handler saw %v left, answered %d; want %v left", header, m, left, resp.StatusCode, want)
+				}
+			}
+		})
 	})
 }

@@ -27,7 +27,8 @@ const peekWait = drainTimeout
 //
 // complete reports whether the bytes are the whole body. They are not when
 // the body is longer than PeekLimit, when reading it failed, or when it
-// stalled: PeekBody waits at most 100 ms for a response's bytes (in all,
+// stalled; nor, for want of a byte past the limit to tell, when the body is
+// exactly PeekLimit long and its ContentLength does not say so. PeekBody waits at most 100 ms for a response's bytes (in all,
 // however many times it is called for that response), then returns those
 // that arrived. A classifier that finds no answer in an incomplete prefix
 // should have no opinion. Bytes that arrive later still reach the reader of

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,9 +52,16 @@ var parseRetryAfterTests = []parseRetryAfterTest{
 	{name: "beyond int64", in: "99999999999999999999", want: math.MaxInt64, ok: true},
 	{name: "400 digits", in: strings.Repeat("9", 400), want: math.MaxInt64, ok: true},
 	{name: "400 digits then letter", in: strings.Repeat("9", 400) + "x"},
+	{name: "the largest int64", in: "9223372036854775807", want: math.MaxInt64, ok: true},
+	{name: "one past the largest int64", in: "9223372036854775808", want: math.MaxInt64, ok: true},
+	{name: "past the largest uint64", in: "18446744073709551616", want: math.MaxInt64, ok: true},
+	{name: "400 zeros then 1", in: strings.Repeat("0", 400) + "1", want: time.Second, ok: true},
+	{name: "400 zeros", in: strings.Repeat("0", 400)},
 
 	// Not delay-seconds.
 	{name: "negative", in: "-1"},
+	{name: "the smallest int64", in: "-9223372036854775808"},
+	{name: "negative 20 digits", in: "-99999999999999999999"},
 	{name: "plus", in: "+5"},
 	{name: "fraction", in: "1.5"},
 	{name: "exponent", in: "1e3"},
@@ -101,6 +109,29 @@ var parseRetryAfterTests = []parseRetryAfterTest{
 	{name: "year 9999", in: "Fri, 31 Dec 9999 23:59:59 GMT", want: math.MaxInt64, ok: true},
 	{name: "Unix epoch", in: "Thu, 01 Jan 1970 00:00:00 GMT"},
 	{name: "year 1", in: "Mon, 01 Jan 0001 00:00:00 GMT"},
+	{name: "year 0", in: "Sat, 01 Jan 0000 00:00:00 GMT"},
+	{name: "five-digit year", in: "Sat, 01 Jan 10000 00:00:00 GMT"},
+	{name: "negative year", in: "Sat, 01 Jan -001 00:00:00 GMT"},
+	// A date and now as far apart as an HTTP-date and a clock can be: the
+	// distance saturates, and never wraps to the other side.
+	{
+		name: "year 9999 as of year 0",
+		in:   "Fri, 31 Dec 9999 23:59:59 GMT",
+		now:  time.Date(0, time.January, 1, 0, 0, 0, 0, time.UTC),
+		want: math.MaxInt64,
+		ok:   true,
+	},
+	{name: "year 0 as of year 9999", in: "Sat, 01 Jan 0000 00:00:00 GMT", now: time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)},
+	{
+		name: "year 9999 as of the earliest time",
+		in:   "Fri, 31 Dec 9999 23:59:59 GMT",
+		now:  time.Unix(-1<<63, 0),
+		want: math.MaxInt64,
+		ok:   true,
+	},
+	{name: "year 0 as of a clock 10^11 years ahead", in: "Sat, 01 Jan 0000 00:00:00 GMT", now: time.Unix(1<<62, 0)},
+	{name: "hour 24", in: "Wed, 04 Mar 2026 24:00:00 GMT"},
+	{name: "leap second", in: "Wed, 04 Mar 2026 23:59:60 GMT"},
 	// http.ParseTime's IMF-fixdate layout ends in a literal GMT, and neither
 	// other layout matches "Mon,", so another zone is rejected.
 	{name: "IMF-fixdate in PST", in: "Mon, 02 Jan 2006 15:04:05 PST"},
@@ -115,6 +146,13 @@ var parseRetryAfterTests = []parseRetryAfterTest{
 	{name: "wrong day of the week", in: "Mon, 04 Mar 2026 12:00:30 GMT", want: 30 * time.Second, ok: true},
 	{name: "upper-case names", in: "WED, 04 MAR 2026 12:00:30 GMT", want: 30 * time.Second, ok: true},
 	{name: "fractional seconds", in: "Wed, 04 Mar 2026 12:00:30.5 GMT", want: 30500 * time.Millisecond, ok: true},
+	{name: "nanoseconds", in: "Wed, 04 Mar 2026 12:00:30.000000001 GMT", want: 30*time.Second + 1, ok: true},
+	// time.Parse reads nine digits of a fraction and drops the rest.
+	{name: "fraction of 20 digits", in: "Wed, 04 Mar 2026 12:00:30.99999999999999999999 GMT", want: 30*time.Second + 999_999_999, ok: true},
+	// time.Parse takes a run of spaces for each space of the layout.
+	{name: "a long run of spaces inside", in: "Wed," + strings.Repeat(" ", 400) + "04 Mar 2026 12:00:30 GMT", want: 30 * time.Second, ok: true},
+	{name: "a date repeated", in: strings.Repeat("Wed, 04 Mar 2026 12:00:30 GMT, ", 100)},
+	{name: "invalid UTF-8 in a date", in: "Wed, 04 M\xffr 2026 12:00:30 GMT"},
 	{name: "impossible date", in: "Wed, 31 Feb 2026 12:00:30 GMT"},
 	{name: "one-digit day", in: "Wed, 4 Mar 2026 12:00:30 GMT"},
 	{name: "date then garbage", in: "Wed, 04 Mar 2026 12:00:30 GMT junk"},
@@ -154,14 +192,42 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if d2, ok2 := ParseRetryAfter(" \t"+in+"\t ", now); d2 != d || ok2 != ok {
 			t.Fatalf("ParseRetryAfter(%q, %v) = (%v, %v), but with OWS around it (%v, %v)", in, now, d, ok, d2, ok2)
 		}
-		if ok && isDigits(trimOWS(in)) {
-			if d%time.Second != 0 && d != math.MaxInt64 {
+		if !ok {
+			return
+		}
+		if isDigits(strings.Trim(in, " \t")) {
+			if d == math.MaxInt64 {
+				return
+			}
+			if d%time.Second != 0 {
 				t.Fatalf("ParseRetryAfter(%q, %v): got %v, want whole seconds or the largest Duration", in, now, d)
 			}
 			if d2, ok2 := ParseRetryAfter(in, now.Add(time.Hour)); d2 != d || !ok2 {
 				t.Fatalf("ParseRetryAfter(%q): got %v as of %v, (%v, %v) an hour later; want delay-seconds to ignore now",
 					in, d, now, d2, ok2)
 			}
+			back := strconv.FormatInt(int64(d/time.Second), 10)
+			if d2, ok2 := ParseRetryAfter(back, now); d2 != d || !ok2 {
+				t.Fatalf("ParseRetryAfter(%q) = %v, but (%v, %v) for %q", in, d, d2, ok2, back)
+			}
+			return
+		}
+		// An HTTP-date, which ok says is after now. Unless the distance
+		// saturated, it is now+d: an hour later it is an hour nearer, and
+		// written back as an IMF-fixdate it reads as the same delay.
+		if d == math.MaxInt64 {
+			return
+		}
+		if d2, ok2 := ParseRetryAfter(in, now.Add(time.Hour)); d2 != max(d-time.Hour, 0) || ok2 != (d > time.Hour) {
+			t.Fatalf("ParseRetryAfter(%q): got %v as of %v, (%v, %v) an hour later", in, d, now, d2, ok2)
+		}
+		date := now.Add(d).UTC()
+		if date.Nanosecond() != 0 || date.Year() < 0 || date.Year() > 9999 {
+			return // not an instant an IMF-fixdate names
+		}
+		back := date.Format(http.TimeFormat)
+		if d2, ok2 := ParseRetryAfter(back, now); d2 != d || !ok2 {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, but (%v, %v) for %q", in, now, d, d2, ok2, back)
 		}
 	})
 }
@@ -226,6 +292,30 @@ var retryAfterFloorTests = []struct {
 	// Header keys are canonical when net/http builds them; a key set
 	// directly in the map in another case is not the Retry-After header.
 	{name: "non-canonical key", header: http.Header{"retry-after": {"3"}}, limit: time.Minute},
+
+	// Against the response's Date.
+	{name: "a date against the response's Date", header: http.Header{"Retry-After": {"Wed, 04 Mar 2026 13:00:30 GMT"}, "Date": {"Wed, 04 Mar 2026 13:00:00 GMT"}},
+		limit: time.Minute, wantFloor: 30 * time.Second},
+	{name: "a date against an unreadable Date", header: http.Header{"Retry-After": {"Wed, 04 Mar 2026 12:00:30 GMT"}, "Date": {"yesterday"}},
+		limit: time.Minute, wantFloor: 30 * time.Second},
+	{name: "seconds ignore the response's Date", header: http.Header{"Retry-After": {"3"}, "Date": {"Sat, 01 Jan 0000 00:00:00 GMT"}},
+		limit: time.Minute, wantFloor: 3 * time.Second},
+	{name: "year 9999 against a Date in year 0", header: http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}, "Date": {"Sat, 01 Jan 0000 00:00:00 GMT"}},
+		limit: math.MaxInt64, wantFloor: math.MaxInt64},
+	{name: "year 9999 against a Date in year 0, beyond the limit", header: http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}, "Date": {"Sat, 01 Jan 0000 00:00:00 GMT"}},
+		limit: time.Minute, wantTooLong: true},
+	{name: "year 0 against a Date in year 9999", header: http.Header{"Retry-After": {"Sat, 01 Jan 0000 00:00:00 GMT"}, "Date": {"Fri, 31 Dec 9999 23:59:59 GMT"}},
+		limit: time.Minute},
+
+	// Hostile numbers and lists.
+	{name: "milliseconds at the largest int64", header: http.Header{"Retry-After-Ms": {"9223372036854775807"}}, limit: time.Minute, wantTooLong: true},
+	{name: "milliseconds of 400 digits", header: http.Header{"X-Ms-Retry-After-Ms": {strings.Repeat("9", 400)}}, limit: math.MaxInt64, wantFloor: math.MaxInt64},
+	{name: "milliseconds the smallest int64", header: http.Header{"X-Ms-Retry-After-Ms": {"-9223372036854775808"}}, limit: time.Minute},
+	{name: "milliseconds of spaces", header: http.Header{"Retry-After-Ms": {" \t "}}, limit: time.Minute},
+	{name: "every header saturated", header: http.Header{"Retry-After": {"99999999999999999999"}, "Retry-After-Ms": {"99999999999999999999"},
+		"X-Ms-Retry-After-Ms": {"99999999999999999999"}}, limit: math.MaxInt64, wantFloor: math.MaxInt64},
+	{name: "a list in one value", header: http.Header{"Retry-After": {strings.Repeat("1, ", 1000) + "1"}}, limit: time.Minute},
+	{name: "invalid UTF-8", header: http.Header{"Retry-After": {"\xff\xfe"}, "Retry-After-Ms": {"1\xff"}}, limit: time.Minute},
 }
 
 func TestRetryAfterFloor(t *testing.T) {
@@ -259,18 +349,20 @@ func TestRetryAfterFloorAllocs(t *testing.T) {
 	}
 }
 
-// retryAfterHeader builds the Retry-After values of FuzzRetryAfterFloor:
-// none, v1, v1 and v2, or v1 twice.
-func retryAfterHeader(v1, v2 string, shape uint8) http.Header {
+// retryAfterHeader builds the header of FuzzRetryAfterFloor: the
+// Retry-After values none, v1, v1 and v2, or v1 twice, and each of the
+// millisecond headers and Date that is not empty.
+func retryAfterHeader(v1, v2 string, shape uint8, ms, xms, date string) http.Header {
+	h := headerOf(map[string]string{"Retry-After-Ms": ms, "X-Ms-Retry-After-Ms": xms, "Date": date})
 	switch shape % 4 {
 	case 1:
-		return http.Header{"Retry-After": {v1}}
+		h["Retry-After"] = []string{v1}
 	case 2:
-		return http.Header{"Retry-After": {v1, v2}}
+		h["Retry-After"] = []string{v1, v2}
 	case 3:
-		return http.Header{"Retry-After": {v1, v1}}
+		h["Retry-After"] = []string{v1, v1}
 	}
-	return http.Header{}
+	return h
 }
 
 func FuzzRetryAfterFloor(f *testing.F) {
@@ -284,10 +376,11 @@ func FuzzRetryAfterFloor(f *testing.F) {
 		default:
 			v1, v2, shape = values[0], values[1], 2
 		}
-		f.Add(v1, v2, shape, int64(tt.limit), retryAfterNow.Unix())
+		f.Add(v1, v2, shape, tt.header.Get("Retry-After-Ms"), tt.header.Get("X-Ms-Retry-After-Ms"), tt.header.Get("Date"),
+			int64(tt.limit), retryAfterNow.Unix())
 	}
-	f.Fuzz(func(t *testing.T, v1, v2 string, shape uint8, limit, sec int64) {
-		h := retryAfterHeader(v1, v2, shape)
+	f.Fuzz(func(t *testing.T, v1, v2 string, shape uint8, ms, xms, date string, limit, sec int64) {
+		h := retryAfterHeader(v1, v2, shape, ms, xms, date)
 		now := time.Unix(sec, 0)
 		lim := time.Duration(limit)
 		floor, tooLong := retryAfterFloor(h, now, lim)
@@ -301,22 +394,40 @@ func FuzzRetryAfterFloor(f *testing.F) {
 			t.Fatalf("retryAfterFloor(%q, %v, %v): got (%v, %v), then (%v, %v)", h, now, lim, floor, tooLong, floor2, tooLong2)
 		}
 
-		// Against ParseRetryAfter.
-		var wantFloor time.Duration
-		var wantTooLong bool
+		// Against ParseRetryAfter and parseDelayMillis: the longest delay,
+		// a date measured against a single readable Date.
+		serverClock := now
+		if dates := h["Date"]; len(dates) == 1 {
+			if d, err := http.ParseTime(strings.Trim(dates[0], " \t")); err == nil {
+				serverClock = d
+			}
+		}
 		var longest time.Duration
 		for _, v := range h["Retry-After"] {
-			if d, ok := ParseRetryAfter(v, now); ok {
+			v = strings.Trim(v, " \t")
+			clock := serverClock
+			if v != "" && v[0] >= '0' && v[0] <= '9' {
+				clock = now
+			}
+			if d, ok := ParseRetryAfter(v, clock); ok {
 				longest = max(longest, d)
 			}
 		}
-		if longest > max(lim, 0) {
-			wantTooLong = true
-		} else {
+		for _, v := range append(h["Retry-After-Ms"], h["X-Ms-Retry-After-Ms"]...) {
+			if d, ok := parseDelayMillis(strings.Trim(v, " \t")); ok {
+				longest = max(longest, d)
+			}
+		}
+		var wantFloor time.Duration
+		wantTooLong := longest > max(lim, 0)
+		if !wantTooLong {
 			wantFloor = longest
 		}
 		if floor != wantFloor || tooLong != wantTooLong {
 			t.Fatalf("retryAfterFloor(%q, %v, %v): got (%v, %v), want (%v, %v)", h, now, lim, floor, tooLong, wantFloor, wantTooLong)
+		}
+		if hasRetryAfter(h) != (len(h["Retry-After"])+len(h["Retry-After-Ms"])+len(h["X-Ms-Retry-After-Ms"]) > 0) {
+			t.Fatalf("hasRetryAfter(%q) = %t", h, hasRetryAfter(h))
 		}
 	})
 }

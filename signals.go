@@ -18,8 +18,9 @@ const ShouldRetryHeader = "X-Should-Retry"
 // even for a status the rest of the chain would refuse, except a 1xx or 2xx
 // success, which is never retried. A retry it allows is still subject to the
 // idempotency rules, the attempt limit and the budget. Values are compared
-// case-insensitively; other values, and responses without the headers, have
-// no opinion. The first named header present decides.
+// without regard to the case of their ASCII letters ("TRUE" is "true"); other
+// values, and responses without the headers, have no opinion. The first
+// named header present decides.
 func ServerSignalClassifier(headers ...string) Classifier {
 	if len(headers) == 0 {
 		return serverSignalClassifier{} // no names: ShouldRetryHeader
@@ -76,12 +77,32 @@ func parseSignal(values []string) signal {
 		return signalNone
 	}
 	switch v := trimOWS(values[0]); {
-	case strings.EqualFold(v, "true"):
+	case equalFoldASCII(v, "true"):
 		return signalRetry
-	case strings.EqualFold(v, "false"):
+	case equalFoldASCII(v, "false"):
 		return signalFinal
 	}
 	return signalNone
+}
+
+// equalFoldASCII reports whether s is word, a lower-case ASCII word, with
+// its ASCII letters in any case, as HTTP compares tokens. strings.EqualFold
+// would also take other letters that fold to ASCII ones: "falſe", with a
+// long s, for "false".
+func equalFoldASCII(s, word string) bool {
+	if len(s) != len(word) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // IdempotencyConflictClassifier judges the answers of servers that
@@ -152,10 +173,13 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 }
 
 // quotaLeft reports whether a rate limit's remaining count says requests
-// remain: a number above zero. An absent or unreadable count does not.
+// remain: a number above zero in ASCII digits, after an optional '+',
+// however large. An absent or unreadable count does not. (strconv.ParseInt
+// cannot tell: past the int64 maximum it reports ErrRange before it has
+// read the rest, so "99999999999999999999x" looks like a large count.)
 func quotaLeft(remaining string) bool {
-	n, err := strconv.ParseInt(remaining, 10, 64)
-	return err == nil && n > 0
+	n, ok := digits(strings.TrimPrefix(remaining, "+"))
+	return ok && n > 0
 }
 
 // rateLimitParams finds the reset and remaining parameters of one RateLimit

@@ -1,7 +1,9 @@
 package retryhttp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -134,4 +137,98 @@ func TestGoogleAPIErrorClassifierInTransport(t *testing.T) {
 			assert.Equal(t, 200, resp.StatusCode)
 		})
 	}
+}
+
+// googleErrorReasonTests is shared by TestGoogleErrorReason and the seed
+// corpus of FuzzGoogleErrorReason.
+var googleErrorReasonTests = []struct {
+	name, doc, want string
+}{
+	{"errors", googleError(403, "usageLimits", "rateLimitExceeded", "Rate Limit Exceeded"), "rateLimitExceeded"},
+	{"ErrorInfo", googleErrorInfo, "RATE_LIMIT_EXCEEDED"},
+	{"the first reason", `{"error":{"errors":[{"reason":""},{"reason":"a"},{"reason":"b"}]}}`, "a"},
+	{"errors before details", `{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"d"}],"errors":[{"reason":"e"}]}}`, "e"},
+	{"a detail of another type", `{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.Help","reason":"h"}]}}`, ""},
+	{"a reason outside error", `{"errors":[{"reason":"rateLimitExceeded"}]}`, ""},
+	{"a reason that is not a string", `{"error":{"errors":[{"reason":403}]}}`, ""},
+	{"errors that are not an array", `{"error":{"errors":{"reason":"x"}}}`, ""},
+	{"keys in another case", `{"Error":{"Errors":[{"Reason":"x"}]}}`, "x"},
+	{"escapes", `{"error":{"errors":[{"reason":"rate\u004cimitExceeded"}]}}`, "rateLimitExceeded"},
+	{"invalid UTF-8", "{\"error\":{\"errors\":[{\"reason\":\"\xff\"}]}}", "\ufffd"},
+	{"cut short", `{"error":{"errors":[{"reason":"rateLimitExceeded"`, ""},
+	{"two documents", `{"error":{"errors":[{"reason":"a"}]}}{}`, ""},
+	{"empty", ``, ""},
+	{"null", `null`, ""},
+	{"an array", `[{"error":{"errors":[{"reason":"a"}]}}]`, ""},
+	{"a number past float64", `{"error":{"code":1e400,"errors":[{"reason":"a"}]}}`, "a"},
+	{"an integer past int64", `{"error":{"code":99999999999999999999,"errors":[{"reason":"a"}]}}`, "a"},
+	{"nested past the decoder's depth", `{"error":{"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `,"errors":[{"reason":"a"}]}}`, ""},
+	{"a thousand errors", `{"error":{"errors":[` + strings.Repeat(`{"reason":""},`, 1000) + `{"reason":"last"}]}}`, "last"},
+}
+
+func TestGoogleErrorReason(t *testing.T) {
+	for _, tt := range googleErrorReasonTests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, googleErrorReason([]byte(tt.doc)))
+		})
+	}
+}
+
+// FuzzGoogleErrorReason checks that googleErrorReason reads a reason only
+// from valid JSON, gives valid UTF-8 no longer than JSON's escapes allow,
+// and finds any reason written by encoding/json in an error or an
+// ErrorInfo detail; and that GoogleAPIErrorClassifier follows the reason
+// of any document, which the caller still gets byte for byte.
+func FuzzGoogleErrorReason(f *testing.F) {
+	for _, tt := range googleErrorReasonTests {
+		f.Add([]byte(tt.doc), tt.want)
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, reason string) {
+		got := googleErrorReason(doc)
+		if got != "" && !json.Valid(doc) {
+			t.Fatalf("googleErrorReason(%q) = %q, from a document that is not JSON", doc, got)
+		}
+		if !utf8.ValidString(got) || len(got) > 3*len(doc) {
+			t.Fatalf("googleErrorReason(%q) = %q: not valid UTF-8, or longer than the document allows", doc, got)
+		}
+
+		m, err := json.Marshal(reason)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		if err := json.Unmarshal(m, &want); err != nil {
+			t.Fatal(err)
+		}
+		for _, written := range []string{
+			`{"error":{"code":403,"errors":[{"domain":"usageLimits","reason":` + string(m) + `}]}}`,
+			`{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":` + string(m) + `}]}}`,
+		} {
+			if got := googleErrorReason([]byte(written)); got != want {
+				t.Fatalf("googleErrorReason(%q) = %q, want %q", written, got, want)
+			}
+		}
+
+		wantVerdict := Verdict{}
+		if len(doc) <= PeekLimit {
+			switch got {
+			case "rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED":
+				wantVerdict = Verdict{Decision: Retry, Throttle: true}
+			case "backendError", "internalError":
+				wantVerdict = Verdict{Decision: Retry}
+			}
+		}
+		// In a synctest bubble, the peek's 100 ms wait ends only once the
+		// read ahead is blocked, however busy the machine.
+		synctest.Test(t, func(t *testing.T) {
+			resp := googleResponse(403, "application/json; charset=UTF-8", string(doc))
+			v := GoogleAPIErrorClassifier().Classify(get(t, "https://www.googleapis.com/"), resp, nil)
+			if v != wantVerdict {
+				t.Fatalf("GoogleAPIErrorClassifier on %q: got %+v, want %+v", doc, v, wantVerdict)
+			}
+			if body, err := io.ReadAll(resp.Body); err != nil || !bytes.Equal(body, doc) {
+				t.Fatalf("the caller got %q (%v), want %q", body, err, doc)
+			}
+		})
+	})
 }
