@@ -1,11 +1,11 @@
-// Package httptest provides local HTTP servers and an in-memory transport
+// Package retryhttptest provides local HTTP servers and an in-memory transport
 // that misbehave on purpose, so that tests can prove how a client retries:
 // how many attempts a request took, how many times the server executed it,
 // and what arrived when.
 //
 // Most tests want NewServer, shaped like net/http/httptest's:
 //
-//	srv := httptest.NewServer(handler, httptest.First(2, httptest.Status(503)))
+//	srv := retryhttptest.NewServer(handler, retryhttptest.First(2, retryhttptest.Status(503)))
 //	defer srv.Close()
 //	client := &http.Client{Transport: retryhttp.New()}
 //	resp, err := client.Get(srv.URL)
