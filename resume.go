@@ -303,7 +303,7 @@ func describe(req *http.Request, resp *http.Response) (representation, ResumeRea
 	default:
 		return r, ResumeUnknownLength
 	}
-	r.encoding = strings.Join(h["Content-Encoding"], ", ")
+	r.encoding = contentCoding(h)
 	etag, once := onlyValue(h, "Etag")
 	lm, lmOnce := onlyValue(h, "Last-Modified")
 	switch kind := entityTag(etag); {
@@ -377,6 +377,12 @@ func strongDate(lastModified, date string) bool {
 	}
 	d, err := http.ParseTime(date)
 	return err == nil && d.Sub(lm) >= time.Second
+}
+
+// contentCoding returns the codings of a response's Content-Encoding fields,
+// all of them, so that a second field cannot hide behind the first.
+func contentCoding(h http.Header) string {
+	return strings.Join(h["Content-Encoding"], ", ")
 }
 
 // multipart reports whether a Content-Type is multipart/byteranges, the
@@ -474,7 +480,7 @@ func listsRange(list string) bool {
 // not, "" when it does.
 func (r *representation) continues(resp *http.Response, off int64) ResumeReason {
 	h := resp.Header
-	if resp.Uncompressed || strings.Join(h["Content-Encoding"], ", ") != r.encoding {
+	if resp.Uncompressed || contentCoding(h) != r.encoding {
 		return ResumeChanged
 	}
 	key := "Last-Modified"

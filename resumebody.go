@@ -215,7 +215,6 @@ func (b *resumeBody) whole(n int, err error) (int, error) {
 		r.off -= int64(n)
 		return 0, b.end(r.error(ResumeDigestMismatch, 0, nil))
 	}
-	r.digest = nil
 	if err != nil {
 		return n, b.complete()
 	}
