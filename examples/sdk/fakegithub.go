@@ -65,13 +65,15 @@ func writeGitHubJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // githubSecondaryRateLimit answers as GitHub does a request over a
-// secondary rate limit: a 403 with Retry-After, in seconds.
+// secondary rate limit: a 403 with Retry-After, in seconds, and the primary
+// limit's headers that every response carries, its reset an hour away.
 func githubSecondaryRateLimit(seconds int) retryhttptest.Fault {
 	return retryhttptest.Respond(http.StatusForbidden, http.Header{
 		"Content-Type":          {"application/json; charset=utf-8"},
 		"Retry-After":           {strconv.Itoa(seconds)},
 		"X-Ratelimit-Limit":     {"5000"},
 		"X-Ratelimit-Remaining": {"4998"},
+		"X-Ratelimit-Reset":     {strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
 		"X-Ratelimit-Used":      {"2"},
 		"X-Ratelimit-Resource":  {"core"},
 		"X-Github-Request-Id":   {"C0DE:1F2E:3D4C:5B6A:7989"},
