@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,7 +154,7 @@ func TestHugeDeclaredLengthDoesNotPanic(t *testing.T) {
 			require.NoError(t, err)
 			req.ContentLength = length
 			require.NotPanics(t, func() {
-				resp, err := New(WithBase(base), WithBackoff(Constant(0)), WithBodyBufferLimit(limit)).RoundTrip(req)
+				resp, err := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithBodyBufferLimit(limit)).RoundTrip(req)
 				require.NoError(t, err)
 				resp.Body.Close()
 			}, "limit %d, length %d", limit, length)

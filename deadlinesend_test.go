@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +41,7 @@ func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 		tr := newTestTransport(observe, 0.5, WithDeadlineHeader(allFormats...), WithAttemptHeader("Retry-Attempt"),
-			WithBackoff(Constant(50*time.Millisecond)), WithoutBudget())
+			WithBackoff(backoff.Constant(50*time.Millisecond)), WithoutBudget())
 		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
 		req.Header.Set("X-Caller", "kept")
 
@@ -71,7 +72,7 @@ func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
 func TestDeadlineHeaderLeavesTheCallersHeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: statuses(503, 200)}
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(Constant(50*time.Millisecond)))
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(50*time.Millisecond)))
 		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
 		req.Header.Set("X-Caller", "kept")
 
@@ -157,7 +158,7 @@ func TestDeadlineHeaderRoundsTheTimeLeft(t *testing.T) {
 
 func TestNoDeadlineNoHeader(t *testing.T) {
 	base := &script{steps: statuses(503, 200)}
-	tr := newTestTransport(base, 0, WithDeadlineHeader(allFormats...), WithBackoff(Constant(0)))
+	tr := newTestTransport(base, 0, WithDeadlineHeader(allFormats...), WithBackoff(backoff.Constant(0)))
 	resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -230,7 +231,7 @@ func TestRetryNotSentWhenTheWaitLeftTooLittle(t *testing.T) {
 		var skew time.Duration
 		var events []GiveUpEvent
 		budget := NewBucket(BucketCapacity(100))
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(Constant(10*time.Millisecond)),
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
 			WithBudget(budget),
 			WithOnRetry(func(RetryEvent) { skew = 89500 * time.Microsecond }),
 			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
@@ -257,7 +258,7 @@ func TestDeadlineLogged(t *testing.T) {
 		var buf bytes.Buffer
 		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		base := &script{steps: statuses(503)}
-		tr := newTestTransport(base, 0.5, WithLogger(logger), WithBackoff(Constant(10*time.Millisecond)), WithoutBudget())
+		tr := newTestTransport(base, 0.5, WithLogger(logger), WithBackoff(backoff.Constant(10*time.Millisecond)), WithoutBudget())
 		req := withDeadline(t, "http://svc.test/", 100*time.Millisecond)
 		base.steps = []step{{status: 503}}
 		slow := rtFunc(func(r *http.Request) (*http.Response, error) {

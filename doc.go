@@ -98,7 +98,7 @@
 //
 // # How long it waits
 //
-// The delay before retry n is the Backoff's: by default exponential from
+// The delay before retry n is the backoff's (package backoff): by default exponential from
 // 50 ms, capped at 20 s, with full jitter (uniform in [0, cap)), so that
 // clients failing together do not retry together. A throttled attempt (429,
 // or 503 with Retry-After) uses the throttle backoff, from 1 s. A Retry-After

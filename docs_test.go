@@ -29,6 +29,7 @@ var docNames = map[string]string{
 	"time":          "time",
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
+	"backoff":       "github.com/retryhttp/retryhttp/backoff",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -29,7 +30,7 @@ func post(client *http.Client, ctx context.Context, url string) (int, int) {
 func ExampleResendable() {
 	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))}
 
 	// A read sent as a POST, as GraphQL and the AWS SDKs send theirs: this
 	// call says it is safe to resend.
@@ -46,7 +47,7 @@ func ExampleWithResendable() {
 	// retryers assume of every operation.
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithResendable(func(*http.Request) bool { return true }),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	status, attempts := post(client, context.Background(), srv.URL)
 	fmt.Println(status, "after", attempts, "attempts")

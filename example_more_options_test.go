@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -35,7 +36,7 @@ func ExampleWithThrottleBackoff() {
 	// A 429 without Retry-After waits by the throttle backoff, here a
 	// constant 20 ms; other failures by the usual backoff.
 	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithThrottleBackoff(retryhttp.Constant(20*time.Millisecond)),
+		retryhttp.WithThrottleBackoff(backoff.Constant(20*time.Millisecond)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Println(e.StatusCode, "throttle:", e.Verdict.Throttle, "wait:", e.Delay)
 		}),
@@ -53,7 +54,7 @@ func ExampleWithOnRetry() {
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Printf("attempt %d failed with %d: %s\n", e.Attempt, e.StatusCode, e.Verdict.Decision)
 		}),
@@ -84,7 +85,7 @@ func ExampleWithLogger() {
 	}))
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithLogger(logger),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	status, _ := get(client, srv.URL+"/items?token=secret")
 	fmt.Println(status)
@@ -103,7 +104,7 @@ func ExampleWithAttemptHeader() {
 
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithAttemptHeader("Retry-Attempt"),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	status, _ := get(client, srv.URL)
 	fmt.Println(status)
@@ -120,7 +121,7 @@ func ExampleWithRateLimitHints() {
 
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithRateLimitHints(),
-		retryhttp.WithThrottleBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithThrottleBackoff(backoff.Constant(time.Millisecond)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { fmt.Println("waits for the reset:", e.Delay == time.Second) }),
 	)}
 	status, _ := get(client, srv.URL)
@@ -136,7 +137,7 @@ func ExampleWithBodyBufferLimit() {
 
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithBodyBufferLimit(16),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	// Bodies without GetBody (an io.Reader that is none of the types
 	// http.NewRequest knows) are copied as they are sent, up to the limit.

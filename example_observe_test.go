@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -17,7 +18,7 @@ func ExampleWithOnGiveUp() {
 	// that an instrumentation and the caller can each have theirs.
 	gaveUp := map[retryhttp.GiveUpReason]int{}
 	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 		retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp[e.Reason]++ }),
 		retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) {
 			fmt.Printf("gave up after attempt %d (%d): %s\n", e.Attempt, e.StatusCode, e.Reason)
@@ -38,7 +39,7 @@ func ExampleAttemptFromContext() {
 	// OpenTelemetry's http.request.resend_count needs.
 	base := http.DefaultTransport
 	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 		retryhttp.WithBase(baseFunc(func(r *http.Request) (*http.Response, error) {
 			fmt.Println("attempt", retryhttp.AttemptFromContext(r.Context()))
 			return base.RoundTrip(r)

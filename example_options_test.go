@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -26,7 +27,7 @@ func ExampleWithMaxAttempts() {
 
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithMaxAttempts(5),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	status, attempts := get(client, srv.URL)
 	// The last response is returned as a plain transport would return it.
@@ -43,7 +44,7 @@ func ExampleWithBackoff() {
 	// Keep jitter in production: FullJitter(Exponential(base, cap)).
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithMaxAttempts(4),
-		retryhttp.WithBackoff(retryhttp.Linear(10*time.Millisecond, time.Second)),
+		retryhttp.WithBackoff(backoff.Linear(10*time.Millisecond, time.Second)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Printf("attempt %d: %d, next in %v\n", e.Attempt, e.StatusCode, e.Delay)
 		}),
@@ -100,7 +101,7 @@ func ExampleNewHostBudget() {
 	budget := retryhttp.NewHostBudget(retryhttp.BucketCapacity(10))
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithBudget(budget),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	for range 4 {
 		get(client, down.URL)
@@ -130,7 +131,7 @@ func ExampleWithoutBudget() {
 	// With the default budget, the host would see about 200.
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithoutBudget(),
-		retryhttp.WithBackoff(retryhttp.Constant(0)),
+		retryhttp.WithBackoff(backoff.Constant(0)),
 	)}
 	for range 100 {
 		get(client, srv.URL)

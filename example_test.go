@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 )
 
 // flaky starts a local server that answers 503 to its first failures
@@ -51,7 +52,7 @@ func ExampleNew() {
 
 	tr := retryhttp.New(
 		retryhttp.WithMaxAttempts(4),
-		retryhttp.WithBackoff(retryhttp.FullJitter(retryhttp.Exponential(100*time.Millisecond, 5*time.Second))),
+		retryhttp.WithBackoff(backoff.FullJitter(backoff.Exponential(100*time.Millisecond, 5*time.Second))),
 		retryhttp.WithAttemptTimeout(2*time.Second),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Printf("attempt %d got %d; retrying\n", e.Attempt, e.StatusCode)
@@ -128,8 +129,8 @@ func ExampleWithBudget() {
 	// One budget shared by two clients of the same dependency: 10 tokens pay
 	// for two retries at 5 each, then only first attempts go out.
 	budget := retryhttp.NewHostBudget(retryhttp.BucketCapacity(10))
-	a := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget), retryhttp.WithBackoff(retryhttp.Constant(0)))}
-	b := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget), retryhttp.WithBackoff(retryhttp.Constant(0)))}
+	a := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget), retryhttp.WithBackoff(backoff.Constant(0)))}
+	b := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget), retryhttp.WithBackoff(backoff.Constant(0)))}
 	for _, c := range []*http.Client{a, b, a, b} {
 		resp, err := c.Get(srv.URL)
 		if err != nil {
@@ -171,7 +172,7 @@ func ExampleHandler() {
 	}))
 	defer c.Close()
 
-	toC := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(0)))}
+	toC := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)))}
 	b := httptest.NewServer(retryhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, c.URL, nil)
 		resp, err := toC.Do(req)
@@ -183,7 +184,7 @@ func ExampleHandler() {
 	})))
 	defer b.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(0)))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)))}
 	resp, err := client.Get(b.URL)
 	if err != nil {
 		log.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -34,7 +35,7 @@ func ExampleAWSErrorClassifier() {
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
 		// Throttled retries wait from 1 s by default; shorter here.
-		retryhttp.WithThrottleBackoff(retryhttp.Constant(10*time.Millisecond)),
+		retryhttp.WithThrottleBackoff(backoff.Constant(10*time.Millisecond)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Printf("attempt %d: %d, throttle: %t\n", e.Attempt, e.StatusCode, e.Verdict.Throttle)
 		}),
@@ -77,7 +78,7 @@ func ExampleGoogleAPIErrorClassifier() {
 
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.GoogleAPIErrorClassifier(), retryhttp.DefaultClassifier()}),
-		retryhttp.WithThrottleBackoff(retryhttp.Constant(10*time.Millisecond)),
+		retryhttp.WithThrottleBackoff(backoff.Constant(10*time.Millisecond)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Printf("attempt %d: %d, throttle: %t\n", e.Attempt, e.StatusCode, e.Verdict.Throttle)
 		}),
@@ -112,7 +113,7 @@ func ExamplePeekBody() {
 
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithClassifier(retryhttp.Chain{busy, retryhttp.DefaultClassifier()}),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	resp, err := client.Get(srv.URL)
 	if err != nil {

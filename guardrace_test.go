@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -301,7 +302,7 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 					base.Protocols = new(http.Protocols)
 					base.Protocols.SetUnencryptedHTTP2(true)
 				}
-				return base, New(WithBase(base), WithBackoff(Constant(0)), WithoutBudget())
+				return base, New(WithBase(base), WithBackoff(backoff.Constant(0)), WithoutBudget())
 			}
 			url := "http://" + srv.ln.Addr().String() + "/orders"
 			wg.Go(func() {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func chain(t *testing.T, middleware bool) (string, *atomic.Int32, func()) {
 	stops := []func(){e.Close}
 	next := e.URL
 	for range 4 { // D, C, B, A
-		tr := New(WithBackoff(Constant(0)))
+		tr := New(WithBackoff(backoff.Constant(0)))
 		client := &http.Client{Transport: tr}
 		dep := next
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

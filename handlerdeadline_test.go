@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,7 +191,7 @@ func TestExpiredRequestSignalledAbove(t *testing.T) {
 	runs := 0
 	srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runs++ }), HandlerDeadline(GRPCTimeout)))
 	defer srv.Close()
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	req := get(t, srv.URL)
 	req.Header.Set("Grpc-Timeout", "0n")

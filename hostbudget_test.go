@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -501,7 +502,7 @@ func TestHostBudgetDeadHostUnderChurnThroughATransport(t *testing.T) {
 		}
 		return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	})
-	tr := New(WithBase(base), WithBackoff(Constant(0)), WithBudget(NewHostBudget(BucketMaxHosts(16))))
+	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithBudget(NewHostBudget(BucketMaxHosts(16))))
 	const rounds = 120
 	for i := range rounds * 201 {
 		url := "http://dead.test/"

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -70,7 +71,7 @@ func hostileServe(t *testing.T, p hostileProto, h http.Handler, f retryhttptest.
 	t.Helper()
 	srv := p.start(h, f)
 	t.Cleanup(srv.Close)
-	tr := New(append([]Option{WithBase(srv.Client().Transport), WithBackoff(Constant(time.Millisecond))}, opts...)...)
+	tr := New(append([]Option{WithBase(srv.Client().Transport), WithBackoff(backoff.Constant(time.Millisecond))}, opts...)...)
 	t.Cleanup(tr.CloseIdleConnections)
 	return srv, tr
 }
@@ -280,7 +281,7 @@ func TestHostileNoResumeOfNothing(t *testing.T) {
 					}
 					return resp, err
 				})
-				tr := New(WithBase(base), WithBackoff(Constant(time.Millisecond)))
+				tr := New(WithBase(base), WithBackoff(backoff.Constant(time.Millisecond)))
 				t.Cleanup(tr.CloseIdleConnections)
 				resp := hostileGet(t, t.Context(), p, tr, srv.URL, nil)
 
@@ -642,7 +643,7 @@ func TestHostileCloseRefundsTheResumeInFlight(t *testing.T) {
 			return nil, r.Context().Err()
 		})
 		bucket := NewBucket(BucketCapacity(20))
-		tr := New(WithBase(base), WithBudget(bucket), WithBackoff(Constant(0)), WithStallTimeout(0))
+		tr := New(WithBase(base), WithBudget(bucket), WithBackoff(backoff.Constant(0)), WithStallTimeout(0))
 		resp, err := tr.RoundTrip(get(t, "http://files.test/"))
 		require.NoError(t, err)
 		before := bucket.Balance()
@@ -676,7 +677,7 @@ func TestHostileResumeOutOfTimeIsADeadline(t *testing.T) {
 		})
 		var skew time.Duration
 		var events []GiveUpEvent
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(Constant(10*time.Millisecond)),
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
 			WithOnRetry(func(e RetryEvent) {
 				if e.Resume {
 					skew = 89500 * time.Microsecond

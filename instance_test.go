@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -62,7 +63,7 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 				max = 1
 			}
 			rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithMaxAttempts(max),
-				retryhttp.WithBackoff(retryhttp.Constant(0)), retryhttp.WithThrottleBackoff(retryhttp.Constant(0)))
+				retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithThrottleBackoff(backoff.Constant(0)))
 			_, n := roundTrip(t, rt, srv.URL)
 			assert.Equal(t, tc.attempts, n, "attempts of the first request")
 			roundTrip(t, rt, srv.URL)
@@ -78,7 +79,7 @@ func TestRetryEventNamesThePeer(t *testing.T) {
 	defer srv.Close()
 	var logs bytes.Buffer
 	var peers []netip.AddrPort
-	rt := retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(0)),
+	rt := retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { peers = append(peers, e.Peer) }),
 		retryhttp.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	defer rt.CloseIdleConnections()
@@ -98,7 +99,7 @@ func TestPeerIsZeroWithoutConnection(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens: every dial is refused
 	var events []retryhttp.RetryEvent
-	rt := retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(0)), retryhttp.WithMaxAttempts(2),
+	rt := retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithMaxAttempts(2),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { events = append(events, e) }))
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	_, err = rt.RoundTrip(req)
@@ -128,7 +129,7 @@ func TestBehindABalancerRetriesReachAnotherBackend(t *testing.T) {
 	ok, total := 0, 0
 	for range 20 {
 		base := &http.Transport{}
-		rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+		rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 		for range 30 {
 			code, _ := roundTrip(t, rt, lb.URL)
 			total++
@@ -153,7 +154,7 @@ func TestOutageCostsAConnectionPerRetryGranted(t *testing.T) {
 	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()
 	var retries atomic.Int64
-	rt := retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(0)),
+	rt := retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)),
 		retryhttp.WithOnRetry(func(retryhttp.RetryEvent) { retries.Add(1) }))
 	defer rt.CloseIdleConnections()
 	const workers, each = 4, 100
@@ -234,7 +235,7 @@ func TestRetryDialsAnotherAddress(t *testing.T) {
 		t.Run("concurrency "+strconv.Itoa(workers), func(t *testing.T) {
 			base := &http.Transport{DialContext: (&retryhttp.Dialer{Resolver: addrs}).DialContext}
 			defer base.CloseIdleConnections()
-			rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
+			rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
 				retryhttp.WithoutBudget())
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -362,7 +363,7 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	require.Equal(t, 2, first.Connections())
 
 	failing.Store(true)
-	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 	code, attempts := roundTrip(t, rt, url)
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 2, attempts, "the retry went to the second address")
@@ -379,7 +380,7 @@ func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
 	defer base.CloseIdleConnections()
-	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	resp, err := rt.RoundTrip(req)
 	require.NoError(t, err)
@@ -416,7 +417,7 @@ func TestPeerFromContextUnderAWrapper(t *testing.T) {
 	u := &unwrapping{base: &http.Transport{}}
 	defer u.base.CloseIdleConnections()
 	var events []netip.AddrPort
-	rt := retryhttp.New(retryhttp.WithBase(u), retryhttp.WithBackoff(retryhttp.Constant(0)),
+	rt := retryhttp.New(retryhttp.WithBase(u), retryhttp.WithBackoff(backoff.Constant(0)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { events = append(events, e.Peer) }))
 	code, _ := roundTrip(t, rt, srv.URL)
 	require.Equal(t, http.StatusOK, code)
@@ -485,7 +486,7 @@ func TestRetryOverHTTP2AfterAnErrorRetiresTheConnection(t *testing.T) {
 	base := srv.Client().Transport.(*http.Transport)
 	defer base.CloseIdleConnections()
 	var errs []error
-	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { errs = append(errs, e.Err) }))
 	code, attempts := roundTrip(t, rt, srv.URL)
 	require.Equal(t, http.StatusOK, code)

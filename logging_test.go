@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	rhttptest "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -253,7 +254,7 @@ func TestLogLevels(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &logRecorder{}
-				opts := append([]Option{WithLogger(slog.New(rec)), WithBackoff(Constant(10 * time.Millisecond))}, tt.opts...)
+				opts := append([]Option{WithLogger(slog.New(rec)), WithBackoff(backoff.Constant(10 * time.Millisecond))}, tt.opts...)
 				tr := newTestTransport(tt.base(), 0.5, opts...)
 				if tt.call != nil {
 					tt.call(t, tr)
@@ -289,7 +290,7 @@ func TestLogLevels(t *testing.T) {
 func TestLogDeadlineTimeLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &logRecorder{}
-		tr := newTestTransport(&script{steps: statuses(503)}, 0.5, WithLogger(slog.New(rec)), WithBackoff(Constant(50*time.Millisecond)))
+		tr := newTestTransport(&script{steps: statuses(503)}, 0.5, WithLogger(slog.New(rec)), WithBackoff(backoff.Constant(50*time.Millisecond)))
 		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 30*time.Millisecond))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -315,7 +316,7 @@ func TestLogThrottlingStartsAndEnds(t *testing.T) {
 		var failing atomic.Bool
 		failing.Store(true)
 		tr := newTestTransport(switchingBase(&failing), 0.5, WithLogger(slog.New(rec)), WithMaxAttempts(2), WithoutBudget(),
-			WithBackoff(Constant(10*time.Millisecond)), WithAdaptiveThrottling(ThrottleMinRequests(4)))
+			WithBackoff(backoff.Constant(10*time.Millisecond)), WithAdaptiveThrottling(ThrottleMinRequests(4)))
 		var infos []string // the INFO lines, call by call
 		call := func() ([]slog.Record, error) {
 			_, err := roundTrip(tr, "http://svc.test/")

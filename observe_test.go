@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,7 +93,7 @@ func TestGiveUpReasons(t *testing.T) {
 		},
 		{
 			name:  "deadline",
-			opts:  []Option{WithBackoff(Constant(time.Second))},
+			opts:  []Option{WithBackoff(backoff.Constant(time.Second))},
 			steps: statuses(503),
 			request: func(t *testing.T, ctx context.Context) *http.Request {
 				ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)

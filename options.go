@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"github.com/retryhttp/retryhttp/backoff"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -63,22 +64,22 @@ func WithMaxAttempts(n int) Option {
 }
 
 // WithBackoff sets the delay before each retry of an ordinary failure. The
-// default is DefaultBackoff: full jitter over exponential backoff from 50 ms,
+// default is backoff.Default(): full jitter over exponential backoff from 50 ms,
 // capped at 20 s.
-func WithBackoff(b Backoff) Option {
+func WithBackoff(b backoff.Func) Option {
 	if b == nil {
-		panic("retryhttp: WithBackoff: nil Backoff")
+		panic("retryhttp: WithBackoff: nil backoff.Func")
 	}
 	return func(t *Transport) { t.backoff = b }
 }
 
 // WithThrottleBackoff sets the delay before a retry of a throttled attempt
-// (429, or 503 with Retry-After). The default is DefaultThrottleBackoff: full
+// (429, or 503 with Retry-After). The default is backoff.DefaultThrottle(): full
 // jitter over exponential backoff from 1 s, capped at 20 s. A Retry-After
 // header still sets the least delay.
-func WithThrottleBackoff(b Backoff) Option {
+func WithThrottleBackoff(b backoff.Func) Option {
 	if b == nil {
-		panic("retryhttp: WithThrottleBackoff: nil Backoff")
+		panic("retryhttp: WithThrottleBackoff: nil backoff.Func")
 	}
 	return func(t *Transport) { t.throttleBackoff = b }
 }

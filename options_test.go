@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -52,8 +53,8 @@ func TestOptionsTakeEffect(t *testing.T) {
 		attempts int
 		wait     time.Duration // before the second attempt
 	}{
-		{"throttle backoff", []Option{WithThrottleBackoff(Constant(7 * time.Second))}, statuses(429, 200), 2, 7 * time.Second},
-		{"throttle backoff not used for 500", []Option{WithThrottleBackoff(Constant(7 * time.Second))}, statuses(500, 200), 2, 0},
+		{"throttle backoff", []Option{WithThrottleBackoff(backoff.Constant(7 * time.Second))}, statuses(429, 200), 2, 7 * time.Second},
+		{"throttle backoff not used for 500", []Option{WithThrottleBackoff(backoff.Constant(7 * time.Second))}, statuses(500, 200), 2, 0},
 		{"retry-after within a raised limit", []Option{WithRetryAfterLimit(2 * time.Minute)},
 			[]step{{status: 503, header: http.Header{"Retry-After": {"90"}}}, {status: 200}}, 2, 90 * time.Second},
 		{"retry-after over a lowered limit", []Option{WithRetryAfterLimit(5 * time.Second)},

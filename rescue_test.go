@@ -13,12 +13,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // fastRetries paces loopback tests' retries by a millisecond.
-var fastRetries = []Option{WithBackoff(Constant(time.Millisecond)), WithThrottleBackoff(Constant(time.Millisecond))}
+var fastRetries = []Option{WithBackoff(backoff.Constant(time.Millisecond)), WithThrottleBackoff(backoff.Constant(time.Millisecond))}
 
 // failFirstServer answers 503 to its first n requests, and 200 after; it
 // counts the requests that reached the handler.

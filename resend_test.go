@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -258,7 +259,7 @@ func TestStoppedHTTP1SendWritesNothing(t *testing.T) {
 				conns.Store(0)
 				srv := newLaneServer(t, true, "protocol", config)
 				base := &http.Transport{DialContext: srv.dial, ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: roots}}
-				tr := New(WithBase(base), WithBackoff(Constant(0)))
+				tr := New(WithBase(base), WithBackoff(backoff.Constant(0)))
 				_, err := tr.RoundTrip(guardedPost("https://"+srv.ln.Addr().String()+"/orders", body, "no key"))
 				require.ErrorIs(t, err, ErrBaseResend)
 				require.NoError(t, srv.drain())
@@ -279,7 +280,7 @@ func TestRefusedStreamResentOnItsConnection(t *testing.T) {
 	for _, body := range guardedBodies {
 		t.Run(body, func(t *testing.T) {
 			srv := newLaneServer(t, true, "refuse", nil)
-			tr := New(WithBase(&http.Transport{DialContext: srv.dial, Protocols: h2cTransport().Protocols}), WithBackoff(Constant(0)))
+			tr := New(WithBase(&http.Transport{DialContext: srv.dial, Protocols: h2cTransport().Protocols}), WithBackoff(backoff.Constant(0)))
 			defer tr.CloseIdleConnections()
 			resp, err := tr.RoundTrip(guardedPost("http://"+srv.ln.Addr().String()+"/orders", body, "blank Idempotency-Key"))
 			require.NoError(t, err)

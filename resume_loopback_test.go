@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -123,7 +124,7 @@ func requirePrefixOf(t *testing.T, want, got []byte) {
 // newResumingTransport returns a Transport over base, as a user makes one,
 // retries paced by a millisecond so that the tests run fast.
 func newResumingTransport(base http.RoundTripper, opts ...retryhttp.Option) *retryhttp.Transport {
-	opts = append([]retryhttp.Option{retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond))}, opts...)
+	opts = append([]retryhttp.Option{retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(time.Millisecond))}, opts...)
 	return retryhttp.New(opts...)
 }
 
@@ -267,7 +268,7 @@ func TestResumeCutsOfEveryBodyAreBounded(t *testing.T) {
 	f := newFile(version{body: content(64<<10, 3), etag: `"v1"`})
 	srv := retryhttptest.NewServer(f, retryhttptest.CloseAfter(4096))
 	defer srv.Close()
-	tr := newResumingTransport(srv.Client().Transport, retryhttp.WithBackoff(retryhttp.Constant(0)))
+	tr := newResumingTransport(srv.Client().Transport, retryhttp.WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 
 	var reasons []retryhttp.GiveUpReason

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -60,7 +61,7 @@ func TestStallIsResumedAfterTheTimeout(t *testing.T) {
 		var events []retryhttp.RetryEvent
 		var at time.Duration
 		start := time.Now()
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
 			retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { events, at = append(events, e), time.Since(start) }))
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/big"))
 		require.NoError(t, err)
@@ -222,7 +223,7 @@ func TestCloseStopsEverything(t *testing.T) {
 		}, []retryhttp.Option{retryhttp.WithStallTimeout(0)}},
 		{"waiting out a resume's backoff", func() http.RoundTripper {
 			return retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))
-		}, []retryhttp.Option{retryhttp.WithBackoff(retryhttp.Constant(time.Hour))}},
+		}, []retryhttp.Option{retryhttp.WithBackoff(backoff.Constant(time.Hour))}},
 		{"waiting on a resume's headers", func() http.RoundTripper {
 			return &gate{first: retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))}
 		}, []retryhttp.Option{retryhttp.WithStallTimeout(0)}},
@@ -304,7 +305,7 @@ func TestReadAndCloseRace(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFile(version{body: oneMiB, etag: `"v1"`})
 			base := &countingBase{base: retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1000), retryhttptest.StallAfter(1000)))}
-			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 				retryhttp.WithStallTimeout(2*time.Second))
 			resp := fetch(t, t.Context(), tr, "http://files.test/")
 			done := make(chan struct{})
@@ -388,7 +389,7 @@ func TestLengthOfTheJoinedBody(t *testing.T) {
 		}
 		return &http.Response{StatusCode: 200, Header: h, ContentLength: 10, Body: io.NopCloser(bytes.NewReader(body[:6])), Request: r}, nil
 	})
-	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 	got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 	require.NoError(t, err)
 	assert.Equal(t, body, got)
@@ -411,7 +412,7 @@ func TestLengthOfTheJoinedBody(t *testing.T) {
 func TestResumeOfTheCallersRange(t *testing.T) {
 	f := newFile(version{body: oneMiB, etag: `"v1"`})
 	tr := retryhttp.New(retryhttp.WithBase(retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))),
-		retryhttp.WithBackoff(retryhttp.Constant(0)))
+		retryhttp.WithBackoff(backoff.Constant(0)))
 	resp := fetch(t, t.Context(), tr, "http://files.test/", "Range", "bytes=5000-14999")
 	require.Equal(t, http.StatusPartialContent, resp.StatusCode)
 	got, err := readBody(resp)
@@ -472,7 +473,7 @@ func TestResumeAnswers(t *testing.T) {
 				f.ServeHTTP(w, r)
 			})
 			base := retryhttptest.NewTransport(h, cut)
-			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 			got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 			assert.Equal(t, tt.sent, base.Attempts(), "requests sent")
 			if tt.reason == "" {
@@ -515,7 +516,7 @@ func TestResumesAreRetries(t *testing.T) {
 	t.Run("limit", func(t *testing.T) {
 		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))
 		var gaveUp []retryhttp.GiveUpEvent
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)), retryhttp.WithResumeLimit(3),
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithResumeLimit(3),
 			retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp = append(gaveUp, e) }))
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 		requirePrefixOf(t, oneMiB, got)
@@ -532,7 +533,7 @@ func TestResumesAreRetries(t *testing.T) {
 	t.Run("budget", func(t *testing.T) {
 		bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
 		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(retryhttp.Constant(0)))
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(backoff.Constant(0)))
 		resp := fetch(t, t.Context(), tr, "http://files.test/")
 		buf := make([]byte, 1500)
 		_, err := io.ReadFull(resp.Body, buf)
@@ -560,7 +561,7 @@ func TestResumesAreRetries(t *testing.T) {
 				f := newFile(version{body: oneMiB, etag: `"v1"`})
 				base := retryhttptest.NewTransport(f, tt.fault)
 				tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(retryhttp.HedgeDelay(100*time.Millisecond)),
-					retryhttp.WithBackoff(retryhttp.Constant(0)))
+					retryhttp.WithBackoff(backoff.Constant(0)))
 				got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 				require.NoError(t, err)
 				requireSame(t, oneMiB, got)
@@ -579,7 +580,7 @@ func TestResumesAreRetries(t *testing.T) {
 				got = append(got, sent{r.Header.Get("Range"), r.Header.Get("X-Time-Left"), r.Header.Get("X-Attempt")})
 				return base.RoundTrip(r)
 			})
-			tr := retryhttp.New(retryhttp.WithBase(recording), retryhttp.WithBackoff(retryhttp.Constant(time.Second)),
+			tr := retryhttp.New(retryhttp.WithBase(recording), retryhttp.WithBackoff(backoff.Constant(time.Second)),
 				retryhttp.WithDeadlineHeader(retryhttp.MillisecondsHeader("X-Time-Left")), retryhttp.WithAttemptHeader("X-Attempt"))
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
@@ -599,7 +600,7 @@ func TestResumesAreRetries(t *testing.T) {
 		})
 		var logs bytes.Buffer
 		var events []retryhttp.RetryEvent
-		tr := retryhttp.New(retryhttp.WithBase(numbered), retryhttp.WithBackoff(retryhttp.Constant(0)),
+		tr := retryhttp.New(retryhttp.WithBase(numbered), retryhttp.WithBackoff(backoff.Constant(0)),
 			retryhttp.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 			retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { events = append(events, e) }))
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/f?token=secret"))
@@ -630,7 +631,7 @@ func TestBytesThatComeWithAFailure(t *testing.T) {
 		// Six bytes and io.EOF in one read: the body ends four bytes short.
 		return &http.Response{StatusCode: 200, Header: h, ContentLength: 10, Body: io.NopCloser(iotest.DataErrReader(bytes.NewReader(body[:6]))), Request: r}, nil
 	})
-	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 	resp := fetch(t, t.Context(), tr, "http://files.test/")
 	defer resp.Body.Close()
 	buf := make([]byte, 10)
@@ -666,7 +667,7 @@ func TestResumeRequestFails(t *testing.T) {
 				}
 				return inner.RoundTrip(r)
 			})
-			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 			got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 			assert.Equal(t, int32(tt.sent), sent.Load(), "requests sent")
 			if tt.reason == "" {
@@ -692,7 +693,7 @@ func TestResumeRequestFails(t *testing.T) {
 func TestResumeStallsOnItsHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &gate{first: retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))}
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)),
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
 			retryhttp.WithStallTimeout(time.Second), retryhttp.WithResumeLimit(1))
 		start := time.Now()
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
@@ -724,7 +725,7 @@ func TestResumeStalledOnItsHeadersIsRetried(t *testing.T) {
 			}
 			return inner.RoundTrip(r)
 		})
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)), retryhttp.WithStallTimeout(time.Second))
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithStallTimeout(time.Second))
 		start := time.Now()
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 		elapsed := time.Since(start)
@@ -755,7 +756,7 @@ func TestResumeEndsInItsBackoff(t *testing.T) {
 			defer cancel()
 			var resp *http.Response
 			var gaveUp []retryhttp.GiveUpEvent
-			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(retryhttp.Constant(0)),
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(backoff.Constant(0)),
 				retryhttp.WithOnRetry(func(retryhttp.RetryEvent) {
 					if tt.cancel {
 						cancel()
@@ -800,7 +801,7 @@ func TestResumeAnsweredAfterClose(t *testing.T) {
 		// A base that answers whatever the request's context says.
 		return inner.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
 	})}
-	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(retryhttp.Constant(0)))
+	tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
 	resp = fetch(t, t.Context(), tr, "http://files.test/")
 	got, err := io.ReadAll(resp.Body)
 	assert.Len(t, got, 1000)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 )
 
 // fuzzResumeLimit is the resumes a body gets in FuzzResumeBody: with the
@@ -224,7 +225,7 @@ func checkResumeScript(t *testing.T, n, cut int, firstFlags byte, digest, readFu
 		}
 		return scripted(r, http.StatusPartialContent, h, rest, cutAt, op[2]), nil
 	}
-	tr := retryhttp.New(retryhttp.WithBase(roundTripperFunc(answer)), retryhttp.WithBackoff(retryhttp.Constant(0)),
+	tr := retryhttp.New(retryhttp.WithBase(roundTripperFunc(answer)), retryhttp.WithBackoff(backoff.Constant(0)),
 		retryhttp.WithResumeLimit(fuzzResumeLimit), retryhttp.WithStallTimeout(time.Second))
 	// A body that cannot be resumed is not watched for stalls: as through
 	// any transport, the caller's deadline ends its stalled read.

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -101,7 +102,7 @@ func TestNeverSentPostRefusedDial(t *testing.T) {
 	var once sync.Once
 	// Nothing listens on addr for the first attempt; the server starts there
 	// before the retry.
-	tr := New(WithBackoff(Constant(0)), WithOnRetry(func(RetryEvent) {
+	tr := New(WithBackoff(backoff.Constant(0)), WithOnRetry(func(RetryEvent) {
 		once.Do(func() {
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -130,7 +131,7 @@ func TestNeverSentPostDroppedBeforeWrite(t *testing.T) {
 	srv.Listener = drop
 	srv.StartTLS()
 	defer srv.Close()
-	tr := New(WithBase(srv.Client().Transport), WithBackoff(Constant(0)))
+	tr := New(WithBase(srv.Client().Transport), WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	got := postOnce(t, srv.URL, &http.Client{Transport: tr}, h)
 	require.NoError(t, got.err)
@@ -142,7 +143,7 @@ func TestSentPostResetAfterReadNotRetried(t *testing.T) {
 	h := &countingHandler{}
 	srv := httptest.NewServer(resetAfterRead(h))
 	defer srv.Close()
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	got := postOnce(t, srv.URL, &http.Client{Transport: tr}, h)
 	require.Error(t, got.err)
@@ -161,7 +162,7 @@ func TestSentPostResetBeforeReadNeverDuplicated(t *testing.T) {
 	srv.Listener = drop
 	srv.Start()
 	defer srv.Close()
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	for range 20 {
 		drop.n.Store(1)
@@ -196,7 +197,7 @@ func TestNoTraceEvidenceMeansSent(t *testing.T) {
 	// key-less POST that failed with a reset is not resent.
 	base := &script{steps: []step{{err: &net.OpError{Op: "read", Err: io.ErrUnexpectedEOF}}, {status: 201}}}
 	req, _ := withBody(t, context.Background(), http.MethodPost, "http://svc.test/", "x", true)
-	_, err := New(WithBase(base), WithBackoff(Constant(0))).RoundTrip(req)
+	_, err := New(WithBase(base), WithBackoff(backoff.Constant(0))).RoundTrip(req)
 	require.Error(t, err)
 	assert.Equal(t, 1, base.count())
 }
@@ -256,7 +257,7 @@ func TestNeverSentFigures(t *testing.T) {
 		drop := &dropFirst{Listener: srv.Listener, readFirst: true}
 		srv.Listener = drop
 		srv.StartTLS()
-		tr := New(WithBase(srv.Client().Transport), WithBackoff(Constant(0)))
+		tr := New(WithBase(srv.Client().Transport), WithBackoff(backoff.Constant(0)))
 		return srv.URL, &http.Client{Transport: tr}, h, func() { drop.n.Store(1) }, srv.Close
 	})
 	run("connection reset before the server reads", func() (string, *http.Client, *countingHandler, func(), func()) {
@@ -265,13 +266,13 @@ func TestNeverSentFigures(t *testing.T) {
 		drop := &dropFirst{Listener: srv.Listener}
 		srv.Listener = drop
 		srv.Start()
-		tr := New(WithBackoff(Constant(0)))
+		tr := New(WithBackoff(backoff.Constant(0)))
 		return srv.URL, &http.Client{Transport: tr}, h, func() { drop.n.Store(1) }, srv.Close
 	})
 	run("connection reset after the server reads", func() (string, *http.Client, *countingHandler, func(), func()) {
 		h := &countingHandler{}
 		srv := httptest.NewServer(resetAfterRead(h))
-		tr := New(WithBackoff(Constant(0)))
+		tr := New(WithBackoff(backoff.Constant(0)))
 		return srv.URL, &http.Client{Transport: tr}, h, func() {}, srv.Close
 	})
 	var b strings.Builder
@@ -365,7 +366,7 @@ func TestServerTextNeverProvesUnsent(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 REFUSED_STREAM\r\n\r\n")
 		c.Close()
 	})
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	_, err := keylessPost(t, t.Context(), tr, srv.url(), strings.NewReader(`{"order":1}`))
 	require.Error(t, err)
@@ -400,7 +401,7 @@ func TestGoAwayNeverProvesUnsent(t *testing.T) {
 					c.goAway(id, tt.code, tt.debug)
 					c.Close()
 				}).start()
-				tr := New(WithBase(h2cTransport()), WithBackoff(Constant(0)))
+				tr := New(WithBase(h2cTransport()), WithBackoff(backoff.Constant(0)))
 				defer tr.CloseIdleConnections()
 				_, err := keylessPost(t, t.Context(), tr, srv.url(), b.body())
 				require.Error(t, err)
@@ -427,7 +428,7 @@ func TestBaseNeverResendsGuardedRequest(t *testing.T) {
 	for _, b := range bodies {
 		t.Run(b.name, func(t *testing.T) {
 			srv := newH2Server(t, func(c *h2Conn, id uint32, _ int) { c.reset(id, h2ProtocolError) }).start()
-			tr := New(WithBase(h2cTransport()), WithBackoff(Constant(0)))
+			tr := New(WithBase(h2cTransport()), WithBackoff(backoff.Constant(0)))
 			defer tr.CloseIdleConnections()
 			// net/http's own resends wait seconds between them; the
 			// deadline bounds the test if they were not stopped.
@@ -480,7 +481,7 @@ func TestStalledHeadersNotResent(t *testing.T) {
 		}
 		return c, err
 	}
-	tr := New(WithBase(base), WithBackoff(Constant(0)), WithAttemptTimeout(200*time.Millisecond))
+	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithAttemptTimeout(200*time.Millisecond))
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequest(http.MethodPost, srv.url(), nil)
 	require.NoError(t, err)

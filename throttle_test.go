@@ -19,6 +19,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -232,7 +233,7 @@ func TestThrottleCountsARequestWhenItEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The host's first attempt fails; then 503 and 200.
 		base := newHostBase(failFirst(2))
-		tr := newTestTransport(base, 0.999, WithBackoff(Constant(time.Second)),
+		tr := newTestTransport(base, 0.999, WithBackoff(backoff.Constant(time.Second)),
 			WithAdaptiveThrottling(ThrottleMinRequests(1)))
 		get := func() error {
 			req, _ := http.NewRequestWithContext(MaxAttempts(context.Background(), 1), http.MethodGet, "http://svc.test/", nil)
@@ -293,7 +294,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 				return context.WithTimeout(ctx, 5*time.Second)
 			}},
 		{name: "caller cancels during the wait", answer: status(503), requests: 0,
-			opts: []Option{WithBackoff(Constant(time.Hour))},
+			opts: []Option{WithBackoff(backoff.Constant(time.Hour))},
 			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				ctx, cancel := context.WithCancel(ctx)
 				stop := time.AfterFunc(time.Second, cancel)
@@ -312,7 +313,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 					}
 					return tt.answer(r, int(n.Add(1)-1)), nil
 				})
-				tr := newTestTransport(base, 0.999, append([]Option{WithBackoff(Constant(time.Millisecond)),
+				tr := newTestTransport(base, 0.999, append([]Option{WithBackoff(backoff.Constant(time.Millisecond)),
 					WithRetryAfterLimit(time.Minute), WithAdaptiveThrottling()}, tt.opts...)...)
 				// One failure, so that the host has counts from the start.
 				req, _ := http.NewRequestWithContext(NoRetry(context.Background()), http.MethodGet, "http://svc.test/prime", nil)
@@ -533,7 +534,7 @@ func TestThrottleShedsNothingAtTenPercentFailures(t *testing.T) {
 		}
 		return 200
 	})
-	tr := New(WithBase(base), WithBackoff(Constant(0)), WithAdaptiveThrottling())
+	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithAdaptiveThrottling())
 	var refused, ok atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
@@ -567,7 +568,7 @@ func TestThrottleOutageSendsFewRequests(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := newHostBase(always(503))
-			tr := New(append([]Option{WithBase(base), WithBackoff(Constant(0)), WithThrottleBackoff(Constant(0))}, tt.opts...)...)
+			tr := New(append([]Option{WithBase(base), WithBackoff(backoff.Constant(0)), WithThrottleBackoff(backoff.Constant(0))}, tt.opts...)...)
 			var wg sync.WaitGroup
 			var next atomic.Int64
 			for range 16 {
@@ -632,7 +633,7 @@ func TestThrottleConcurrentUse(t *testing.T) {
 		}
 		return 200
 	})
-	tr := New(WithBase(base), WithBackoff(Constant(0)), WithAdaptiveThrottling(ThrottleMinRequests(5)))
+	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithAdaptiveThrottling(ThrottleMinRequests(5)))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -814,7 +815,7 @@ func TestThrottleDoesNotCountABodyGivenUpOn(t *testing.T) {
 			return &http.Response{StatusCode: status, ContentLength: length, Header: h, Body: body, Request: r}, nil
 		})
 		var gaveUp []GiveUpEvent
-		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithResumeLimit(1), WithBackoff(Constant(0)),
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithResumeLimit(1), WithBackoff(backoff.Constant(0)),
 			WithOnGiveUp(func(e GiveUpEvent) { gaveUp = append(gaveUp, e) }))
 		req, err := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 		require.NoError(t, err)

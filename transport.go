@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -48,8 +49,8 @@ const (
 type Transport struct {
 	base            http.RoundTripper // nil only in a Transport New did not make
 	maxAttempts     int
-	backoff         Backoff
-	throttleBackoff Backoff
+	backoff         backoff.Func
+	throttleBackoff backoff.Func
 	classifier      Classifier
 	budget          Budget // nil: retries are not budgeted
 	retryAfterLimit time.Duration
@@ -92,8 +93,8 @@ var _ http.RoundTripper = (*Transport)(nil)
 func New(opts ...Option) *Transport {
 	t := &Transport{
 		maxAttempts:     DefaultMaxAttempts,
-		backoff:         DefaultBackoff(),
-		throttleBackoff: DefaultThrottleBackoff(),
+		backoff:         backoff.Default(),
+		throttleBackoff: backoff.DefaultThrottle(),
 		classifier:      DefaultClassifier(),
 		budget:          NewHostBudget(),
 		retryAfterLimit: DefaultRetryAfterLimit,

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -290,7 +291,7 @@ func TestConnectionReusedAcrossThrottledRetries(t *testing.T) {
 		reused = append(reused, info.Reused)
 		mu.Unlock()
 	}}
-	tr := New(WithThrottleBackoff(Constant(0)))
+	tr := New(WithThrottleBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
@@ -329,7 +330,7 @@ func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 	}))
 	conns := startCountingConns(srv)
 	defer srv.Close()
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	for range 50 {
 		resp, err := tr.RoundTrip(get(t, srv.URL))
@@ -395,7 +396,7 @@ func executions(seen *sync.Map) map[string]int {
 func TestIdempotency(t *testing.T) {
 	srv, seen := executionServer(2)
 	defer srv.Close()
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	do := func(method, path, key string) int {
@@ -446,7 +447,7 @@ func TestAutomaticIdempotencyKeys(t *testing.T) {
 		mu.Unlock()
 		return http.DefaultTransport.RoundTrip(r)
 	})
-	client := &http.Client{Transport: New(WithBase(base), WithIdempotencyKeys(), WithBackoff(Constant(0)))}
+	client := &http.Client{Transport: New(WithBase(base), WithIdempotencyKeys(), WithBackoff(backoff.Constant(0)))}
 	for range 2 {
 		resp, err := client.Post(srv.URL+"/auto", "application/json", strings.NewReader("{}"))
 		require.NoError(t, err)
@@ -494,7 +495,7 @@ func TestNeverSentToRealClosedPort(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now: every dial is refused
 	var attempts atomic.Int32
-	tr := New(WithBackoff(Constant(0)), WithOnRetry(func(RetryEvent) { attempts.Add(1) }))
+	tr := New(WithBackoff(backoff.Constant(0)), WithOnRetry(func(RetryEvent) { attempts.Add(1) }))
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader("x"))
 	require.NoError(t, err)
@@ -635,7 +636,7 @@ func TestDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		base := &script{steps: []step{{err: dialRefused}}}
-		_, err := newTestTransport(base, 0, WithBackoff(Constant(2*time.Second))).RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+		_, err := newTestTransport(base, 0, WithBackoff(backoff.Constant(2*time.Second))).RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
 		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
 		assert.Equal(t, 1, base.count())
 	})
@@ -645,7 +646,7 @@ func TestCancelDuringWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		base := &script{steps: statuses(503)}
-		tr := newTestTransport(base, 0, WithBackoff(Constant(time.Hour)))
+		tr := newTestTransport(base, 0, WithBackoff(backoff.Constant(time.Hour)))
 		done := make(chan error)
 		go func() {
 			_, err := tr.RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
@@ -824,7 +825,7 @@ func TestHTTPMockSequence(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	srv, _ := executionServer(1)
 	defer srv.Close()
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
@@ -935,7 +936,7 @@ func TestStalledDiscardedBodyDoesNotBlock(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	})
 	t.Cleanup(func() { close(stop) }) // runs before the server's cleanup
-	tr := New(WithBackoff(Constant(0)))
+	tr := New(WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	// The deadline only bounds the test if the drain blocked.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/otelretry"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -51,7 +52,7 @@ func ExampleInstrument() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	client := &http.Client{Transport: retryhttp.New(
 		otelretry.Instrument(nil, otelretry.WithTracerProvider(tp)),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 	fmt.Println(get(client, srv.URL+"/report?X-Amz-Signature=secret&part=1"))
 	printSpans(spans, strings.TrimPrefix(srv.URL, "http://"))

@@ -20,6 +20,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/otelretry"
 )
 
@@ -28,8 +29,8 @@ import (
 func newTransport(tel *telemetry, base http.RoundTripper, opts ...retryhttp.Option) *retryhttp.Transport {
 	return retryhttp.New(append([]retryhttp.Option{
 		otelretry.Instrument(base, otelretry.WithTracerProvider(tel.tp), otelretry.WithMeterProvider(tel.mp)),
-		retryhttp.WithBackoff(retryhttp.Constant(100 * time.Millisecond)),
-		retryhttp.WithThrottleBackoff(retryhttp.Constant(100 * time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(100 * time.Millisecond)),
+		retryhttp.WithThrottleBackoff(backoff.Constant(100 * time.Millisecond)),
 	}, opts...)...)
 }
 
@@ -428,7 +429,7 @@ func TestAttemptSpansNamePeer(t *testing.T) {
 	defer srv.Close()
 	tel := newTelemetry(t)
 	tr := retryhttp.New(otelretry.Instrument(nil, otelretry.WithTracerProvider(tel.tp), otelretry.WithMeterProvider(tel.mp)),
-		retryhttp.WithBackoff(retryhttp.Constant(0)))
+		retryhttp.WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/otelretry"
 )
 
@@ -131,7 +132,7 @@ func TestPresignedURLRedacted(t *testing.T) {
 			otelretry.WithTracerProvider(tel.tp), otelretry.WithMeterProvider(tel.mp),
 			otelretry.WithHTTPOptions(otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
 				return r.Method + " " + r.URL.String()
-			}))), retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))
+			}))), retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))
 		ctx, op := tel.operation(t.Context())
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, presigned, nil)
 		require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -123,7 +124,7 @@ func ExampleKeyFunc() {
 		retryhttptest.KeyFunc(func(r *http.Request) string { return r.URL.Query().Get("id") }))
 	defer srv.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithThrottleBackoff(retryhttp.Constant(time.Millisecond)))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithThrottleBackoff(backoff.Constant(time.Millisecond)))}
 	for _, id := range []string{"a", "b"} {
 		resp, err := client.Get(srv.URL + "/?id=" + id)
 		if err != nil {
@@ -221,7 +222,7 @@ func ExampleNewTransport() {
 	tr := retryhttptest.NewTransport(nil, retryhttptest.First(2, retryhttptest.Status(http.StatusServiceUnavailable)))
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithBase(tr),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
 	)}
 
 	resp, err := client.Get("http://inventory.test/items/7")
@@ -252,7 +253,7 @@ func ExampleSequence() {
 	))
 	defer srv.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))}
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		log.Fatal(err)
@@ -309,7 +310,7 @@ func ExampleNewProxy() {
 	proxy := retryhttptest.NewProxy(upstream.URL, retryhttptest.Sequence(retryhttptest.Status(503), retryhttptest.ResetAfterRead()))
 	defer proxy.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))}
 	req, _ := http.NewRequest(http.MethodPut, proxy.URL+"/objects/1", strings.NewReader("v1"))
 	resp, err := client.Do(req)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -213,7 +214,7 @@ func TestProxyUnderRetries(t *testing.T) {
 	up := newUpstream(t)
 	p := retryhttptest.NewProxy(up.URL, retryhttptest.Sequence(retryhttptest.Status(503), retryhttptest.ResetAfterRead()))
 	defer p.Close()
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))}
 
 	resp, err := send(t, client, http.MethodPut, p.URL+"/objects/1", "v1", "Idempotency-Key", "put-1")
 	require.NoError(t, err)
@@ -269,7 +270,7 @@ func TestRecordsTellHedgesFromRetries(t *testing.T) {
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithMaxAttempts(2),
 		retryhttp.WithHedging(retryhttp.HedgeDelay(20*time.Millisecond)),
-		retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)))}
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))}
 	for _, key := range []string{"hedged", "retried"} {
 		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 )
 
 // NewRetryHTTP returns a retryhttp Transport over base (its own default
@@ -27,7 +28,7 @@ func newRetryHTTP(base http.RoundTripper, c Config, extra ...retryhttp.Option) h
 		opts = append(opts, retryhttp.WithBase(base))
 	}
 	if c.Base > 0 {
-		b := retryhttp.FullJitter(retryhttp.Exponential(c.Base, c.cap()))
+		b := backoff.FullJitter(backoff.Exponential(c.Base, c.cap()))
 		opts = append(opts, retryhttp.WithBackoff(b), retryhttp.WithThrottleBackoff(b))
 	}
 	if c.NoBudget {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v85"
@@ -17,8 +18,8 @@ import (
 // fast makes a Transport's backoffs short, so that the tests take no
 // longer than the Retry-After the fakes send (1 s).
 var fast = []retryhttp.Option{
-	retryhttp.WithBackoff(retryhttp.Constant(time.Millisecond)),
-	retryhttp.WithThrottleBackoff(retryhttp.Constant(time.Millisecond)),
+	retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
+	retryhttp.WithThrottleBackoff(backoff.Constant(time.Millisecond)),
 }
 
 // TestRun checks the demonstration's whole output, delays aside, and so its

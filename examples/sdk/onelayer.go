@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/openai/openai-go"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -41,7 +42,7 @@ func runOneLayer(w io.Writer, opts ...retryhttp.Option) error {
 		retryhttp.WithResendable(llmGeneration),
 		// Throttled retries wait from 1 s by default; 10 ms here, so that
 		// the demonstration takes seconds.
-		retryhttp.WithThrottleBackoff(retryhttp.Constant(10 * time.Millisecond)),
+		retryhttp.WithThrottleBackoff(backoff.Constant(10 * time.Millisecond)),
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			mu.Lock()
 			retries[e.Request.URL.Host]++

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -69,7 +70,7 @@ var strategies = []strategy{
 func jittered(extra ...retryhttp.Option) func(b http.RoundTripper) http.RoundTripper {
 	return func(b http.RoundTripper) http.RoundTripper {
 		opts := append([]retryhttp.Option{retryhttp.WithBase(b), retryhttp.WithMaxAttempts(attempts),
-			retryhttp.WithBackoff(retryhttp.FullJitter(retryhttp.Exponential(base, 10*time.Second)))}, extra...)
+			retryhttp.WithBackoff(backoff.FullJitter(backoff.Exponential(base, 10*time.Second)))}, extra...)
 		return retryhttp.New(opts...)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/otelretry"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -88,7 +89,7 @@ func run(w io.Writer) error {
 			otelretry.WithTracerProvider(tp),
 			otelretry.WithMeterProvider(mp),
 			otelretry.WithPropagators(propagation.TraceContext{})),
-		retryhttp.WithBackoff(retryhttp.Exponential(20*time.Millisecond, 200*time.Millisecond)),
+		retryhttp.WithBackoff(backoff.Exponential(20*time.Millisecond, 200*time.Millisecond)),
 	)}
 
 	fmt.Fprintf(w, "Four requests to a flaky server at %s, each inside a span of the caller's (\"checkout\", \"report\", ...).\n\n", srv.URL)

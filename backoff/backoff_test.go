@@ -1,4 +1,4 @@
-package retryhttp
+package backoff
 
 import (
 	"math"
@@ -20,7 +20,7 @@ func TestSchedules(t *testing.T) {
 	)
 	tests := []struct {
 		name string
-		b    Backoff
+		b    Func
 		want []time.Duration // for n = 1..len(want)
 		huge time.Duration   // for n = 1_000_000 and math.MaxInt
 	}{
@@ -163,7 +163,7 @@ func TestSchedules(t *testing.T) {
 func TestSchedulesIgnorePrevAndRand(t *testing.T) {
 	tests := []struct {
 		name string
-		b    Backoff
+		b    Func
 	}{
 		{"Constant", Constant(time.Second)},
 		{"Linear", Linear(time.Second, time.Minute)},
@@ -255,7 +255,7 @@ func TestJitter(t *testing.T) {
 	justBelow := math.Nextafter(1, 0)
 	tests := []struct {
 		name string
-		b    Backoff
+		b    Func
 		n    int
 		prev time.Duration
 		r    float64
@@ -321,7 +321,7 @@ func TestJitterAppliedAfterCap(t *testing.T) {
 	capped := Exponential(1*s, 4*s) // 1s, 2s, 4s, 4s, ...
 	tests := []struct {
 		name string
-		b    Backoff
+		b    Func
 		r    float64
 		want time.Duration
 	}{
@@ -345,13 +345,13 @@ func TestJitterPassesArguments(t *testing.T) {
 		r    float64
 	}
 	var got call
-	spy := Backoff(func(n int, prev time.Duration, r float64) time.Duration {
+	spy := Func(func(n int, prev time.Duration, r float64) time.Duration {
 		got = call{n, prev, r}
 		return time.Second
 	})
 	tests := []struct {
 		name string
-		b    Backoff
+		b    Func
 	}{
 		{"FullJitter", FullJitter(spy)},
 		{"EqualJitter", EqualJitter(spy)},
@@ -375,42 +375,42 @@ func TestBackoffPanics(t *testing.T) {
 		f    func()
 		want string
 	}{
-		{"Constant negative", func() { Constant(-1) }, "retryhttp: Constant: delay must not be negative"},
+		{"Constant negative", func() { Constant(-1) }, "backoff: Constant: delay must not be negative"},
 
-		{"Linear negative base", func() { Linear(-1, s) }, "retryhttp: Linear: base must not be negative"},
-		{"Linear max below base", func() { Linear(2*s, s) }, "retryhttp: Linear: max must not be less than base"},
-		{"Linear negative max", func() { Linear(0, -1) }, "retryhttp: Linear: max must not be less than base"},
+		{"Linear negative base", func() { Linear(-1, s) }, "backoff: Linear: base must not be negative"},
+		{"Linear max below base", func() { Linear(2*s, s) }, "backoff: Linear: max must not be less than base"},
+		{"Linear negative max", func() { Linear(0, -1) }, "backoff: Linear: max must not be less than base"},
 
-		{"Exponential negative base", func() { Exponential(-1, s) }, "retryhttp: Exponential: base must not be negative"},
-		{"Exponential max below base", func() { Exponential(2*s, s) }, "retryhttp: Exponential: max must not be less than base"},
+		{"Exponential negative base", func() { Exponential(-1, s) }, "backoff: Exponential: base must not be negative"},
+		{"Exponential max below base", func() { Exponential(2*s, s) }, "backoff: Exponential: max must not be less than base"},
 
-		{"ExponentialBy negative base", func() { ExponentialBy(-1, 2, s) }, "retryhttp: ExponentialBy: base must not be negative"},
-		{"ExponentialBy max below base", func() { ExponentialBy(2*s, 2, s) }, "retryhttp: ExponentialBy: max must not be less than base"},
-		{"ExponentialBy multiplier below 1", func() { ExponentialBy(s, 0.5, 2*s) }, "retryhttp: ExponentialBy: multiplier must be finite and at least 1"},
-		{"ExponentialBy negative multiplier", func() { ExponentialBy(s, -2, 2*s) }, "retryhttp: ExponentialBy: multiplier must be finite and at least 1"},
-		{"ExponentialBy NaN multiplier", func() { ExponentialBy(s, nan, 2*s) }, "retryhttp: ExponentialBy: multiplier must be finite and at least 1"},
-		{"ExponentialBy infinite multiplier", func() { ExponentialBy(s, inf, 2*s) }, "retryhttp: ExponentialBy: multiplier must be finite and at least 1"},
+		{"ExponentialBy negative base", func() { ExponentialBy(-1, 2, s) }, "backoff: ExponentialBy: base must not be negative"},
+		{"ExponentialBy max below base", func() { ExponentialBy(2*s, 2, s) }, "backoff: ExponentialBy: max must not be less than base"},
+		{"ExponentialBy multiplier below 1", func() { ExponentialBy(s, 0.5, 2*s) }, "backoff: ExponentialBy: multiplier must be finite and at least 1"},
+		{"ExponentialBy negative multiplier", func() { ExponentialBy(s, -2, 2*s) }, "backoff: ExponentialBy: multiplier must be finite and at least 1"},
+		{"ExponentialBy NaN multiplier", func() { ExponentialBy(s, nan, 2*s) }, "backoff: ExponentialBy: multiplier must be finite and at least 1"},
+		{"ExponentialBy infinite multiplier", func() { ExponentialBy(s, inf, 2*s) }, "backoff: ExponentialBy: multiplier must be finite and at least 1"},
 
-		{"Fibonacci negative base", func() { Fibonacci(-1, s) }, "retryhttp: Fibonacci: base must not be negative"},
-		{"Fibonacci max below base", func() { Fibonacci(2*s, s) }, "retryhttp: Fibonacci: max must not be less than base"},
+		{"Fibonacci negative base", func() { Fibonacci(-1, s) }, "backoff: Fibonacci: base must not be negative"},
+		{"Fibonacci max below base", func() { Fibonacci(2*s, s) }, "backoff: Fibonacci: max must not be less than base"},
 
-		{"Polynomial negative base", func() { Polynomial(-1, 2, s) }, "retryhttp: Polynomial: base must not be negative"},
-		{"Polynomial max below base", func() { Polynomial(2*s, 2, s) }, "retryhttp: Polynomial: max must not be less than base"},
-		{"Polynomial negative degree", func() { Polynomial(s, -1, 2*s) }, "retryhttp: Polynomial: degree must be finite and not negative"},
-		{"Polynomial NaN degree", func() { Polynomial(s, nan, 2*s) }, "retryhttp: Polynomial: degree must be finite and not negative"},
-		{"Polynomial infinite degree", func() { Polynomial(s, inf, 2*s) }, "retryhttp: Polynomial: degree must be finite and not negative"},
+		{"Polynomial negative base", func() { Polynomial(-1, 2, s) }, "backoff: Polynomial: base must not be negative"},
+		{"Polynomial max below base", func() { Polynomial(2*s, 2, s) }, "backoff: Polynomial: max must not be less than base"},
+		{"Polynomial negative degree", func() { Polynomial(s, -1, 2*s) }, "backoff: Polynomial: degree must be finite and not negative"},
+		{"Polynomial NaN degree", func() { Polynomial(s, nan, 2*s) }, "backoff: Polynomial: degree must be finite and not negative"},
+		{"Polynomial infinite degree", func() { Polynomial(s, inf, 2*s) }, "backoff: Polynomial: degree must be finite and not negative"},
 
-		{"FullJitter nil", func() { FullJitter(nil) }, "retryhttp: FullJitter: nil Backoff"},
-		{"EqualJitter nil", func() { EqualJitter(nil) }, "retryhttp: EqualJitter: nil Backoff"},
-		{"ProportionalJitter nil", func() { ProportionalJitter(nil, 0.1) }, "retryhttp: ProportionalJitter: nil Backoff"},
-		{"ProportionalJitter negative fraction", func() { ProportionalJitter(Constant(s), -0.1) }, "retryhttp: ProportionalJitter: fraction must be in [0, 1]"},
-		{"ProportionalJitter fraction above 1", func() { ProportionalJitter(Constant(s), 1.1) }, "retryhttp: ProportionalJitter: fraction must be in [0, 1]"},
-		{"ProportionalJitter NaN fraction", func() { ProportionalJitter(Constant(s), nan) }, "retryhttp: ProportionalJitter: fraction must be in [0, 1]"},
-		{"ProportionalJitter infinite fraction", func() { ProportionalJitter(Constant(s), inf) }, "retryhttp: ProportionalJitter: fraction must be in [0, 1]"},
+		{"FullJitter nil", func() { FullJitter(nil) }, "backoff: FullJitter: nil Func"},
+		{"EqualJitter nil", func() { EqualJitter(nil) }, "backoff: EqualJitter: nil Func"},
+		{"ProportionalJitter nil", func() { ProportionalJitter(nil, 0.1) }, "backoff: ProportionalJitter: nil Func"},
+		{"ProportionalJitter negative fraction", func() { ProportionalJitter(Constant(s), -0.1) }, "backoff: ProportionalJitter: fraction must be in [0, 1]"},
+		{"ProportionalJitter fraction above 1", func() { ProportionalJitter(Constant(s), 1.1) }, "backoff: ProportionalJitter: fraction must be in [0, 1]"},
+		{"ProportionalJitter NaN fraction", func() { ProportionalJitter(Constant(s), nan) }, "backoff: ProportionalJitter: fraction must be in [0, 1]"},
+		{"ProportionalJitter infinite fraction", func() { ProportionalJitter(Constant(s), inf) }, "backoff: ProportionalJitter: fraction must be in [0, 1]"},
 
-		{"DecorrelatedJitter zero base", func() { DecorrelatedJitter(0, s) }, "retryhttp: DecorrelatedJitter: base must be positive"},
-		{"DecorrelatedJitter negative base", func() { DecorrelatedJitter(-1, s) }, "retryhttp: DecorrelatedJitter: base must be positive"},
-		{"DecorrelatedJitter max below base", func() { DecorrelatedJitter(2*s, s) }, "retryhttp: DecorrelatedJitter: max must not be less than base"},
+		{"DecorrelatedJitter zero base", func() { DecorrelatedJitter(0, s) }, "backoff: DecorrelatedJitter: base must be positive"},
+		{"DecorrelatedJitter negative base", func() { DecorrelatedJitter(-1, s) }, "backoff: DecorrelatedJitter: base must be positive"},
+		{"DecorrelatedJitter max below base", func() { DecorrelatedJitter(2*s, s) }, "backoff: DecorrelatedJitter: max must not be less than base"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -426,7 +426,7 @@ func TestBackoffBounds(t *testing.T) {
 	const s = time.Second
 	tests := []struct {
 		name     string
-		b        Backoff
+		b        Func
 		cap      time.Duration
 		fraction float64 // how far a jitter may exceed cap
 		schedule bool    // deterministic and non-decreasing in n
@@ -441,8 +441,8 @@ func TestBackoffBounds(t *testing.T) {
 		{"Fibonacci uncapped", Fibonacci(1, maxDuration), maxDuration, 0, true},
 		{"Polynomial", Polynomial(s, 2.5, time.Hour), time.Hour, 0, true},
 		{"Polynomial uncapped", Polynomial(maxDuration/1000, 3, maxDuration), maxDuration, 0, true},
-		{"DefaultBackoff", DefaultBackoff(), 20 * s, 0, false},
-		{"DefaultThrottleBackoff", DefaultThrottleBackoff(), 20 * s, 0, false},
+		{"Default", Default(), 20 * s, 0, false},
+		{"DefaultThrottle", DefaultThrottle(), 20 * s, 0, false},
 		{"FullJitter", FullJitter(Fibonacci(s, time.Minute)), time.Minute, 0, false},
 		{"EqualJitter", EqualJitter(Linear(s, time.Minute)), time.Minute, 0, false},
 		{"ProportionalJitter", ProportionalJitter(Exponential(s, time.Minute), 0.25), time.Minute, 0.25, false},
@@ -501,19 +501,19 @@ func TestDecorrelatedJitterChain(t *testing.T) {
 func TestDefaultBackoffs(t *testing.T) {
 	tests := []struct {
 		name string
-		b    Backoff
+		b    Func
 		want []time.Duration // with r just below 1, which gives the whole delay less 1ns
 	}{
 		{
-			name: "DefaultBackoff",
-			b:    DefaultBackoff(),
+			name: "Default",
+			b:    Default(),
 			want: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
 				400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond,
 				6400 * time.Millisecond, 12800 * time.Millisecond, 20 * time.Second, 20 * time.Second},
 		},
 		{
-			name: "DefaultThrottleBackoff",
-			b:    DefaultThrottleBackoff(),
+			name: "DefaultThrottle",
+			b:    DefaultThrottle(),
 			want: []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 				16 * time.Second, 20 * time.Second, 20 * time.Second},
 		},
@@ -532,14 +532,14 @@ func TestDefaultBackoffs(t *testing.T) {
 }
 
 func TestDefaultBackoffAllocs(t *testing.T) {
-	b := DefaultBackoff()
+	b := Default()
 	var sink time.Duration
 	allocs := testing.AllocsPerRun(100, func() { sink += b(3, time.Second, 0.5) })
 	assert.Zero(t, allocs, "got %v allocs per call, want 0", allocs)
 }
 
 func BenchmarkDefaultBackoff(b *testing.B) {
-	backoff := DefaultBackoff()
+	backoff := Default()
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -549,7 +549,7 @@ func BenchmarkDefaultBackoff(b *testing.B) {
 }
 
 func BenchmarkDefaultBackoffParallel(b *testing.B) {
-	backoff := DefaultBackoff()
+	backoff := Default()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var sink time.Duration
@@ -584,7 +584,7 @@ func FuzzBackoff(f *testing.F) {
 			fraction = 0.5
 		}
 		p := time.Duration(prev)
-		schedules := map[string]Backoff{
+		schedules := map[string]Func{
 			"Constant":      Constant(lo),
 			"Linear":        Linear(lo, hi),
 			"Exponential":   Exponential(lo, hi),

@@ -1,16 +1,16 @@
-package retryhttp_test
+package backoff_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/backoff"
 )
 
 // The schedule of a backoff that starts at 3 s and grows by half each retry.
 // A Transport would wrap it in a jitter, such as FullJitter.
 func ExampleExponentialBy() {
-	b := retryhttp.ExponentialBy(3*time.Second, 1.5, time.Minute)
+	b := backoff.ExponentialBy(3*time.Second, 1.5, time.Minute)
 	var prev time.Duration
 	for n := 1; n <= 5; n++ {
 		d := b(n, prev, 0.5) // a schedule ignores prev and the random number

@@ -1,56 +1,59 @@
-package retryhttp
+// Package backoff computes how long a client waits before each retry.
+//
+// A schedule (Constant, Linear, Exponential, ExponentialBy, Fibonacci,
+// Polynomial) sets the delay for each retry and caps it. A jitter
+// (FullJitter, EqualJitter, ProportionalJitter) spreads the retries of many
+// clients over time, so that they do not arrive at a recovering server all
+// at once. DecorrelatedJitter is both at once. Most callers want Default,
+// which is what a retryhttp Transport uses unless told otherwise:
+//
+//	retryhttp.New(retryhttp.WithBackoff(backoff.FullJitter(backoff.Exponential(100*time.Millisecond, 5*time.Second))))
+package backoff
 
 import (
 	"math"
 	"time"
 )
 
-// A Backoff computes the delay before retry number n (1 for the first retry,
+// A Func computes the delay before retry number n (1 for the first retry,
 // 2 for the second, ...). prev is the delay chosen before the previous retry
-// (0 before the first) and r is a random number uniform in [0, 1). A Backoff is
+// (0 before the first) and r is a random number uniform in [0, 1). A Func is
 // a pure function: it keeps no state and is safe for concurrent use.
-//
-// A Backoff is built from a schedule (Constant, Linear, Exponential,
-// ExponentialBy, Fibonacci, Polynomial), which sets the delay for each retry
-// and caps it, usually wrapped in a jitter (FullJitter, EqualJitter,
-// ProportionalJitter), which spreads the retries of many clients over time so
-// that they do not arrive at a recovering server all at once.
-// DecorrelatedJitter is both at once. Most callers want DefaultBackoff.
 //
 // The schedules are deterministic: they ignore prev and r. They treat n < 1
 // as 1, and they never overflow: a delay that would exceed the cap, however
 // large n is, is the cap.
-type Backoff func(n int, prev time.Duration, r float64) time.Duration
+type Func func(n int, prev time.Duration, r float64) time.Duration
 
-// DefaultBackoff returns the Backoff a Transport uses before retrying an
+// Default returns the Func a Transport uses before retrying an
 // ordinary failure: FullJitter(Exponential(50*time.Millisecond,
 // 20*time.Second)). The delay before retry n is uniform in
 // [0, min(50ms·2ⁿ⁻¹, 20s)).
-func DefaultBackoff() Backoff {
+func Default() Func {
 	return FullJitter(Exponential(50*time.Millisecond, 20*time.Second))
 }
 
-// DefaultThrottleBackoff returns the Backoff a Transport uses before retrying
+// DefaultThrottle returns the Func a Transport uses before retrying
 // an attempt the server throttled (429, or 503 with Retry-After):
 // FullJitter(Exponential(1*time.Second, 20*time.Second)). Its longer base
 // gives an overloaded server time to recover. A Retry-After header still sets
 // the least delay.
-func DefaultThrottleBackoff() Backoff {
+func DefaultThrottle() Func {
 	return FullJitter(Exponential(1*time.Second, 20*time.Second))
 }
 
-// Constant returns a Backoff that waits d before every retry.
+// Constant returns a Func that waits d before every retry.
 // It panics if d is negative.
-func Constant(d time.Duration) Backoff {
+func Constant(d time.Duration) Func {
 	if d < 0 {
-		panic("retryhttp: Constant: delay must not be negative")
+		panic("backoff: Constant: delay must not be negative")
 	}
 	return func(int, time.Duration, float64) time.Duration { return d }
 }
 
-// Linear returns a Backoff that waits base·n before retry n, and at most max.
+// Linear returns a Func that waits base·n before retry n, and at most max.
 // It panics if base is negative or max is less than base.
-func Linear(base, max time.Duration) Backoff {
+func Linear(base, max time.Duration) Func {
 	checkSchedule("Linear", base, max)
 	return func(n int, _ time.Duration, _ float64) time.Duration {
 		n = atLeastOne(n)
@@ -64,10 +67,10 @@ func Linear(base, max time.Duration) Backoff {
 	}
 }
 
-// Exponential returns a Backoff that waits base·2ⁿ⁻¹ before retry n (base,
+// Exponential returns a Func that waits base·2ⁿ⁻¹ before retry n (base,
 // 2·base, 4·base, ...), and at most max.
 // It panics if base is negative or max is less than base.
-func Exponential(base, max time.Duration) Backoff {
+func Exponential(base, max time.Duration) Func {
 	checkSchedule("Exponential", base, max)
 	return func(n int, _ time.Duration, _ float64) time.Duration {
 		n = atLeastOne(n)
@@ -84,7 +87,7 @@ func Exponential(base, max time.Duration) Backoff {
 	}
 }
 
-// ExponentialBy returns a Backoff that waits base·multiplierⁿ⁻¹ before retry
+// ExponentialBy returns a Func that waits base·multiplierⁿ⁻¹ before retry
 // n, and at most max. For example, ExponentialBy(3*time.Second, 1.5,
 // time.Minute) waits 3 s, 4.5 s, 6.75 s, ... A multiplier of 1 makes it
 // constant. For a multiplier of 2 prefer Exponential, which computes in
@@ -92,10 +95,10 @@ func Exponential(base, max time.Duration) Backoff {
 // point and rounds to the nearest nanosecond.
 // It panics if base is negative, max is less than base, or multiplier is NaN,
 // infinite or less than 1.
-func ExponentialBy(base time.Duration, multiplier float64, max time.Duration) Backoff {
+func ExponentialBy(base time.Duration, multiplier float64, max time.Duration) Func {
 	checkSchedule("ExponentialBy", base, max)
 	if math.IsNaN(multiplier) || math.IsInf(multiplier, 0) || multiplier < 1 {
-		panic("retryhttp: ExponentialBy: multiplier must be finite and at least 1")
+		panic("backoff: ExponentialBy: multiplier must be finite and at least 1")
 	}
 	return func(n int, _ time.Duration, _ float64) time.Duration {
 		n = atLeastOne(n)
@@ -103,12 +106,12 @@ func ExponentialBy(base time.Duration, multiplier float64, max time.Duration) Ba
 	}
 }
 
-// Fibonacci returns a Backoff that waits base·fib(n) before retry n, where
+// Fibonacci returns a Func that waits base·fib(n) before retry n, where
 // fib runs 1, 1, 2, 3, 5, 8, ...: base, base, 2·base, 3·base, 5·base, ...,
 // and at most max. It grows more gently than Exponential, by a factor of
 // about 1.618 per retry.
 // It panics if base is negative or max is less than base.
-func Fibonacci(base, max time.Duration) Backoff {
+func Fibonacci(base, max time.Duration) Func {
 	checkSchedule("Fibonacci", base, max)
 	return func(n int, _ time.Duration, _ float64) time.Duration {
 		n = atLeastOne(n)
@@ -137,15 +140,15 @@ func Fibonacci(base, max time.Duration) Backoff {
 	}
 }
 
-// Polynomial returns a Backoff that waits base·n^degree before retry n, and
+// Polynomial returns a Func that waits base·n^degree before retry n, and
 // at most max: a degree of 1 makes it Linear, 2 quadratic, 0 constant.
 // Delays are rounded to the nearest nanosecond.
 // It panics if base is negative, max is less than base, or degree is NaN,
 // infinite or negative.
-func Polynomial(base time.Duration, degree float64, max time.Duration) Backoff {
+func Polynomial(base time.Duration, degree float64, max time.Duration) Func {
 	checkSchedule("Polynomial", base, max)
 	if math.IsNaN(degree) || math.IsInf(degree, 0) || degree < 0 {
-		panic("retryhttp: Polynomial: degree must be finite and not negative")
+		panic("backoff: Polynomial: degree must be finite and not negative")
 	}
 	return func(n int, _ time.Duration, _ float64) time.Duration {
 		n = atLeastOne(n)
@@ -153,14 +156,14 @@ func Polynomial(base time.Duration, degree float64, max time.Duration) Backoff {
 	}
 }
 
-// FullJitter returns a Backoff that waits a uniformly random delay in [0, d),
+// FullJitter returns a Func that waits a uniformly random delay in [0, d),
 // where d is the delay b chooses (0 when d is 0). Of the jitters it spreads
 // retries the most, and so does the most to keep many clients from retrying
 // in step; its mean is d/2.
 // It panics if b is nil.
-func FullJitter(b Backoff) Backoff {
+func FullJitter(b Func) Func {
 	if b == nil {
-		panic("retryhttp: FullJitter: nil Backoff")
+		panic("backoff: FullJitter: nil Func")
 	}
 	return func(n int, prev time.Duration, r float64) time.Duration {
 		r = clampRand(r)
@@ -168,13 +171,13 @@ func FullJitter(b Backoff) Backoff {
 	}
 }
 
-// EqualJitter returns a Backoff that waits half the delay d that b chooses,
+// EqualJitter returns a Func that waits half the delay d that b chooses,
 // plus a uniformly random delay in [0, d/2): a delay in [d/2, d). It
 // guarantees some wait while still spreading retries.
 // It panics if b is nil.
-func EqualJitter(b Backoff) Backoff {
+func EqualJitter(b Func) Func {
 	if b == nil {
-		panic("retryhttp: EqualJitter: nil Backoff")
+		panic("backoff: EqualJitter: nil Func")
 	}
 	return func(n int, prev time.Duration, r float64) time.Duration {
 		r = clampRand(r)
@@ -187,18 +190,18 @@ func EqualJitter(b Backoff) Backoff {
 	}
 }
 
-// ProportionalJitter returns a Backoff that waits a uniformly random delay in
+// ProportionalJitter returns a Func that waits a uniformly random delay in
 // [d·(1-fraction), d·(1+fraction)), where d is the delay b chooses: with a
 // fraction of 0.2, within 20% of d either way. Since the jitter is applied
 // after b caps d, the delay may exceed b's cap by up to that fraction; it
 // never exceeds the largest Duration.
 // It panics if b is nil or fraction is not in [0, 1].
-func ProportionalJitter(b Backoff, fraction float64) Backoff {
+func ProportionalJitter(b Func, fraction float64) Func {
 	if b == nil {
-		panic("retryhttp: ProportionalJitter: nil Backoff")
+		panic("backoff: ProportionalJitter: nil Func")
 	}
 	if !(fraction >= 0 && fraction <= 1) { // also catches NaN
-		panic("retryhttp: ProportionalJitter: fraction must be in [0, 1]")
+		panic("backoff: ProportionalJitter: fraction must be in [0, 1]")
 	}
 	return func(n int, prev time.Duration, r float64) time.Duration {
 		r = clampRand(r)
@@ -215,19 +218,19 @@ func ProportionalJitter(b Backoff, fraction float64) Backoff {
 	}
 }
 
-// DecorrelatedJitter returns a Backoff that waits a uniformly random delay
+// DecorrelatedJitter returns a Func that waits a uniformly random delay
 // between base and three times the previous delay (prev), and at most max. A
 // prev below base, as before the first retry, counts as base, so the first
 // delay is in [base, 3·base). Each delay thus depends on the one before
 // rather than on the retry number, which spreads clients apart as they
 // retry. It keeps no state: the caller passes the previous delay as prev.
 // It panics if base is not positive or max is less than base.
-func DecorrelatedJitter(base, max time.Duration) Backoff {
+func DecorrelatedJitter(base, max time.Duration) Func {
 	if base <= 0 {
-		panic("retryhttp: DecorrelatedJitter: base must be positive")
+		panic("backoff: DecorrelatedJitter: base must be positive")
 	}
 	if max < base {
-		panic("retryhttp: DecorrelatedJitter: max must not be less than base")
+		panic("backoff: DecorrelatedJitter: max must not be less than base")
 	}
 	return func(_ int, prev time.Duration, r float64) time.Duration {
 		r = clampRand(r)
@@ -250,10 +253,10 @@ const maxDurationFloat = float64(1 << 63)
 // invalid for a schedule.
 func checkSchedule(fn string, base, max time.Duration) {
 	if base < 0 {
-		panic("retryhttp: " + fn + ": base must not be negative")
+		panic("backoff: " + fn + ": base must not be negative")
 	}
 	if max < base {
-		panic("retryhttp: " + fn + ": max must not be less than base")
+		panic("backoff: " + fn + ": max must not be less than base")
 	}
 }
 
