@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net"
 	"net/http"
@@ -226,7 +227,7 @@ func (errorClassifier) Classify(req *http.Request, _ *http.Response, err error) 
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return Verdict{Decision: Retry, Timeout: true}
 	}
-	if refusedStream(err) || streamReset(err) {
+	if wire.RefusedStream(err) || wire.StreamReset(err) {
 		return retry
 	}
 	return Verdict{}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -89,8 +90,8 @@ func TestErrorClassifier(t *testing.T) {
 		{"unexpected EOF", fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), retry},
 		{"read timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, timeout},
 		{"attempt timeout", &attemptTimeoutError{err: context.Canceled}, timeout},
-		{"refused stream", h2StreamError(t, h2RefusedStream), retry},
-		{"stream reset by the server", h2StreamError(t, h2InternalError), retry},
+		{"refused stream", h2StreamError(t, wire.H2RefusedStream), retry},
+		{"stream reset by the server", h2StreamError(t, wire.H2InternalError), retry},
 		{"stream protocol error", h2StreamError(t, h2ProtocolError), none},
 		// Text proves nothing: a server chooses what its errors say.
 		{"refused stream in text", errors.New("stream error: stream ID 3; REFUSED_STREAM"), none},

@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"strconv"
 	"time"
@@ -131,11 +132,11 @@ const (
 // not the format (a sign, a fraction, spaces inside, a missing or unknown
 // unit, a list) makes the value malformed.
 func (f DeadlineFormat) parseValue(s string) (time.Duration, deadlineValue) {
-	s = trimOWS(s)
+	s = wire.TrimOWS(s)
 	if f == GRPCTimeout {
 		return parseGRPCTimeout(s)
 	}
-	n, ok := digits(s)
+	n, ok := wire.Digits(s)
 	switch {
 	case !ok || len(s) > msMaxDigits:
 		return 0, deadlineMalformed
@@ -155,13 +156,13 @@ func parseGRPCTimeout(s string) (time.Duration, deadlineValue) {
 	if len(s) < 2 {
 		return 0, deadlineMalformed
 	}
-	n, ok := digits(s[:len(s)-1])
+	n, ok := wire.Digits(s[:len(s)-1])
 	if !ok || len(s) > 9 {
 		return 0, deadlineMalformed
 	}
 	for _, u := range grpcUnits {
 		if s[len(s)-1] == u.sign {
-			return units(n, u.unit), deadlineSet
+			return wire.Units(n, u.unit), deadlineSet
 		}
 	}
 	return 0, deadlineMalformed

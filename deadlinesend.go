@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"time"
 )
@@ -84,7 +85,7 @@ func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) 
 	}
 	var buf [24]byte
 	for _, f := range t.deadlineHeaders {
-		setField(h, string(f), string(f.appendValue(buf[:0], left)))
+		wire.SetField(h, string(f), string(f.appendValue(buf[:0], left)))
 	}
 	return h
 }

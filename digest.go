@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"hash"
 	"strings"
 )
@@ -31,7 +32,7 @@ func newReprDigest(values []string) *reprDigest {
 		// A Dictionary: key=:base64:, members separated by commas, each
 		// value perhaps followed by ;parameters.
 		for _, member := range strings.Split(v, ",") {
-			key, value, ok := strings.Cut(trimOWS(member), "=")
+			key, value, ok := strings.Cut(wire.TrimOWS(member), "=")
 			if !ok {
 				continue
 			}

@@ -1,6 +1,9 @@
 package retryhttp
 
-import "net/http"
+import (
+	"github.com/retryhttp/retryhttp/internal/wire"
+	"net/http"
+)
 
 // classify is t.classifier.Classify, with the default classifier's answer
 // to a success given without a dynamic call: every request pays for it.
@@ -37,7 +40,7 @@ func (t *Transport) plain(req *http.Request) bool {
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !ownBodies(req.GetBody)) {
 		return false
 	}
-	return idempotentMethod(req.Method) || hasIdempotencyKey(req.Header)
+	return wire.IdempotentMethod(req.Method) || wire.HasIdempotencyKey(req.Header)
 }
 
 // doneAtOnce reports whether resp, the response to the plain first attempt

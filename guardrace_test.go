@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -216,7 +217,7 @@ func (s *laneServer) h2Request(c *h2Conn, id uint32) {
 		s.execs.Add(1)
 		c.reset(id, h2ProtocolError)
 	case "refuse": // not processed (RFC 9113, section 8.7)
-		c.reset(id, h2RefusedStream)
+		c.reset(id, wire.H2RefusedStream)
 	case "goaway": // no stream of this connection was processed
 		c.goAway(id-1, h2NoError, "")
 		c.closeWrite()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -260,7 +261,7 @@ func h2cTransport() *http.Transport {
 // is taken from a real reset by h2Server and its Code set by reflection.
 func h2StreamError(t *testing.T, code uint32) error {
 	t.Helper()
-	srv := newH2Server(t, func(c *h2Conn, id uint32, _ int) { c.reset(id, h2InternalError) }).start()
+	srv := newH2Server(t, func(c *h2Conn, id uint32, _ int) { c.reset(id, wire.H2InternalError) }).start()
 	tr := h2cTransport()
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequest(http.MethodGet, srv.url(), nil)

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"fmt"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"sync"
 	"time"
@@ -211,7 +212,7 @@ type sentKey struct{}
 // hedgeable reports whether req, whose policy is p, may be hedged.
 func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 	return p.maxAttempts > 1 && !p.noHedge &&
-		(idempotent || p.resendable || hasIdempotencyKey(req.Header)) &&
+		(idempotent || p.resendable || wire.HasIdempotencyKey(req.Header)) &&
 		(!hasBody || req.GetBody != nil)
 }
 

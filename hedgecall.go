@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net/http"
 	"sync"
@@ -361,7 +362,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 	h := a.WithContext(hctx)
 	if t.attemptHeader != "" {
 		h.Header = a.Header.Clone()
-		setField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
+		wire.SetField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
 	}
 	if left > 0 {
 		h.Header = t.deadlineHeader(h.Header, t.attemptHeader != "", left)

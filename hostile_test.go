@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -492,7 +493,7 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 			for _, f := range sent {
 				values := header.Values(string(f))
 				require.Len(t, values, 1, "values of %s", f)
-				_, ok := digits(values[0])
+				_, ok := wire.Digits(values[0])
 				assert.True(t, ok, "%s: %q is a number", f, values[0])
 				assert.LessOrEqual(t, len(values[0]), msMaxDigits, "%s: %q has at most 10 digits", f, values[0])
 			}

@@ -6,61 +6,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"syscall"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
-
-// idempotentMethod reports whether RFC 9110 defines m as idempotent: sending
-// the request twice has the same effect on the server as sending it once.
-// The empty method means GET.
-func idempotentMethod(m string) bool {
-	switch m {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
-}
-
-// hasIdempotencyKey reports whether h names an idempotency key: a canonical
-// Idempotency-Key or X-Idempotency-Key entry with a value that is not blank,
-// or with no value at all. An entry whose value slice is empty is net/http's
-// way (see http.Transport) to declare a request idempotent without sending
-// the header, and stays such a declaration; a key that is empty or only
-// spaces and tabs is sent on the wire, where no server can deduplicate on
-// it, and counts as no key. An entry under another case of either name
-// ("idempotency-key") is sent as the same field, and is a key when it holds
-// a value that is not blank; net/http does not read it as a declaration.
-func hasIdempotencyKey(h http.Header) bool {
-	if keyIn(h, "Idempotency-Key") || keyIn(h, "X-Idempotency-Key") {
-		return true
-	}
-	for k, vs := range h {
-		if (strings.EqualFold(k, "Idempotency-Key") || strings.EqualFold(k, "X-Idempotency-Key")) && notBlank(vs) {
-			return true
-		}
-	}
-	return false
-}
-
-// keyIn reports whether h's entry name holds an idempotency key.
-func keyIn(h http.Header, name string) bool {
-	vs, ok := h[name]
-	if !ok {
-		return false
-	}
-	return len(vs) == 0 || notBlank(vs)
-}
-
-// notBlank reports whether one of vs is more than spaces and tabs.
-func notBlank(vs []string) bool {
-	for _, v := range vs {
-		if trimOWS(v) != "" {
-			return true
-		}
-	}
-	return false
-}
 
 // mayResend reports whether a request whose attempt ended in err (nil when a
 // response arrived) may be sent again without risking a repeated side
@@ -71,7 +20,7 @@ func notBlank(vs []string) bool {
 // reset of the one send made (read from the error's type, never its text)
 // proves that the request was not processed.
 func mayResend(method string, h http.Header, err error, g *guard) bool {
-	if idempotentMethod(method) || hasIdempotencyKey(h) {
+	if wire.IdempotentMethod(method) || wire.HasIdempotencyKey(h) {
 		return true
 	}
 	if err == nil || g.stoppedResend() {
@@ -80,9 +29,9 @@ func mayResend(method string, h http.Header, err error, g *guard) bool {
 	if g.gotConn() {
 		// A dial error now may be a resend's, after a send that reached
 		// the server; and only the one send's refusal proves anything.
-		return g.conns.Load() == 1 && refusedStream(err)
+		return g.conns.Load() == 1 && wire.RefusedStream(err)
 	}
-	return g.provedUnsent() || neverSent(err) || refusedStream(err)
+	return g.provedUnsent() || neverSent(err) || wire.RefusedStream(err)
 }
 
 // neverSent reports whether err proves that no byte of the request reached

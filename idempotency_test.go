@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -52,7 +53,7 @@ func TestMayResend(t *testing.T) {
 }
 
 func TestMayResendWithGuard(t *testing.T) {
-	refused := h2StreamError(t, h2RefusedStream)
+	refused := h2StreamError(t, wire.H2RefusedStream)
 	tests := []struct {
 		name  string
 		asked bool

@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net"
 	"net/http"
@@ -115,7 +116,7 @@ func sameConn(a io.ReadCloser, c net.Conn) bool {
 // carry: h, or for a guarded request with a blank key, h with the key's
 // entries moved to their lower-case names (see unreplayable).
 func guardHeader(h http.Header, once bool) (bool, http.Header) {
-	if !once || hasIdempotencyKey(h) {
+	if !once || wire.HasIdempotencyKey(h) {
 		return false, h
 	}
 	return true, unreplayable(h)

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"math"
 	"mime"
 	"net/http"
@@ -255,7 +256,7 @@ func hasToken(list, sep, token string) bool {
 	for list != "" {
 		var item string
 		item, list, _ = strings.Cut(list, sep)
-		if strings.EqualFold(trimOWS(item), token) {
+		if strings.EqualFold(wire.TrimOWS(item), token) {
 			return true
 		}
 	}
@@ -292,7 +293,7 @@ func describe(req *http.Request, resp *http.Response) (representation, ResumeRea
 		}
 		r.length, r.complete, r.full = resp.ContentLength, resp.ContentLength, true
 	case http.StatusPartialContent:
-		cr, once := onlyValue(h, "Content-Range")
+		cr, once := wire.OnlyValue(h, "Content-Range")
 		first, last, complete, ok := parseContentRange(cr)
 		// last-first+1 cannot overflow: parseContentRange holds last
 		// below math.MaxInt64.
@@ -304,8 +305,8 @@ func describe(req *http.Request, resp *http.Response) (representation, ResumeRea
 		return r, ResumeUnknownLength
 	}
 	r.encoding = contentCoding(h)
-	etag, once := onlyValue(h, "Etag")
-	lm, lmOnce := onlyValue(h, "Last-Modified")
+	etag, once := wire.OnlyValue(h, "Etag")
+	lm, lmOnce := wire.OnlyValue(h, "Last-Modified")
 	switch kind := entityTag(etag); {
 	case !once:
 		return r, ResumeBadValidator
@@ -397,7 +398,7 @@ func multipart(contentType string) bool {
 // math.MaxInt64, so that the length and every offset within the range are
 // int64s.
 func parseContentRange(v string) (first, last, complete int64, ok bool) {
-	unit, rest, found := strings.Cut(trimOWS(v), " ")
+	unit, rest, found := strings.Cut(wire.TrimOWS(v), " ")
 	if !found || !strings.EqualFold(unit, "bytes") {
 		return 0, 0, 0, false
 	}
@@ -409,8 +410,8 @@ func parseContentRange(v string) (first, last, complete int64, ok bool) {
 	if !found {
 		return 0, 0, 0, false
 	}
-	first, okA := digits(a)
-	last, okB := digits(b)
+	first, okA := wire.Digits(a)
+	last, okB := wire.Digits(b)
 	// digits saturates at math.MaxInt64; a last byte there (or past it)
 	// leaves no int64 for the length, last-first+1, nor for the offset
 	// after it, and no body that long can exist.
@@ -419,7 +420,7 @@ func parseContentRange(v string) (first, last, complete int64, ok bool) {
 	}
 	complete = -1
 	if total != "*" {
-		if complete, ok = digits(total); !ok || complete <= last {
+		if complete, ok = wire.Digits(total); !ok || complete <= last {
 			return 0, 0, 0, false
 		}
 	}
@@ -487,13 +488,13 @@ func (r *representation) continues(resp *http.Response, off int64) ResumeReason 
 	if r.byETag {
 		key = "Etag"
 	}
-	if v, once := onlyValue(h, key); !once || v != r.validator {
+	if v, once := wire.OnlyValue(h, key); !once || v != r.validator {
 		// A server that ignores If-Range (some do) answers ranges of a
 		// representation that has changed: only the validator tells,
 		// and a validator given twice tells nothing.
 		return ResumeChanged
 	}
-	cr, once := onlyValue(h, "Content-Range")
+	cr, once := wire.OnlyValue(h, "Content-Range")
 	first, last, complete, ok := parseContentRange(cr)
 	switch {
 	case !once || !ok || multipart(h.Get("Content-Type")):
@@ -523,9 +524,9 @@ func (r *representation) rangeHeader(h http.Header, off int64) http.Header {
 	if !r.full {
 		spec += strconv.FormatInt(r.start+r.length-1, 10)
 	}
-	setField(h, "Range", spec)
-	setField(h, "If-Range", r.validator)
-	if !hasField(h, "Accept-Encoding") {
+	wire.SetField(h, "Range", spec)
+	wire.SetField(h, "If-Range", r.validator)
+	if !wire.HasField(h, "Accept-Encoding") {
 		h["Accept-Encoding"] = []string{"identity"}
 	}
 	return h

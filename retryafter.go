@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"time"
 )
@@ -20,11 +21,11 @@ import (
 //
 // The returned delay is never negative, and ParseRetryAfter never panics.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
-	value = trimOWS(value)
+	value = wire.TrimOWS(value)
 	if value == "" {
 		return 0, false
 	}
-	if d, ok := parseDelaySeconds(value); ok {
+	if d, ok := wire.ParseDelaySeconds(value); ok {
 		return d, d > 0
 	}
 	if value[0] >= '0' && value[0] <= '9' {
@@ -56,14 +57,14 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor time.Duration, tooLong bool) {
 	// Canonical keys, read directly: no allocation.
 	for _, v := range h["Retry-After"] {
-		v = trimOWS(v)
-		if d, ok := ParseRetryAfter(v, serverNow(h, v, now)); ok {
+		v = wire.TrimOWS(v)
+		if d, ok := ParseRetryAfter(v, wire.ServerNow(h, v, now)); ok {
 			floor = max(floor, d)
 		}
 	}
 	for _, key := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
 		for _, v := range h[key] {
-			if d, ok := parseDelayMillis(trimOWS(v)); ok {
+			if d, ok := wire.ParseDelayMillis(wire.TrimOWS(v)); ok {
 				floor = max(floor, d)
 			}
 		}

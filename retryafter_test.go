@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -414,7 +415,7 @@ func FuzzRetryAfterFloor(f *testing.F) {
 			}
 		}
 		for _, v := range append(h["Retry-After-Ms"], h["X-Ms-Retry-After-Ms"]...) {
-			if d, ok := parseDelayMillis(strings.Trim(v, " \t")); ok {
+			if d, ok := wire.ParseDelayMillis(strings.Trim(v, " \t")); ok {
 				longest = max(longest, d)
 			}
 		}

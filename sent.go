@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,9 +121,6 @@ const (
 	guardHTTP1               // the last connection came from net/http's HTTP/1 loop
 	guardHTTP2               // the last connection came from net/http's HTTP/2 loop
 )
-
-// is reports whether every flag of f is set.
-func (g *guard) is(f uint32) bool { return g.flags.Load()&f == f }
 
 // set sets the flags of f when on is true, and clears them otherwise.
 func (g *guard) set(f uint32, on bool) {
@@ -327,73 +323,5 @@ func (g *guard) end() {
 	}
 }
 
-// HTTP/2 error codes (RFC 9113, section 7) that the classifiers read.
-const (
-	h2InternalError = 0x2
-	h2RefusedStream = 0x7
-)
-
-// h2StreamErrorCode returns the error code of an HTTP/2 stream reset in
-// err's chain, as net/http's bundled HTTP/2 transport and
-// golang.org/x/net/http2 report one, and whether there is one. Both types
-// are read by reflection, by their package, name and fields: net/http's is
-// unexported, and importing x/net would burden every user with it. A
-// server controls the code of the reset but not the type of the error, so
-// no text a server sends (a status line, GOAWAY debug data) can make an
-// error look like a stream reset.
-func h2StreamErrorCode(err error) (uint32, bool) {
-	for _, e := range errorChain(err, 8) {
-		v := reflect.ValueOf(e)
-		t := v.Type()
-		if t.Kind() != reflect.Struct {
-			continue
-		}
-		switch {
-		case t.PkgPath() == "net/http" && t.Name() == "http2StreamError",
-			t.PkgPath() == "golang.org/x/net/http2" && t.Name() == "StreamError":
-		default:
-			continue
-		}
-		if code := v.FieldByName("Code"); code.IsValid() && code.Kind() == reflect.Uint32 {
-			return uint32(code.Uint()), true
-		}
-	}
-	return 0, false
-}
-
-// errorChain returns err and the errors it wraps, depth first, at most n.
-func errorChain(err error, n int) []error {
-	var out []error
-	var walk func(error)
-	walk = func(e error) {
-		if e == nil || len(out) >= n {
-			return
-		}
-		out = append(out, e)
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		case interface{ Unwrap() []error }:
-			for _, w := range u.Unwrap() {
-				walk(w)
-			}
-		}
-	}
-	walk(err)
-	return out
-}
-
-// refusedStream reports an HTTP/2 REFUSED_STREAM reset, by which the server
-// says that it did not process the request (RFC 9113, section 8.7).
-func refusedStream(err error) bool {
-	code, ok := h2StreamErrorCode(err)
-	return ok && code == h2RefusedStream
-}
-
-// streamReset reports an HTTP/2 stream reset with INTERNAL_ERROR, which is
-// how a server aborts a request it failed while handling: the HTTP/2 form of
-// a connection reset.
-func streamReset(err error) bool {
-	code, ok := h2StreamErrorCode(err)
-	return ok && code == h2InternalError
-}
+// is reports whether every flag of f is set.
+func (g *guard) is(f uint32) bool { return g.flags.Load()&f == f }

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -382,7 +383,7 @@ func TestGoAwayNeverProvesUnsent(t *testing.T) {
 		code  uint32
 		debug string
 	}{
-		{"REFUSED_STREAM code", h2RefusedStream, ""},
+		{"REFUSED_STREAM code", wire.H2RefusedStream, ""},
 		{"NO_ERROR with debug data naming REFUSED_STREAM", h2NoError, "REFUSED_STREAM"},
 		{"PROTOCOL_ERROR", h2ProtocolError, "stream error: REFUSED_STREAM"},
 	}

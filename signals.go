@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,7 +77,7 @@ func parseSignal(values []string) signal {
 	if len(values) == 0 {
 		return signalNone
 	}
-	switch v := trimOWS(values[0]); {
+	switch v := wire.TrimOWS(values[0]); {
 	case equalFoldASCII(v, "true"):
 		return signalRetry
 	case equalFoldASCII(v, "false"):
@@ -120,9 +121,9 @@ func (conflictClassifier) Classify(req *http.Request, resp *http.Response, _ err
 		return Verdict{}
 	}
 	switch code := resp.StatusCode; {
-	case code == http.StatusConflict && hasIdempotencyKey(req.Header):
+	case code == http.StatusConflict && wire.HasIdempotencyKey(req.Header):
 		return Verdict{Decision: Retry, Throttle: true}
-	case code == http.StatusUnprocessableEntity && hasIdempotencyKey(req.Header):
+	case code == http.StatusUnprocessableEntity && wire.HasIdempotencyKey(req.Header):
 		return Verdict{Decision: DontRetry}
 	}
 	return Verdict{}
@@ -150,7 +151,7 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 			if quotaLeft(remaining) {
 				return 0, false
 			}
-			d, ok := parseDelaySeconds(secs)
+			d, ok := wire.ParseDelaySeconds(secs)
 			return d, ok && d > 0
 		}
 	}
@@ -158,17 +159,17 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 	if len(values) == 0 {
 		return 0, false
 	}
-	if remaining := h["X-Ratelimit-Remaining"]; len(remaining) > 0 && quotaLeft(trimOWS(remaining[0])) {
+	if remaining := h["X-Ratelimit-Remaining"]; len(remaining) > 0 && quotaLeft(wire.TrimOWS(remaining[0])) {
 		return 0, false
 	}
-	n, ok := digits(trimOWS(values[0]))
+	n, ok := wire.Digits(wire.TrimOWS(values[0]))
 	switch {
 	case !ok || n == 0:
 		return 0, false
 	case n < epochThreshold:
-		return units(n, time.Second), true
+		return wire.Units(n, time.Second), true
 	}
-	d := untilEpoch(n, responseDate(h, now))
+	d := wire.UntilEpoch(n, wire.ResponseDate(h, now))
 	return d, d > 0
 }
 
@@ -178,7 +179,7 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 // cannot tell: past the int64 maximum it reports ErrRange before it has
 // read the rest, so "99999999999999999999x" looks like a large count.)
 func quotaLeft(remaining string) bool {
-	n, ok := digits(strings.TrimPrefix(remaining, "+"))
+	n, ok := wire.Digits(strings.TrimPrefix(remaining, "+"))
 	return ok && n > 0
 }
 
@@ -192,9 +193,9 @@ func rateLimitParams(v string) (reset, remaining string, ok bool) {
 		switch {
 		case !found:
 		case key == "reset" || key == "t":
-			reset, ok = trimOWS(val), true
+			reset, ok = wire.TrimOWS(val), true
 		case key == "remaining" || key == "r":
-			remaining = trimOWS(val)
+			remaining = wire.TrimOWS(val)
 		}
 	}
 	return reset, remaining, ok

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -195,7 +196,7 @@ var rateLimitResetTests = []struct {
 	{"epoch near the int64 maximum", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(math.MaxInt64-1, 10)}}, math.MaxInt64, true},
 	{"epoch at the int64 maximum", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(math.MaxInt64, 10)}}, math.MaxInt64, true},
 	{"epoch at the int64 maximum against Date", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(math.MaxInt64, 10)}, "Date": {"Wed, 04 Mar 2026 12:00:00 GMT"}}, math.MaxInt64, true},
-	{"epoch past the bound", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(maxEpochSeconds+1, 10)}}, math.MaxInt64, true},
+	{"epoch past the bound", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(wire.MaxEpochSeconds+1, 10)}}, math.MaxInt64, true},
 	{"epoch against a Date in year 0", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(rateLimitNow.Unix()+45, 10)}, "Date": {"Sat, 01 Jan 0000 00:00:00 GMT"}}, math.MaxInt64, true},
 	{"epoch against a Date in year 9999", http.Header{"X-Ratelimit-Reset": {strconv.FormatInt(rateLimitNow.Unix()+45, 10)}, "Date": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, 0, false},
 	{"epoch against an unreadable Date", http.Header{"X-Ratelimit-Reset": {"1795435230"}, "X-Ratelimit-Remaining": {"x"}, "Date": {"garbage"}}, 1795435230*time.Second - time.Duration(rateLimitNow.UnixNano()), true},
@@ -357,7 +358,7 @@ func FuzzRateLimitReset(f *testing.F) {
 			t.Fatalf("rateLimitReset(%q) = (%v, %v), then (%v, %v)", h, d, ok, d2, ok2)
 		}
 		if resetParam, remainingParam, found := rateLimitParams(ratelimit); found {
-			want, wantOK := parseDelaySeconds(resetParam)
+			want, wantOK := wire.ParseDelaySeconds(resetParam)
 			if wantOK = wantOK && want > 0 && !countAboveZero(remainingParam); !wantOK {
 				want = 0
 			}

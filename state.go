@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net/http"
 	"net/netip"
@@ -66,14 +67,14 @@ func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
 	// first attempt is sent; for a request without a body whose method is
 	// idempotent, only once a retry is considered, so that a success costs
 	// nothing.
-	idempotent := idempotentMethod(req.Method)
+	idempotent := wire.IdempotentMethod(req.Method)
 	if hasBody || !idempotent || t.attemptHeader != "" || t.hedge != nil {
 		s.p = t.policy(req)
 	}
 	if hasBody {
 		s.body.prepare(req, t.bodyBufferLimit, s.p.maxAttempts > 1)
 	}
-	if t.autoKeys && !s.p.resendable && !idempotent && !hasIdempotencyKey(s.header) {
+	if t.autoKeys && !s.p.resendable && !idempotent && !wire.HasIdempotencyKey(s.header) {
 		s.header, s.keyed = s.header.Clone(), true
 		s.header.Set(IdempotencyKeyHeader, newIdempotencyKey())
 	}
@@ -155,7 +156,7 @@ func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
 		if !owned {
 			a.Header, owned = h.Clone(), true
 		}
-		setField(a.Header, s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
+		wire.SetField(a.Header, s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
 	}
 	if s.left > 0 {
 		a.Header = s.t.deadlineHeader(a.Header, owned, s.left)
@@ -166,7 +167,7 @@ func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
 func (s *retryState) hedges() bool {
 	req := s.req
 	return s.attempt == 1 && s.t.hedge != nil && !s.guarded &&
-		hedgeable(req, idempotentMethod(req.Method), req.Body != nil && req.Body != http.NoBody, s.p)
+		hedgeable(req, wire.IdempotentMethod(req.Method), req.Body != nil && req.Body != http.NoBody, s.p)
 }
 
 // send sends the attempt a, whose guard is g, through the base, tracing

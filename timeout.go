@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // ErrAttemptTimeout is the cause of an attempt cut short by the per-attempt
 // timeout (WithAttemptTimeout). Such an attempt is retried, and its retry
 // costs the budget's timeout cost.
-var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
+var ErrAttemptTimeout = wire.ErrAttemptTimeout
 
 // send makes one attempt through the base transport, applying the
 // per-attempt timeout, and never returns both a response and an error. It

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -341,7 +342,7 @@ func (t *Transport) policy(req *http.Request) policy {
 	if co.maxAttempts > 0 {
 		p.maxAttempts = co.maxAttempts
 	}
-	if !p.resendable && t.resendable != nil && !idempotentMethod(req.Method) {
+	if !p.resendable && t.resendable != nil && !wire.IdempotentMethod(req.Method) {
 		p.resendable = t.resendable(req)
 	}
 	return p

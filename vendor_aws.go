@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"strings"
 )
@@ -95,7 +96,7 @@ func s3ErrorIn200(req *http.Request, resp *http.Response) Verdict {
 	if !strings.EqualFold(xmlRootElement(prefix), "Error") { // as the SDKs compare it
 		return Verdict{}
 	}
-	if awsThrottleCode(trimOWS(xmlErrorCode(prefix))) {
+	if awsThrottleCode(wire.TrimOWS(xmlErrorCode(prefix))) {
 		return Verdict{Decision: Retry, Throttle: true}
 	}
 	return Verdict{Decision: Retry}
@@ -175,12 +176,12 @@ func AWSErrorCode(h http.Header) string {
 	}
 	if v := h["X-Amzn-Query-Error"]; len(v) > 0 {
 		code, _, _ := strings.Cut(v[0], ";")
-		if code = trimOWS(code); code != "" {
+		if code = wire.TrimOWS(code); code != "" {
 			return code
 		}
 	}
 	if v := h["X-Amz-Error-Code"]; len(v) > 0 {
-		return trimOWS(v[0])
+		return wire.TrimOWS(v[0])
 	}
 	return ""
 }
@@ -194,7 +195,7 @@ func awsCodeName(code string) string {
 	if i := strings.IndexByte(code, '#'); i >= 0 {
 		code = code[i+1:]
 	}
-	return trimOWS(code)
+	return wire.TrimOWS(code)
 }
 
 // AWSResponseErrorCode returns the error code of an AWS service's response
@@ -241,7 +242,7 @@ func AWSResponseErrorCode(resp *http.Response) string {
 	case docJSON:
 		return awsCodeName(jsonErrorCode(prefix))
 	case docXML:
-		return trimOWS(xmlErrorCode(prefix))
+		return wire.TrimOWS(xmlErrorCode(prefix))
 	case docCBOR:
 		return awsCodeName(cborErrorType(prefix))
 	}
@@ -264,7 +265,7 @@ const (
 // Smithy-Protocol header of RPC v2 CBOR names the format whatever the
 // Content-Type.
 func errorDocumentKind(h http.Header) docKind {
-	if v := h["Smithy-Protocol"]; len(v) > 0 && trimOWS(v[0]) == "rpc-v2-cbor" {
+	if v := h["Smithy-Protocol"]; len(v) > 0 && wire.TrimOWS(v[0]) == "rpc-v2-cbor" {
 		return docCBOR
 	}
 	v := h["Content-Type"]
@@ -288,7 +289,7 @@ func mediaType(v string) string {
 	if i := strings.IndexByte(v, ';'); i >= 0 {
 		v = v[:i]
 	}
-	return lowerASCII(trimOWS(v))
+	return lowerASCII(wire.TrimOWS(v))
 }
 
 // sniffDocument tells a JSON document from an XML one by its first byte.

@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"time"
 )
@@ -56,11 +57,11 @@ func (c githubRateLimitClassifier) Classify(req *http.Request, resp *http.Respon
 // when x-ratelimit-remaining is 0. The wait is never negative, and
 // saturates at the largest Duration.
 func githubRateLimitWait(h http.Header, now time.Time) (time.Duration, bool) {
-	at := responseDate(h, now)
+	at := wire.ResponseDate(h, now)
 	if values := h["Retry-After"]; len(values) > 0 {
-		value := trimOWS(values[0])
+		value := wire.TrimOWS(values[0])
 		for _, v := range values[1:] {
-			if trimOWS(v) != value {
+			if wire.TrimOWS(v) != value {
 				return 0, true
 			}
 		}
@@ -68,12 +69,12 @@ func githubRateLimitWait(h http.Header, now time.Time) (time.Duration, bool) {
 		return d, true
 	}
 	remaining, reset := h["X-Ratelimit-Remaining"], h["X-Ratelimit-Reset"]
-	if len(remaining) == 0 || trimOWS(remaining[0]) != "0" || len(reset) == 0 {
+	if len(remaining) == 0 || wire.TrimOWS(remaining[0]) != "0" || len(reset) == 0 {
 		return 0, false
 	}
-	secs, ok := digits(trimOWS(reset[0]))
+	secs, ok := wire.Digits(wire.TrimOWS(reset[0]))
 	if !ok {
 		return 0, false
 	}
-	return untilEpoch(secs, at), true
+	return wire.UntilEpoch(secs, at), true
 }

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,7 +81,7 @@ var githubRateLimitTests = []struct {
 
 	// Hostile numbers and dates: every wait saturates, none wraps.
 	{"primary, reset at the int64 maximum", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"9223372036854775807"}}, githubThrottle(math.MaxInt64)},
-	{"primary, reset past the bound", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(maxEpochSeconds+1, 10)}}, githubThrottle(math.MaxInt64)},
+	{"primary, reset past the bound", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(wire.MaxEpochSeconds+1, 10)}}, githubThrottle(math.MaxInt64)},
 	{"primary, reset of 400 digits", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strings.Repeat("9", 400)}}, githubThrottle(math.MaxInt64)},
 	{"primary, reset the smallest int64", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"-9223372036854775808"}}, Verdict{}},
 	{"primary, against a Date in year 0", 403,
@@ -158,7 +159,7 @@ func FuzzGitHubRateLimitWait(f *testing.F) {
 			if !limited {
 				t.Fatalf("githubRateLimitWait(%q): no rate limit", h)
 			}
-			if n, err := strconv.ParseInt(trim(reset), 10, 64); err == nil && n <= maxEpochSeconds {
+			if n, err := strconv.ParseInt(trim(reset), 10, 64); err == nil && n <= wire.MaxEpochSeconds {
 				if want := max(time.Unix(n, 0).Sub(serverClock), 0); wait != want {
 					t.Fatalf("githubRateLimitWait(%q) = %v, want %v", h, wait, want)
 				}

@@ -1,4 +1,4 @@
-package retryhttp
+package wire
 
 import (
 	"math"
@@ -50,7 +50,7 @@ var digitsTests = []struct {
 func TestDigits(t *testing.T) {
 	for _, tt := range digitsTests {
 		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
-			n, ok := digits(tt.in)
+			n, ok := Digits(tt.in)
 			assert.Equal(t, tt.ok, ok, "digits(%q): ok", tt.in)
 			assert.Equal(t, tt.n, n, "digits(%q): n", tt.in)
 		})
@@ -65,7 +65,7 @@ func FuzzDigits(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		n, ok := digits(in)
+		n, ok := Digits(in)
 		if want := isDigits(in); ok != want {
 			t.Fatalf("digits(%q): got ok %t, want %t", in, ok, want)
 		}
@@ -117,7 +117,7 @@ var parseDelayMillisTests = []struct {
 func TestParseDelayMillis(t *testing.T) {
 	for _, tt := range parseDelayMillisTests {
 		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
-			got, ok := parseDelayMillis(tt.in)
+			got, ok := ParseDelayMillis(tt.in)
 			assert.Equal(t, tt.ok, ok, "parseDelayMillis(%q): ok", tt.in)
 			assert.Equal(t, tt.want, got, "parseDelayMillis(%q): delay", tt.in)
 		})
@@ -133,7 +133,7 @@ func FuzzParseDelayMillis(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		d, ok := parseDelayMillis(in)
+		d, ok := ParseDelayMillis(in)
 		if !ok {
 			if d != 0 {
 				t.Fatalf("parseDelayMillis(%q): got (%v, false), want (0, false)", in, d)
@@ -152,7 +152,7 @@ func FuzzParseDelayMillis(f *testing.F) {
 		if d%time.Millisecond != 0 {
 			t.Fatalf("parseDelayMillis(%q): got %v, want whole milliseconds", in, d)
 		}
-		if d2, ok2 := parseDelayMillis(strconv.FormatInt(d.Milliseconds(), 10)); d2 != d || !ok2 {
+		if d2, ok2 := ParseDelayMillis(strconv.FormatInt(d.Milliseconds(), 10)); d2 != d || !ok2 {
 			t.Fatalf("parseDelayMillis(%q) = %v, but (%v, %t) read back", in, d, d2, ok2)
 		}
 	})
@@ -176,18 +176,18 @@ var untilEpochTests = []struct {
 	{"zero", 0, untilEpochAt, 0},
 	{"a century ahead", untilEpochAt.Unix() + 100*365*86400, untilEpochAt, 100*365*24*time.Hour - 250*time.Millisecond},
 	{"past what a Duration holds", untilEpochAt.Unix() + 300*365*86400, untilEpochAt, math.MaxInt64},
-	{"at the bound", maxEpochSeconds, untilEpochAt, math.MaxInt64},
-	{"past the bound", maxEpochSeconds + 1, untilEpochAt, math.MaxInt64},
+	{"at the bound", MaxEpochSeconds, untilEpochAt, math.MaxInt64},
+	{"past the bound", MaxEpochSeconds + 1, untilEpochAt, math.MaxInt64},
 	{"the largest int64", math.MaxInt64, untilEpochAt, math.MaxInt64},
 	{"against a Date in year 1", untilEpochAt.Unix(), time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), math.MaxInt64},
 	{"against a Date in year 9999", untilEpochAt.Unix(), time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC), 0},
-	{"the bound against year 9999", maxEpochSeconds, time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC), math.MaxInt64},
+	{"the bound against year 9999", MaxEpochSeconds, time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC), math.MaxInt64},
 }
 
 func TestUntilEpoch(t *testing.T) {
 	for _, tt := range untilEpochTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := untilEpoch(tt.secs, tt.at)
+			got := UntilEpoch(tt.secs, tt.at)
 			assert.Equal(t, tt.want, got, "untilEpoch(%d, %v)", tt.secs, tt.at)
 		})
 	}
@@ -214,10 +214,10 @@ func FuzzUntilEpoch(f *testing.F) {
 		const span = year9999Unix - year0Unix + 1
 		atSec = year0Unix + (atSec%span+span)%span
 		at := time.Unix(atSec, (atNsec%1e9+1e9)%1e9)
-		got := untilEpoch(secs, at)
+		got := UntilEpoch(secs, at)
 
 		want := big.NewInt(math.MaxInt64)
-		if secs <= maxEpochSeconds {
+		if secs <= MaxEpochSeconds {
 			want.Sub(big.NewInt(secs), big.NewInt(at.Unix()))
 			want.Mul(want, big.NewInt(int64(time.Second)))
 			want.Sub(want, big.NewInt(int64(at.Nanosecond())))
@@ -232,4 +232,14 @@ func FuzzUntilEpoch(f *testing.F) {
 			t.Fatalf("untilEpoch(%d, %v): got %v, want %v", secs, at, got, time.Duration(want.Int64()))
 		}
 	})
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

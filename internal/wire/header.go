@@ -1,4 +1,4 @@
-package retryhttp
+package wire
 
 import (
 	"math"
@@ -11,9 +11,9 @@ import (
 // Every reader here saturates instead of overflowing, never returns a
 // negative duration, and does not allocate.
 
-// trimOWS removes the optional whitespace (spaces and horizontal tabs) that
+// TrimOWS removes the optional whitespace (spaces and horizontal tabs) that
 // HTTP allows around a field value.
-func trimOWS(s string) string {
+func TrimOWS(s string) string {
 	for s != "" && (s[0] == ' ' || s[0] == '\t') {
 		s = s[1:]
 	}
@@ -23,10 +23,10 @@ func trimOWS(s string) string {
 	return s
 }
 
-// digits parses s, a non-empty run of ASCII digits without sign, as a
+// Digits parses s, a non-empty run of ASCII digits without sign, as a
 // non-negative integer, saturating at math.MaxInt64. It reports false when s
 // is not such a run.
-func digits(s string) (int64, bool) {
+func Digits(s string) (int64, bool) {
 	if s == "" {
 		return 0, false
 	}
@@ -46,66 +46,66 @@ func digits(s string) (int64, bool) {
 	return n, true
 }
 
-// units returns n units as a Duration, saturating at the largest one.
-func units(n int64, unit time.Duration) time.Duration {
+// Units returns n units as a Duration, saturating at the largest one.
+func Units(n int64, unit time.Duration) time.Duration {
 	if n > math.MaxInt64/int64(unit) {
 		return math.MaxInt64
 	}
 	return time.Duration(n) * unit
 }
 
-// parseDelaySeconds parses s as delay-seconds (RFC 9110): a non-empty run of
+// ParseDelaySeconds parses s as delay-seconds (RFC 9110): a non-empty run of
 // ASCII digits, saturating at the largest Duration. It reports false when s
 // is not delay-seconds.
-func parseDelaySeconds(s string) (time.Duration, bool) {
-	n, ok := digits(s)
-	return units(n, time.Second), ok
+func ParseDelaySeconds(s string) (time.Duration, bool) {
+	n, ok := Digits(s)
+	return Units(n, time.Second), ok
 }
 
-// parseDelayMillis parses s as a whole number of milliseconds, a non-empty
+// ParseDelayMillis parses s as a whole number of milliseconds, a non-empty
 // run of ASCII digits, saturating at the largest Duration. It reports false
 // when s is not such a number or is zero.
-func parseDelayMillis(s string) (time.Duration, bool) {
-	n, ok := digits(s)
-	return units(n, time.Millisecond), ok && n > 0
+func ParseDelayMillis(s string) (time.Duration, bool) {
+	n, ok := Digits(s)
+	return Units(n, time.Millisecond), ok && n > 0
 }
 
-// maxEpochSeconds bounds the epoch seconds time.Unix is given: far beyond
+// MaxEpochSeconds bounds the epoch seconds time.Unix is given: far beyond
 // any reset a server means (the year 36812), and far from where its
 // arithmetic overflows.
-const maxEpochSeconds = 1 << 40
+const MaxEpochSeconds = 1 << 40
 
-// untilEpoch returns the time from at until secs, Unix epoch seconds: 0 if
+// UntilEpoch returns the time from at until secs, Unix epoch seconds: 0 if
 // that has passed, the largest Duration if it is too far to hold.
-func untilEpoch(secs int64, at time.Time) time.Duration {
-	if secs > maxEpochSeconds {
+func UntilEpoch(secs int64, at time.Time) time.Duration {
+	if secs > MaxEpochSeconds {
 		return math.MaxInt64
 	}
 	return max(time.Unix(secs, 0).Sub(at), 0) // Sub saturates
 }
 
-// responseDate returns the server's clock when it answered, from a single
+// ResponseDate returns the server's clock when it answered, from a single
 // valid Date header, or now.
-func responseDate(h http.Header, now time.Time) time.Time {
+func ResponseDate(h http.Header, now time.Time) time.Time {
 	dates := h["Date"]
 	if len(dates) != 1 {
 		return now
 	}
-	date, err := http.ParseTime(trimOWS(dates[0]))
+	date, err := http.ParseTime(TrimOWS(dates[0]))
 	if err != nil {
 		return now
 	}
 	return date
 }
 
-// serverNow returns the time against which a Retry-After value is measured:
+// ServerNow returns the time against which a Retry-After value is measured:
 // for an HTTP-date, the server's clock when it answered, from a single valid
 // Date header; otherwise now. An HTTP-date names an instant on the server's
 // clock, so the wait it asks for is its distance from the response's Date,
 // however far the client's clock has drifted.
-func serverNow(h http.Header, retryAfter string, now time.Time) time.Time {
+func ServerNow(h http.Header, retryAfter string, now time.Time) time.Time {
 	if retryAfter == "" || (retryAfter[0] >= '0' && retryAfter[0] <= '9') {
 		return now // delay-seconds do not depend on either clock
 	}
-	return responseDate(h, now)
+	return ResponseDate(h, now)
 }
