@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // Tokens counts budget in thousandths of a token, so that fractional refunds
@@ -27,7 +29,7 @@ type Budget interface {
 	// Withdraw asks for one retry of req, whose last attempt failed with
 	// verdict v. It returns the amount taken, or an error wrapping
 	// ErrBudgetExhausted when no retry may be made.
-	Withdraw(req *http.Request, v Verdict) (Tokens, error)
+	Withdraw(req *http.Request, v classify.Verdict) (Tokens, error)
 	// Deposit reports that an attempt of req succeeded. spent is what Withdraw
 	// took for the retry that succeeded, or 0 when the first attempt did.
 	Deposit(req *http.Request, spent Tokens)
@@ -137,7 +139,7 @@ func toTokens(option string, x float64) Tokens {
 }
 
 // cost returns what a retry after verdict v costs.
-func (l *limits) cost(v Verdict) Tokens {
+func (l *limits) cost(v classify.Verdict) Tokens {
 	if v.Timeout {
 		return l.timeoutCost
 	}
@@ -202,7 +204,7 @@ func newBucket(l limits, balance Tokens) *Bucket {
 // Withdraw takes the cost of a retry after verdict v from the bucket and
 // returns it, or returns ErrBudgetExhausted if the balance is less than the
 // cost. A cost of 0 always succeeds. The request is not used.
-func (b *Bucket) Withdraw(_ *http.Request, v Verdict) (Tokens, error) {
+func (b *Bucket) Withdraw(_ *http.Request, v classify.Verdict) (Tokens, error) {
 	cost := b.cost(v)
 	if cost == 0 {
 		return 0, nil

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,8 +34,8 @@ func bothBudgets(u *url.URL, opts ...BucketOption) []budgetCase {
 }
 
 var (
-	retryVerdict   = Verdict{Decision: Retry}
-	timeoutVerdict = Verdict{Decision: Retry, Timeout: true}
+	retryVerdict   = classify.Verdict{Decision: classify.Retry}
+	timeoutVerdict = classify.Verdict{Decision: classify.Retry, Timeout: true}
 )
 
 func newRequest(t testing.TB, rawURL string) *http.Request {
@@ -53,7 +54,7 @@ func mustParse(t testing.TB, rawURL string) *url.URL {
 
 // drain withdraws until the budget refuses, and returns how many retries it
 // allowed.
-func drain(t *testing.T, b Budget, req *http.Request, v Verdict) int {
+func drain(t *testing.T, b Budget, req *http.Request, v classify.Verdict) int {
 	t.Helper()
 	for n := 0; ; n++ {
 		if _, err := b.Withdraw(req, v); err != nil {
@@ -64,8 +65,8 @@ func drain(t *testing.T, b Budget, req *http.Request, v Verdict) int {
 	}
 }
 
-func repeat(v Verdict, n int) []Verdict {
-	vs := make([]Verdict, n)
+func repeat(v classify.Verdict, n int) []classify.Verdict {
+	vs := make([]classify.Verdict, n)
 	for i := range vs {
 		vs[i] = v
 	}
@@ -91,13 +92,13 @@ func TestBucketDefaults(t *testing.T) {
 	req := newRequest(t, "https://a.example/")
 	tests := []struct {
 		name      string
-		verdict   Verdict
+		verdict   classify.Verdict
 		wantCost  Tokens
 		wantCount int
 	}{
 		{"retry", retryVerdict, 5 * Token, 100},
 		{"timeout", timeoutVerdict, 10 * Token, 50},
-		{"throttle costs like a retry", Verdict{Decision: Retry, Throttle: true}, 5 * Token, 100},
+		{"throttle costs like a retry", classify.Verdict{Decision: classify.Retry, Throttle: true}, 5 * Token, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +124,7 @@ func TestBucketRefusalChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3*Token, b.Balance())
 
-	for _, v := range []Verdict{retryVerdict, timeoutVerdict} {
+	for _, v := range []classify.Verdict{retryVerdict, timeoutVerdict} {
 		got, err := b.Withdraw(req, v)
 		require.ErrorIs(t, err, ErrBudgetExhausted, "verdict %+v", v)
 		assert.Zero(t, got)
@@ -136,31 +137,32 @@ func TestBucketDeposit(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []BucketOption
-		withdraw []Verdict // before the deposits
-		deposits []Tokens  // spent, for each success
+		withdraw []classify. // before the deposits
+				Verdict
+		deposits []Tokens // spent, for each success
 		want     Tokens
 	}{
 		{
 			name:     "first attempt refunds one token",
-			withdraw: []Verdict{retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict},
 			deposits: []Tokens{0},
 			want:     496 * Token,
 		},
 		{
 			name:     "successful retry puts back its cost",
-			withdraw: []Verdict{retryVerdict, retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict, retryVerdict},
 			deposits: []Tokens{5 * Token},
 			want:     495 * Token,
 		},
 		{
 			name:     "successful timeout retry puts back its cost",
-			withdraw: []Verdict{timeoutVerdict, timeoutVerdict},
+			withdraw: []classify.Verdict{timeoutVerdict, timeoutVerdict},
 			deposits: []Tokens{10 * Token},
 			want:     490 * Token,
 		},
 		{
 			name:     "negative spent counts as a first attempt",
-			withdraw: []Verdict{retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict},
 			deposits: []Tokens{-Token},
 			want:     496 * Token,
 		},
@@ -171,13 +173,13 @@ func TestBucketDeposit(t *testing.T) {
 		},
 		{
 			name:     "refunds stop at capacity",
-			withdraw: []Verdict{retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict},
 			deposits: []Tokens{0, 0, 0, 0, 0, 0, 0},
 			want:     500 * Token,
 		},
 		{
 			name:     "spent beyond the room left stops at capacity",
-			withdraw: []Verdict{retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict},
 			deposits: []Tokens{math.MaxInt64},
 			want:     500 * Token,
 		},
@@ -198,14 +200,14 @@ func TestBucketDeposit(t *testing.T) {
 		{
 			name:     "zero refund",
 			opts:     []BucketOption{BucketRefund(0)},
-			withdraw: []Verdict{retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict},
 			deposits: []Tokens{0, 0},
 			want:     495 * Token,
 		},
 		{
 			name:     "fractional amounts round to the nearest thousandth",
 			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(2.0004), BucketRefund(0.0016)},
-			withdraw: []Verdict{retryVerdict},
+			withdraw: []classify.Verdict{retryVerdict},
 			deposits: []Tokens{0},
 			want:     10*Token - 2*Token + 2,
 		},
@@ -419,7 +421,7 @@ func TestBudgetConservation(t *testing.T) {
 			for g := range goroutines {
 				wg.Go(func() {
 					<-start
-					v := Verdict{Decision: Retry, Timeout: g%2 == 0}
+					v := classify.Verdict{Decision: classify.Retry, Timeout: g%2 == 0}
 					for range ops {
 						if spent, err := tt.budget.Withdraw(req, v); err == nil {
 							allowed.Add(1)

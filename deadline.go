@@ -1,10 +1,11 @@
 package retryhttp
 
 import (
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A DeadlineFormat is a request header that carries the time its caller has

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -296,7 +297,7 @@ type countingBudget struct {
 	withdrawals atomic.Int32
 }
 
-func (b *countingBudget) Withdraw(req *http.Request, v Verdict) (Tokens, error) {
+func (b *countingBudget) Withdraw(req *http.Request, v classify.Verdict) (Tokens, error) {
 	took, err := b.Budget.Withdraw(req, v)
 	if err == nil {
 		b.withdrawals.Add(1)

@@ -2,9 +2,10 @@ package retryhttp
 
 import (
 	"context"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // minTimeLeft is the least time left before its deadline with which an

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -140,7 +141,7 @@ func TestFirstAttemptNotSentTellsTheHandler(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 		assert.Zero(t, base.count(), "attempts sent")
-		assert.Equal(t, "false", rec.Result().Header.Get(ShouldRetryHeader))
+		assert.Equal(t, "false", rec.Result().Header.Get(wire.ShouldRetryHeader))
 	})
 }
 

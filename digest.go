@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"hash"
 	"strings"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A reprDigest checks a body against its Repr-Digest (RFC 9530): the digest

@@ -45,9 +45,9 @@
 //
 // # Which outcomes are retried
 //
-// Each attempt's outcome is judged by a Classifier, a Chain of small
-// classifiers that each answer Retry, DontRetry or NoOpinion. The default,
-// DefaultClassifier, retries 408, 429 and 5xx responses except 501, 505 and
+// Each attempt's outcome is judged by a classify.Classifier, a list of small
+// classifiers that each answer Retry, DontRetry or classify.Abstain. The default,
+// classify.Default, retries 408, 429 and 5xx responses except 501, 505 and
 // 511, and transport errors that are transient by type: refused or failed
 // dials, connection resets, a connection closed mid-exchange, network
 // timeouts (the base's own, such as ResponseHeaderTimeout, while the
@@ -151,7 +151,7 @@
 //   - X-Should-Retry: false makes a response final even when its status is
 //     retryable; true makes it retryable even when its status is not (still
 //     within the idempotency rules, attempts and budget).
-//     ServerSignalClassifier reads other header names too.
+//     classify.ShouldRetry reads other header names too.
 //   - For a request with an idempotency key, 409 Conflict (the first request
 //     with that key is still in progress) is retried, paced like a throttled
 //     response; 422 (the key was used with another payload) is final.
@@ -161,11 +161,11 @@
 //     spent (the RateLimit header's reset, or X-RateLimit-Reset) is a floor on
 //     the delay after a throttled response, like Retry-After, under the same
 //     limit.
-//   - AWSErrorClassifier, GoogleAPIErrorClassifier and
-//     GitHubRateLimitClassifier read those vendors' own throttling signals,
+//   - awsretry.Classifier, googleretry.Classifier and
+//     githubretry.Classifier read those vendors' own throttling signals,
 //     in their headers and, for AWS and Google, in their error documents;
 //     put them in front of the default chain. A classifier reads a body only
-//     through PeekBody: at most 8 KiB, waited for at most 100 ms, and the
+//     through classify.Peek: at most 8 KiB, waited for at most 100 ms, and the
 //     caller still gets every byte.
 //
 // WithAttemptHeader names every attempt ("2/3"), so servers and their logs
@@ -336,7 +336,7 @@
 //	body resumption    on, where provably safe; at most 10 resumes        WithResumeLimit, WithoutResume,
 //	                   per body                                           NoResume
 //	stall timeout      10 s, for bodies that may be resumed               WithStallTimeout
-//	classifier         DefaultClassifier()                                WithClassifier
+//	classifier         classify.Default()                                WithClassifier
 //	base transport     go-cleanhttp's pooled transport                    WithBase
 //
 // Three attempts recover most transient failures while bounding the load a

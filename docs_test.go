@@ -29,6 +29,10 @@ var docNames = map[string]string{
 	"time":          "time",
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
+	"classify":      "github.com/retryhttp/retryhttp/classify",
+	"awsretry":      "github.com/retryhttp/retryhttp/awsretry",
+	"githubretry":   "github.com/retryhttp/retryhttp/githubretry",
+	"googleretry":   "github.com/retryhttp/retryhttp/googleretry",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 func ExampleNewBucket() {
@@ -15,7 +16,7 @@ func ExampleNewBucket() {
 	}
 	tokens := func(n retryhttp.Tokens) float64 { return float64(n) / float64(retryhttp.Token) }
 
-	failed := retryhttp.Verdict{Decision: retryhttp.Retry}
+	failed := classify.Verdict{Decision: classify.Retry}
 	for i := 1; i <= 3; i++ {
 		spent, err := budget.Withdraw(req, failed)
 		fmt.Printf("retry %d: took %v, err %v, balance %v\n", i, tokens(spent), err, tokens(budget.Balance()))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 func ExampleWithDeadlineHeader() {
@@ -93,7 +94,7 @@ func ExampleNewHandler() {
 			log.Fatal(err)
 		}
 		resp.Body.Close()
-		fmt.Printf("%s: %d X-Should-Retry=%q\n", timeout, resp.StatusCode, resp.Header.Get(retryhttp.ShouldRetryHeader))
+		fmt.Printf("%s: %d X-Should-Retry=%q\n", timeout, resp.StatusCode, resp.Header.Get(wire.ShouldRetryHeader))
 	}
 	fmt.Println("handler ran", ran.Load(), "time")
 	// Output:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -20,9 +21,7 @@ func ExampleWithClassifier() {
 	defer srv.Close()
 
 	// This API's 500 is final: never retry it.
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithClassifier(
-		retryhttp.Chain{retryhttp.Statuses(retryhttp.DontRetry, 500), retryhttp.DefaultClassifier()},
-	))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithClassifier(classify.First(classify.Statuses(classify.DontRetry, 500), classify.Default())))}
 	status, attempts := get(client, srv.URL)
 	fmt.Println(status, "after", attempts, "attempt")
 	// Output:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // flaky starts a local server that answers 503 to its first failures
@@ -143,25 +144,6 @@ func ExampleWithBudget() {
 	// 4 requests, 6 server calls
 }
 
-func ExampleChain() {
-	// Treat 500 from this API as final, and everything else as by default.
-	classifier := retryhttp.Chain{
-		retryhttp.Statuses(retryhttp.DontRetry, http.StatusInternalServerError),
-		retryhttp.DefaultClassifier(),
-	}
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithClassifier(classifier))}
-	_ = client
-	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
-	for _, code := range []int{500, 502, 404} {
-		v := classifier.Classify(req, &http.Response{StatusCode: code}, nil)
-		fmt.Println(code, v.Decision)
-	}
-	// Output:
-	// 500 don't retry
-	// 502 retry
-	// 404 don't retry
-}
-
 func ExampleHandler() {
 	// C is down. B calls C through retryhttp and is wrapped in Handler; the
 	// client calls B through retryhttp too.
@@ -190,7 +172,7 @@ func ExampleHandler() {
 		log.Fatal(err)
 	}
 	resp.Body.Close()
-	fmt.Println(resp.StatusCode, "X-Should-Retry:", resp.Header.Get(retryhttp.ShouldRetryHeader))
+	fmt.Println(resp.StatusCode, "X-Should-Retry:", resp.Header.Get(wire.ShouldRetryHeader))
 	fmt.Println("attempts at B:", retryhttp.Attempts(resp), "calls at C:", callsToC.Load())
 	// Output:
 	// 502 X-Should-Retry: false

@@ -1,16 +1,22 @@
 package retryhttp
 
 import (
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
+
+// defaultClassifier is the classifier New gives a Transport, compared
+// with a Transport's without a dynamic call.
+var defaultClassifier = classify.Default()
 
 // classify is t.classifier.Classify, with the default classifier's answer
 // to a success given without a dynamic call: every request pays for it.
-func (t *Transport) classify(a *http.Request, resp *http.Response, err error) Verdict {
+func (t *Transport) classify(a *http.Request, resp *http.Response, err error) classify.Verdict {
 	if resp != nil && resp.StatusCode < 300 {
-		if _, ok := t.classifier.(defaultClassifier); ok {
-			return Verdict{Decision: DontRetry}
+		if t.classifier == defaultClassifier {
+			return classify.Verdict{Decision: classify.DontRetry}
 		}
 	}
 	return t.classifier.Classify(a, resp, err)
@@ -50,7 +56,7 @@ func (t *Transport) doneAtOnce(req *http.Request, resp *http.Response) bool {
 	if resp.StatusCode >= 300 {
 		return false
 	}
-	if _, ok := t.classifier.(defaultClassifier); !ok {
+	if t.classifier != defaultClassifier {
 		return false
 	}
 	if t.budget != nil {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // Handler wraps next, the handler of a service that calls its own
@@ -20,7 +22,7 @@ import (
 // dependency itself said not to retry) and answers with a status worth
 // retrying (408, 429 or 5xx) adds "X-Should-Retry: false" to its response.
 // The Transport of the layer above honours that signal, as does any client
-// that follows ServerSignalClassifier's convention, so E sees only the
+// that follows classify.ShouldRetry's convention, so E sees only the
 // attempts of D.
 //
 // The Transport learns which incoming request it serves from the request's
@@ -118,7 +120,7 @@ func (w *signalWriter) WriteHeader(code int) {
 			code = http.StatusServiceUnavailable
 		}
 		if failureStatus(code) && w.state.gaveUp.Load() {
-			w.Header().Set(ShouldRetryHeader, "false")
+			w.Header().Set(wire.ShouldRetryHeader, "false")
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)

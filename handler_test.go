@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -143,7 +144,7 @@ func TestHandlerSignal(t *testing.T) {
 			}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-			assert.Equal(t, tt.want, rec.Result().Header.Get(ShouldRetryHeader))
+			assert.Equal(t, tt.want, rec.Result().Header.Get(wire.ShouldRetryHeader))
 		})
 	}
 }
@@ -288,7 +289,7 @@ func TestHandlerSignalAfterReadFrom(t *testing.T) {
 		io.Copy(ww, strings.NewReader("streamed"))
 		ww.WriteHeader(http.StatusBadGateway)
 	})).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-	assert.Empty(t, rec.Header().Get(ShouldRetryHeader))
+	assert.Empty(t, rec.Header().Get(wire.ShouldRetryHeader))
 	assert.Equal(t, "streamed", rec.Body.String())
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // Defaults of an incoming deadline (HandlerDeadline).
@@ -165,7 +167,7 @@ func (c *handlerConfig) deadline(w http.ResponseWriter, r *http.Request) (contex
 	}
 	left -= c.margin
 	if left <= 0 {
-		w.Header().Set(ShouldRetryHeader, "false")
+		w.Header().Set(wire.ShouldRetryHeader, "false")
 		http.Error(w, "the caller's deadline had passed when the request arrived", http.StatusGatewayTimeout)
 		return nil, nil, false
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -111,7 +112,7 @@ func TestHandlerDeadline(t *testing.T) {
 				assert.Equal(t, tt.malformed, malformed, "malformed values reported")
 				if tt.left == notRun {
 					assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
-					assert.Equal(t, "false", resp.Header.Get(ShouldRetryHeader))
+					assert.Equal(t, "false", resp.Header.Get(wire.ShouldRetryHeader))
 					return
 				}
 				assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -254,7 +255,7 @@ func FuzzHandlerDeadline(f *testing.F) {
 					t.Fatalf("%q: no deadline sent, but the handler saw %v left, answered %d", header, left, resp.StatusCode)
 				}
 			case least <= m:
-				if left != -2 || resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(ShouldRetryHeader) != "false" {
+				if left != -2 || resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(wire.ShouldRetryHeader) != "false" {
 					t.Fatalf("%q, margin %v: handler saw %v left, answered %d %q; want it not run, 504", header, m, left, resp.StatusCode, resp.Header)
 				}
 			default:

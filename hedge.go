@@ -3,10 +3,11 @@ package retryhttp
 import (
 	"context"
 	"fmt"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // Hedging defaults, used by WithHedging unless a HedgeOption changes them.

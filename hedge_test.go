@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -258,7 +259,7 @@ func TestHedgePaidFromBudget(t *testing.T) {
 		assert.Equal(t, 2, base.calls(), "hedged")
 		assert.Equal(t, 5*Token, budget.Balance(), "the winning hedge's cost went back")
 
-		budget.Withdraw(nil, Verdict{Decision: Retry}) // empty it
+		budget.Withdraw(nil, classify.Verdict{Decision: classify.Retry}) // empty it
 		start := time.Now()
 		resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)

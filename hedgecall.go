@@ -2,12 +2,14 @@ package retryhttp
 
 import (
 	"context"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
@@ -212,8 +214,8 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 // wins reports whether an attempt's outcome wins the race: a response, a
 // success or final. An error never wins while another attempt may still
 // answer, nor does a response that would be retried.
-func wins(c Classifier, a *http.Request, resp *http.Response, err error) bool {
-	return resp != nil && c.Classify(a, resp, err).Decision != Retry
+func wins(c classify.Classifier, a *http.Request, resp *http.Response, err error) bool {
+	return resp != nil && c.Classify(a, resp, err).Decision != classify.Retry
 }
 
 // drop discards an outcome that is not returned and ends its context.
@@ -350,7 +352,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 	var took Tokens
 	if t.budget != nil {
 		var err error
-		if took, err = t.budget.Withdraw(req, Verdict{Decision: Retry}); err != nil {
+		if took, err = t.budget.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
 			hl.unhedge()
 			return nil, 0, false
 		}

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A HostBudget is a retry budget with one Bucket per destination, so that a
@@ -119,7 +122,7 @@ func Destination(req *http.Request) (scheme, host string) {
 }
 
 func makeKey(scheme, host string) hostKey {
-	scheme, host = lowerASCII(scheme), lowerASCII(host)
+	scheme, host = wire.LowerASCII(scheme), wire.LowerASCII(host)
 	switch {
 	case scheme == "http":
 		host = strings.TrimSuffix(host, ":80")
@@ -127,17 +130,6 @@ func makeKey(scheme, host string) hostKey {
 		host = strings.TrimSuffix(host, ":443")
 	}
 	return hostKey{scheme, host}
-}
-
-// lowerASCII returns s with ASCII letters in lower case, as host names
-// compare. It allocates only if s has an upper-case letter.
-func lowerASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(s)
-		}
-	}
-	return s
 }
 
 // lookup returns the bucket of k, or nil if it has none.
@@ -149,7 +141,7 @@ func (h *HostBudget) lookup(k hostKey) *Bucket {
 // req's host, creating the bucket if needed, and returns it, or returns
 // ErrBudgetExhausted if the balance is less than the cost. A cost of 0
 // always succeeds and creates no bucket.
-func (h *HostBudget) Withdraw(req *http.Request, v Verdict) (Tokens, error) {
+func (h *HostBudget) Withdraw(req *http.Request, v classify.Verdict) (Tokens, error) {
 	cost := h.cost(v)
 	if cost == 0 {
 		return 0, nil

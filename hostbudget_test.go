@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -416,7 +417,7 @@ func TestDestination(t *testing.T) {
 // while its bucket pays), each round after warm rounds of warmOthers other
 // hosts, and then others other hosts, new ones, each making retries
 // retries of cost v. It returns the dead host's retries.
-func deadHostRetries(t *testing.T, maxHosts, rounds, warm, warmOthers, others, retries int, v Verdict) int {
+func deadHostRetries(t *testing.T, maxHosts, rounds, warm, warmOthers, others, retries int, v classify.Verdict) int {
 	t.Helper()
 	h := NewHostBudget(BucketMaxHosts(maxHosts))
 	dead := newRequest(t, "https://dead.example/")
@@ -455,7 +456,7 @@ func TestHostBudgetDeadHostUnderChurn(t *testing.T) {
 		name             string
 		warm, warmOthers int
 		others, retries  int
-		v                Verdict
+		v                classify.Verdict
 		min, max         int
 	}{
 		// Fewer others than the table holds: the dead host keeps its bucket.

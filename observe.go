@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // A GiveUpReason says why a Transport stopped retrying a request whose last
@@ -77,7 +79,7 @@ type GiveUpEvent struct {
 	// Err is the last attempt's error, or nil when it has a response.
 	Err error
 	// Verdict is the classifier's verdict on the last attempt.
-	Verdict Verdict
+	Verdict classify.Verdict
 	// Peer is the remote address of the last attempt's connection, as
 	// RetryEvent.Peer.
 	Peer netip.AddrPort

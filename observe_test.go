@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,8 +39,10 @@ func TestGiveUpReasons(t *testing.T) {
 			status:  503,
 		},
 		{
-			name:    "attempts exhausted after errors",
-			opts:    []Option{WithClassifier(ClassifierFunc(func(*http.Request, *http.Response, error) Verdict { return Verdict{Decision: Retry} }))},
+			name: "attempts exhausted after errors",
+			opts: []Option{WithClassifier(classify.Func(func(*http.Request, *http.Response, error) classify.Verdict {
+				return classify.Verdict{Decision: classify.Retry}
+			}))},
 			steps:   []step{{err: refused}},
 			reason:  GiveUpAttemptsExhausted,
 			attempt: 3,
@@ -129,7 +132,7 @@ func TestGiveUpReasons(t *testing.T) {
 				assert.Equal(t, tt.attempt, base.count(), "attempts sent")
 				assert.Equal(t, tt.status, e.StatusCode)
 				assert.Equal(t, tt.err, e.Err)
-				assert.Equal(t, Retry, e.Verdict.Decision)
+				assert.Equal(t, classify.Retry, e.Verdict.Decision)
 			})
 		})
 	}
@@ -213,10 +216,10 @@ func TestHostBudgetBalances(t *testing.T) {
 	b, err := http.NewRequest(http.MethodGet, "http://b.example:8080/y", nil)
 	require.NoError(t, err)
 	for range 2 {
-		_, err = h.Withdraw(a, Verdict{Decision: Retry})
+		_, err = h.Withdraw(a, classify.Verdict{Decision: classify.Retry})
 		require.NoError(t, err)
 	}
-	_, err = h.Withdraw(b, Verdict{Decision: Retry})
+	_, err = h.Withdraw(b, classify.Verdict{Decision: classify.Retry})
 	require.NoError(t, err)
 
 	got := slices.Collect(h.Balances())

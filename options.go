@@ -1,13 +1,15 @@
 package retryhttp
 
 import (
-	"github.com/retryhttp/retryhttp/backoff"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // Defaults used by New; the package documentation tabulates every default
@@ -85,9 +87,9 @@ func WithThrottleBackoff(b backoff.Func) Option {
 }
 
 // WithClassifier replaces the classifier that decides which outcomes are
-// worth retrying. The default is DefaultClassifier(); to extend it, chain
+// worth retrying. The default is classify.Default(); to extend it, chain
 // your classifiers in front of it.
-func WithClassifier(c Classifier) Option {
+func WithClassifier(c classify.Classifier) Option {
 	if c == nil {
 		panic("retryhttp: WithClassifier: nil Classifier")
 	}
@@ -209,7 +211,7 @@ type RetryEvent struct {
 	// Err is the failed attempt's error, or nil when it has a response.
 	Err error
 	// Verdict is the classifier's verdict on the failed attempt.
-	Verdict Verdict
+	Verdict classify.Verdict
 	// Peer is the remote address of the failed attempt's connection
 	// (OpenTelemetry's network.peer.address and network.peer.port), the
 	// zero AddrPort when it is unknown: the attempt got no connection, or

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,7 +60,7 @@ func TestOptionsTakeEffect(t *testing.T) {
 			[]step{{status: 503, header: http.Header{"Retry-After": {"90"}}}, {status: 200}}, 2, 90 * time.Second},
 		{"retry-after over a lowered limit", []Option{WithRetryAfterLimit(5 * time.Second)},
 			[]step{{status: 503, header: http.Header{"Retry-After": {"6"}}}, {status: 200}}, 1, 0},
-		{"classifier", []Option{WithClassifier(Chain{Statuses(DontRetry, 503), DefaultClassifier()})}, statuses(503, 200), 1, 0},
+		{"classifier", []Option{WithClassifier(classify.First(classify.Statuses(classify.DontRetry, 503), classify.Default()))}, statuses(503, 200), 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,33 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+
+	"github.com/retryhttp/retryhttp/classify"
 )
-
-// A ProxyConnectError reports that the proxy a request was sent through
-// answered its CONNECT with a status other than 200, so that no connection
-// to the destination was made: the request never reached it. net/http
-// reports such a refusal as an error without a type, carrying the status
-// text alone; a Transport whose base is an *http.Transport with a Proxy
-// reports it as a ProxyConnectError instead (see WithBase).
-//
-// ErrorClassifier judges it as StatusClassifier judges a response with the
-// same status: 502, 503 and 429 are retried, 407 (the proxy wants
-// credentials) is final; a retry waits for the proxy's Retry-After. Since
-// the request never reached the destination, it is retried whatever its
-// method.
-type ProxyConnectError struct {
-	// StatusCode is the proxy's status code.
-	StatusCode int
-	// Status is the proxy's status line without its protocol, such as
-	// "503 Service Unavailable".
-	Status string
-	// Header is the header of the proxy's answer.
-	Header http.Header
-}
-
-func (e *ProxyConnectError) Error() string {
-	return "retryhttp: proxy refused CONNECT: " + e.Status
-}
 
 // reportProxyRefusals returns base, or, when base is an *http.Transport
 // with a Proxy, a transport that reports a proxy's refusal of a CONNECT as
@@ -56,14 +32,14 @@ func reportProxyRefusals(base http.RoundTripper, own bool) http.RoundTripper {
 		if resp.StatusCode == http.StatusOK {
 			return nil
 		}
-		return &ProxyConnectError{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header.Clone()}
+		return &classify.ProxyConnectError{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header.Clone()}
 	}
 	return ht
 }
 
 // proxyRefusal returns the ProxyConnectError in err's chain, or nil.
-func proxyRefusal(err error) *ProxyConnectError {
-	var pe *ProxyConnectError
+func proxyRefusal(err error) *classify.ProxyConnectError {
+	var pe *classify.ProxyConnectError
 	if err != nil && errors.As(err, &pe) {
 		return pe
 	}

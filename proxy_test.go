@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -145,7 +146,7 @@ func TestProxyRefusalIsFinal(t *testing.T) {
 			t.Run(tt.name+" "+name, func(t *testing.T) {
 				proxy.connects.Store(0)
 				_, err := tr.RoundTrip(get(t, dst.URL))
-				var pe *ProxyConnectError
+				var pe *classify.ProxyConnectError
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, tt.status, pe.StatusCode)
 				assert.Equal(t, strconv.Itoa(tt.status)+" "+http.StatusText(tt.status), pe.Status)

@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // This file holds what a guard needs to tell net/http's resends apart and

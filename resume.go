@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"math"
 	"mime"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // Defaults of the resumption of response bodies; the package documentation

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // A resumeBody is the body of a response that may be resumed: it passes
@@ -233,7 +235,7 @@ func (b *resumeBody) readOther(p []byte) (int, error) {
 		return n, err
 	}
 	v := b.state().judge(b.a, nil, err)
-	if v.Decision != Retry {
+	if v.Decision != classify.Retry {
 		return n, err
 	}
 	rerr := &ResumeError{Reason: r.why, Offset: r.off, Err: err}
@@ -321,7 +323,7 @@ func (b *resumeBody) fail(err error) error {
 		err = ErrStalled
 	}
 	v := b.state().judge(b.a, nil, err)
-	if v.Decision != Retry {
+	if v.Decision != classify.Retry {
 		return b.end(err)
 	}
 	return b.resume(err, v)
@@ -341,7 +343,7 @@ func (b *resumeBody) takeStalled() (stalled, closed bool) {
 // failed with cause, judged v: as many times as the retry machine allows,
 // each after its backoff and paid from the budget. It returns nil once a
 // part that continues the body is being read, and otherwise ends the body.
-func (b *resumeBody) resume(cause error, v Verdict) error {
+func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 	s, r := b.state(), b.r
 	a, pt, err := b.a, b.pt, cause
 	failed, body := r.part, b.takePart() // the failed response, and its body to let go of
@@ -392,7 +394,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 				s.refund()
 				return b.end(errReadClosed)
 			}
-			if v = s.judge(a, nil, err); v.Decision != Retry {
+			if v = s.judge(a, nil, err); v.Decision != classify.Retry {
 				return b.end(r.error(ResumeFailed, 0, joinCause(err, cause)))
 			}
 			failed, body, answered = nil, nil, nil
@@ -413,7 +415,7 @@ func (b *resumeBody) resume(cause error, v Verdict) error {
 			resp.Body.Close()
 			return b.end(r.error(ResumeChanged, code, cause))
 		}
-		if v = s.judge(a, resp, nil); v.Decision != Retry {
+		if v = s.judge(a, resp, nil); v.Decision != classify.Retry {
 			resp.Body.Close()
 			return b.end(r.error(ResumeRefused, resp.StatusCode, cause))
 		}
@@ -433,7 +435,7 @@ func joinCause(err, cause error) error {
 // report logs the end of the body's resumes (delay is the wait the resume
 // would have had, for GiveUpDeadline), reports it to the give-up hooks, and
 // tells a Handler serving the request.
-func (b *resumeBody) report(reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict) {
+func (b *resumeBody) report(reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict) {
 	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
 	e.Resume, e.Offset = true, b.r.off

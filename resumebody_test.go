@@ -26,6 +26,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -528,7 +529,7 @@ func TestResumesAreRetries(t *testing.T) {
 		assert.Equal(t, 4, base.Attempts())
 		require.Len(t, gaveUp, 1)
 		assert.Equal(t, retryhttp.GiveUpEvent{Request: gaveUp[0].Request, Attempt: 4, Reason: retryhttp.GiveUpResumeLimit,
-			Err: io.ErrUnexpectedEOF, Verdict: retryhttp.Verdict{Decision: retryhttp.Retry}, Resume: true, Offset: 4000}, gaveUp[0])
+			Err: io.ErrUnexpectedEOF, Verdict: classify.Verdict{Decision: classify.Retry}, Resume: true, Offset: 4000}, gaveUp[0])
 	})
 	t.Run("budget", func(t *testing.T) {
 		bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 )
@@ -163,7 +164,7 @@ var parseRetryAfterTests = []parseRetryAfterTest{
 func TestParseRetryAfter(t *testing.T) {
 	for _, tt := range parseRetryAfterTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseRetryAfter(tt.in, tt.at())
+			got, ok := classify.ParseRetryAfter(tt.in, tt.at())
 			assert.Equal(t, tt.want, got, "ParseRetryAfter(%q): got delay %v, want %v", tt.in, got, tt.want)
 			assert.Equal(t, tt.ok, ok, "ParseRetryAfter(%q): got ok %v, want %v", tt.in, ok, tt.ok)
 		})
@@ -177,7 +178,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string, sec, nsec int64) {
 		now := time.Unix(sec, nsec)
-		d, ok := ParseRetryAfter(in, now)
+		d, ok := classify.ParseRetryAfter(in, now)
 		if d < 0 {
 			t.Fatalf("ParseRetryAfter(%q, %v): got delay %v, want it not negative", in, now, d)
 		}
@@ -187,10 +188,10 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if ok && d == 0 {
 			t.Fatalf("ParseRetryAfter(%q, %v): got (0, true), want a positive delay when ok", in, now)
 		}
-		if d2, ok2 := ParseRetryAfter(in, now); d2 != d || ok2 != ok {
+		if d2, ok2 := classify.ParseRetryAfter(in, now); d2 != d || ok2 != ok {
 			t.Fatalf("ParseRetryAfter(%q, %v): got (%v, %v), then (%v, %v)", in, now, d, ok, d2, ok2)
 		}
-		if d2, ok2 := ParseRetryAfter(" \t"+in+"\t ", now); d2 != d || ok2 != ok {
+		if d2, ok2 := classify.ParseRetryAfter(" \t"+in+"\t ", now); d2 != d || ok2 != ok {
 			t.Fatalf("ParseRetryAfter(%q, %v) = (%v, %v), but with OWS around it (%v, %v)", in, now, d, ok, d2, ok2)
 		}
 		if !ok {
@@ -203,12 +204,12 @@ func FuzzParseRetryAfter(f *testing.F) {
 			if d%time.Second != 0 {
 				t.Fatalf("ParseRetryAfter(%q, %v): got %v, want whole seconds or the largest Duration", in, now, d)
 			}
-			if d2, ok2 := ParseRetryAfter(in, now.Add(time.Hour)); d2 != d || !ok2 {
+			if d2, ok2 := classify.ParseRetryAfter(in, now.Add(time.Hour)); d2 != d || !ok2 {
 				t.Fatalf("ParseRetryAfter(%q): got %v as of %v, (%v, %v) an hour later; want delay-seconds to ignore now",
 					in, d, now, d2, ok2)
 			}
 			back := strconv.FormatInt(int64(d/time.Second), 10)
-			if d2, ok2 := ParseRetryAfter(back, now); d2 != d || !ok2 {
+			if d2, ok2 := classify.ParseRetryAfter(back, now); d2 != d || !ok2 {
 				t.Fatalf("ParseRetryAfter(%q) = %v, but (%v, %v) for %q", in, d, d2, ok2, back)
 			}
 			return
@@ -219,7 +220,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if d == math.MaxInt64 {
 			return
 		}
-		if d2, ok2 := ParseRetryAfter(in, now.Add(time.Hour)); d2 != max(d-time.Hour, 0) || ok2 != (d > time.Hour) {
+		if d2, ok2 := classify.ParseRetryAfter(in, now.Add(time.Hour)); d2 != max(d-time.Hour, 0) || ok2 != (d > time.Hour) {
 			t.Fatalf("ParseRetryAfter(%q): got %v as of %v, (%v, %v) an hour later", in, d, now, d2, ok2)
 		}
 		date := now.Add(d).UTC()
@@ -227,7 +228,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 			return // not an instant an IMF-fixdate names
 		}
 		back := date.Format(http.TimeFormat)
-		if d2, ok2 := ParseRetryAfter(back, now); d2 != d || !ok2 {
+		if d2, ok2 := classify.ParseRetryAfter(back, now); d2 != d || !ok2 {
 			t.Fatalf("ParseRetryAfter(%q, %v) = %v, but (%v, %v) for %q", in, now, d, d2, ok2, back)
 		}
 	})
@@ -395,7 +396,7 @@ func FuzzRetryAfterFloor(f *testing.F) {
 			t.Fatalf("retryAfterFloor(%q, %v, %v): got (%v, %v), then (%v, %v)", h, now, lim, floor, tooLong, floor2, tooLong2)
 		}
 
-		// Against ParseRetryAfter and parseDelayMillis: the longest delay,
+		// Against classify.ParseRetryAfter and parseDelayMillis: the longest delay,
 		// a date measured against a single readable Date.
 		serverClock := now
 		if dates := h["Date"]; len(dates) == 1 {
@@ -410,7 +411,7 @@ func FuzzRetryAfterFloor(f *testing.F) {
 			if v != "" && v[0] >= '0' && v[0] <= '9' {
 				clock = now
 			}
-			if d, ok := ParseRetryAfter(v, clock); ok {
+			if d, ok := classify.ParseRetryAfter(v, clock); ok {
 				longest = max(longest, d)
 			}
 		}
@@ -427,8 +428,8 @@ func FuzzRetryAfterFloor(f *testing.F) {
 		if floor != wantFloor || tooLong != wantTooLong {
 			t.Fatalf("retryAfterFloor(%q, %v, %v): got (%v, %v), want (%v, %v)", h, now, lim, floor, tooLong, wantFloor, wantTooLong)
 		}
-		if hasRetryAfter(h) != (len(h["Retry-After"])+len(h["Retry-After-Ms"])+len(h["X-Ms-Retry-After-Ms"]) > 0) {
-			t.Fatalf("hasRetryAfter(%q) = %t", h, hasRetryAfter(h))
+		if wire.HasRetryAfter(h) != (len(h["Retry-After"])+len(h["Retry-After-Ms"])+len(h["X-Ms-Retry-After-Ms"]) > 0) {
+			t.Fatalf("hasRetryAfter(%q) = %t", h, wire.HasRetryAfter(h))
 		}
 	})
 }
@@ -466,7 +467,7 @@ func BenchmarkParseRetryAfter(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ParseRetryAfter(bm.in, retryAfterNow)
+				classify.ParseRetryAfter(bm.in, retryAfterNow)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,31 +20,31 @@ func TestServerSignalClassifier(t *testing.T) {
 	req := get(t, "http://svc.test/")
 	tests := []struct {
 		name    string
-		c       Classifier
+		c       classify.Classifier
 		status  int
 		header  http.Header
-		want    Verdict
-		wantDef Decision // the default chain's decision
+		want    classify.Verdict
+		wantDef classify.Decision // the default chain's decision
 	}{
-		{"false on 503", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {"false"}}, Verdict{Decision: DontRetry}, DontRetry},
-		{"true on 200 is ignored", ServerSignalClassifier(), 200, http.Header{"X-Should-Retry": {"true"}}, Verdict{}, DontRetry},
-		{"true on 400", ServerSignalClassifier(), 400, http.Header{"X-Should-Retry": {"true"}}, Verdict{Decision: Retry}, Retry},
-		{"true on 429 keeps throttle", ServerSignalClassifier(), 429, http.Header{"X-Should-Retry": {"true"}}, Verdict{Decision: Retry, Throttle: true}, Retry},
-		{"case and space", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {" FALSE "}}, Verdict{Decision: DontRetry}, DontRetry},
-		{"other value", ServerSignalClassifier(), 503, http.Header{"X-Should-Retry": {"maybe"}}, Verdict{}, Retry},
-		{"absent", ServerSignalClassifier(), 503, http.Header{}, Verdict{}, Retry},
-		{"custom header", ServerSignalClassifier("x-retry-ok"), 500, http.Header{"X-Retry-Ok": {"false"}}, Verdict{Decision: DontRetry}, Retry},
-		{"first named wins", ServerSignalClassifier("A-Retry", "B-Retry"), 500, http.Header{"A-Retry": {"true"}, "B-Retry": {"false"}}, Verdict{Decision: Retry}, Retry},
-		{"second named when first absent", ServerSignalClassifier("A-Retry", "B-Retry"), 500, http.Header{"B-Retry": {"false"}}, Verdict{Decision: DontRetry}, Retry},
+		{"false on 503", classify.ShouldRetry(), 503, http.Header{"X-Should-Retry": {"false"}}, classify.Verdict{Decision: classify.DontRetry}, classify.DontRetry},
+		{"true on 200 is ignored", classify.ShouldRetry(), 200, http.Header{"X-Should-Retry": {"true"}}, classify.Verdict{}, classify.DontRetry},
+		{"true on 400", classify.ShouldRetry(), 400, http.Header{"X-Should-Retry": {"true"}}, classify.Verdict{Decision: classify.Retry}, classify.Retry},
+		{"true on 429 keeps throttle", classify.ShouldRetry(), 429, http.Header{"X-Should-Retry": {"true"}}, classify.Verdict{Decision: classify.Retry, Throttle: true}, classify.Retry},
+		{"case and space", classify.ShouldRetry(), 503, http.Header{"X-Should-Retry": {" FALSE "}}, classify.Verdict{Decision: classify.DontRetry}, classify.DontRetry},
+		{"other value", classify.ShouldRetry(), 503, http.Header{"X-Should-Retry": {"maybe"}}, classify.Verdict{}, classify.Retry},
+		{"absent", classify.ShouldRetry(), 503, http.Header{}, classify.Verdict{}, classify.Retry},
+		{"custom header", classify.ShouldRetry("x-retry-ok"), 500, http.Header{"X-Retry-Ok": {"false"}}, classify.Verdict{Decision: classify.DontRetry}, classify.Retry},
+		{"first named wins", classify.ShouldRetry("A-Retry", "B-Retry"), 500, http.Header{"A-Retry": {"true"}, "B-Retry": {"false"}}, classify.Verdict{Decision: classify.Retry}, classify.Retry},
+		{"second named when first absent", classify.ShouldRetry("A-Retry", "B-Retry"), 500, http.Header{"B-Retry": {"false"}}, classify.Verdict{Decision: classify.DontRetry}, classify.Retry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := &http.Response{StatusCode: tt.status, Header: tt.header}
 			assert.Equal(t, tt.want, tt.c.Classify(req, resp, nil))
-			assert.Equal(t, tt.wantDef, DefaultClassifier().Classify(req, resp, nil).Decision, "default chain")
+			assert.Equal(t, tt.wantDef, classify.Default().Classify(req, resp, nil).Decision, "default chain")
 		})
 	}
-	assert.Equal(t, Verdict{}, ServerSignalClassifier().Classify(req, nil, errRead), "errors: no opinion")
+	assert.Equal(t, classify.Verdict{}, classify.ShouldRetry().Classify(req, nil, errRead), "errors: no opinion")
 }
 
 func TestServerSignalInTransport(t *testing.T) {
@@ -64,7 +65,7 @@ func TestServerSignalInTransport(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := http.Header{}
 				if tt.signal != "" {
-					h.Set(ShouldRetryHeader, tt.signal)
+					h.Set(wire.ShouldRetryHeader, tt.signal)
 				}
 				base := &script{steps: []step{{status: tt.status, header: h}}}
 				req, _ := withBody(t, t.Context(), tt.method, "http://svc.test/", "x", true)
@@ -72,7 +73,7 @@ func TestServerSignalInTransport(t *testing.T) {
 				require.NoError(t, err)
 				resp.Body.Close()
 				assert.Equal(t, tt.attempts, base.count())
-				assert.Equal(t, tt.signal, resp.Header.Get(ShouldRetryHeader))
+				assert.Equal(t, tt.signal, resp.Header.Get(wire.ShouldRetryHeader))
 			})
 		})
 	}
@@ -405,117 +406,4 @@ func FuzzRateLimitReset(f *testing.F) {
 func countAboveZero(s string) bool {
 	s = strings.TrimPrefix(strings.Trim(s, " \t"), "+")
 	return isDigits(s) && strings.Trim(s, "0") != ""
-}
-
-// parseSignalTests is shared by TestParseSignal and the seed corpus of
-// FuzzServerSignal.
-var parseSignalTests = []struct {
-	name   string
-	values []string
-	want   signal
-}{
-	{"absent", nil, signalNone},
-	{"true", []string{"true"}, signalRetry},
-	{"false", []string{"false"}, signalFinal},
-	{"upper case", []string{"TRUE"}, signalRetry},
-	{"mixed case", []string{"FaLsE"}, signalFinal},
-	{"spaces and tabs around", []string{" \tfalse\t "}, signalFinal},
-	{"the first value decides", []string{"false", "true"}, signalFinal},
-	{"an unreadable first value", []string{"maybe", "true"}, signalNone},
-	{"empty", []string{""}, signalNone},
-	{"spaces", []string{"   "}, signalNone},
-	{"one", []string{"1"}, signalNone},
-	{"yes", []string{"yes"}, signalNone},
-	{"cut short", []string{"tru"}, signalNone},
-	{"longer", []string{"truee"}, signalNone},
-	{"a list", []string{"true, false"}, signalNone},
-	{"quoted", []string{`"true"`}, signalNone},
-	{"NUL", []string{"true\x00"}, signalNone},
-	{"newline is not OWS", []string{"true\n"}, signalNone},
-	{"non-breaking space is not OWS", []string{"\u00a0true"}, signalNone},
-	// HTTP compares tokens in ASCII: a long s (U+017F), which Unicode
-	// folds to s, does not spell false.
-	{"long s", []string{"fal\u017fe"}, signalNone},
-	{"full-width letters", []string{"\uff54\uff52\uff55\uff45"}, signalNone},
-	{"invalid UTF-8", []string{"tr\xffe"}, signalNone},
-	{"true a thousand times", []string{strings.Repeat("true", 1000)}, signalNone},
-}
-
-func TestParseSignal(t *testing.T) {
-	for _, tt := range parseSignalTests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, parseSignal(tt.values), "parseSignal(%q)", tt.values)
-			assert.Equal(t, tt.want, serverSignal(http.Header{ShouldRetryHeader: tt.values}, nil), "serverSignal(%q)", tt.values)
-		})
-	}
-}
-
-// FuzzServerSignal checks that only "true" and "false", in any case of
-// their ASCII letters and with spaces and tabs around them, in the first
-// value of the header, are a signal, and that ServerSignalClassifier
-// follows it for a header of any name.
-func FuzzServerSignal(f *testing.F) {
-	for _, tt := range parseSignalTests {
-		var v1, v2 string
-		if len(tt.values) > 0 {
-			v1 = tt.values[0]
-		}
-		if len(tt.values) > 1 {
-			v2 = tt.values[1]
-		}
-		f.Add(v1, v2, len(tt.values) > 1, "")
-		f.Add(v1, v2, len(tt.values) > 1, "x-retry-ok")
-	}
-	trueFalse := caseVariants("true", "false")
-	f.Fuzz(func(t *testing.T, v1, v2 string, two bool, name string) {
-		values := []string{v1}
-		if two {
-			values = append(values, v2)
-		}
-		got := parseSignal(values)
-		want := signalNone
-		switch trueFalse[strings.Trim(v1, " \t")] {
-		case "true":
-			want = signalRetry
-		case "false":
-			want = signalFinal
-		}
-		if got != want {
-			t.Fatalf("parseSignal(%q) = %d, want %d", values, got, want)
-		}
-
-		var names []string
-		key := ShouldRetryHeader
-		if name != "" {
-			names = []string{name}
-			key = http.CanonicalHeaderKey(name)
-		}
-		h := http.Header{key: values}
-		req := &http.Request{Method: http.MethodGet, Header: http.Header{}}
-		verdicts := map[signal]Verdict{signalNone: {}, signalRetry: {Decision: Retry}, signalFinal: {Decision: DontRetry}}
-		if v := ServerSignalClassifier(names...).Classify(req, &http.Response{StatusCode: 500, Header: h}, nil); v != verdicts[got] {
-			t.Fatalf("ServerSignalClassifier(%q) on a 500 with %q: got %+v, want %+v", names, values, v, verdicts[got])
-		}
-		if v := ServerSignalClassifier(names...).Classify(req, &http.Response{StatusCode: 200, Header: h}, nil); v != (Verdict{}) {
-			t.Fatalf("ServerSignalClassifier(%q) on a 200 with %q: got %+v, want no opinion", names, values, v)
-		}
-	})
-}
-
-// caseVariants maps every spelling of the words in any case of their ASCII
-// letters to the word.
-func caseVariants(words ...string) map[string]string {
-	m := map[string]string{}
-	for _, w := range words {
-		for mask := 0; mask < 1<<len(w); mask++ {
-			b := []byte(w)
-			for i := range b {
-				if mask&(1<<i) != 0 {
-					b[i] -= 'a' - 'A'
-				}
-			}
-			m[string(b)] = w
-		}
-	}
-	return m
 }

@@ -2,11 +2,13 @@ package retryhttp
 
 import (
 	"context"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A retryState is the retry machine of one request: what its attempts
@@ -189,7 +191,7 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 // judge classifies the outcome of the attempt a, and counts it for
 // adaptive throttling, which logs any change of the host's throttling the
 // count makes.
-func (s *retryState) judge(a *http.Request, resp *http.Response, err error) Verdict {
+func (s *retryState) judge(a *http.Request, resp *http.Response, err error) classify.Verdict {
 	v := s.t.classify(a, resp, err)
 	if s.t.throttle != nil && s.t.throttle.record(s.t, s.th, s.req, err, v, s.attempt) {
 		s.info = true // the change of throttling is the call's line at INFO
@@ -199,13 +201,13 @@ func (s *retryState) judge(a *http.Request, resp *http.Response, err error) Verd
 
 // plan decides whether the failed attempt a, with verdict v, is retried
 // and after what delay, as Transport.plan does under the request's policy.
-func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v Verdict, g *guard) (time.Duration, GiveUpReason) {
+func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v classify.Verdict, g *guard) (time.Duration, GiveUpReason) {
 	return s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
 }
 
 // pay withdraws the cost of a retry with verdict v from the budget, and
 // reports false when the budget refuses it.
-func (s *retryState) pay(v Verdict) bool {
+func (s *retryState) pay(v classify.Verdict) bool {
 	if s.t.budget == nil {
 		return true
 	}
@@ -221,7 +223,7 @@ func (s *retryState) pay(v Verdict) bool {
 // body: closed unread when the retry should leave its connection, which
 // then goes with it, and otherwise drained a little so that the connection
 // is reused. It records where the attempt failed, for the retry to avoid.
-func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v Verdict, pt *peerTrace) {
+func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *peerTrace) {
 	leave := err != nil || instanceFailure(resp, v)
 	switch {
 	case resp != nil && leave:
@@ -283,13 +285,13 @@ func (s *retryState) succeed() {
 
 // retryEvent describes the retry about to be made after the failed attempt
 // whose outcome is resp or err, for the hooks.
-func (s *retryState) retryEvent(delay time.Duration, resp *http.Response, err error, v Verdict, peer netip.AddrPort) RetryEvent {
+func (s *retryState) retryEvent(delay time.Duration, resp *http.Response, err error, v classify.Verdict, peer netip.AddrPort) RetryEvent {
 	return RetryEvent{Request: s.req, Attempt: s.attempt, Delay: delay, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer, TimeLeft: s.t.leftAfter(s.req, delay)}
 }
 
 // giveUpEvent describes the end of the retries after the failed attempt
 // whose outcome is resp or err, for the hooks.
-func (s *retryState) giveUpEvent(reason GiveUpReason, resp *http.Response, err error, v Verdict, peer netip.AddrPort) GiveUpEvent {
+func (s *retryState) giveUpEvent(reason GiveUpReason, resp *http.Response, err error, v classify.Verdict, peer netip.AddrPort) GiveUpEvent {
 	return GiveUpEvent{Request: s.req, Attempt: s.attempt, Reason: reason, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer}
 }
 

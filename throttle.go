@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // ErrThrottled is the error, wrapped in an *Error with no attempts, of a
@@ -185,8 +187,8 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 // host, not against it. The error of a caller who gave up says nothing of
 // the host and is not counted. It reports whether the count started or
 // ended the throttling of the host, which it logged.
-func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v Verdict, attempts int) bool {
-	if v.Decision == Retry {
+func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v classify.Verdict, attempts int) bool {
+	if v.Decision == classify.Retry {
 		return false // counted when the request ends
 	}
 	if h == nil || (err != nil && req.Context().Err() != nil) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -692,7 +693,7 @@ func TestHandlerAnswersAShedDependencyWith503(t *testing.T) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 			assert.Equal(t, tt.want, rec.Code)
-			assert.Equal(t, tt.signal, rec.Header().Get(ShouldRetryHeader))
+			assert.Equal(t, tt.signal, rec.Header().Get(wire.ShouldRetryHeader))
 		})
 	}
 }

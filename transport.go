@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -52,7 +53,7 @@ type Transport struct {
 	maxAttempts     int
 	backoff         backoff.Func
 	throttleBackoff backoff.Func
-	classifier      Classifier
+	classifier      classify.Classifier
 	budget          Budget // nil: retries are not budgeted
 	retryAfterLimit time.Duration
 	attemptTimeout  time.Duration
@@ -96,7 +97,7 @@ func New(opts ...Option) *Transport {
 		maxAttempts:     DefaultMaxAttempts,
 		backoff:         backoff.Default(),
 		throttleBackoff: backoff.DefaultThrottle(),
-		classifier:      DefaultClassifier(),
+		classifier:      classify.Default(),
 		budget:          NewHostBudget(),
 		retryAfterLimit: DefaultRetryAfterLimit,
 		bodyBufferLimit: DefaultBodyBufferLimit,
@@ -274,7 +275,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 
 		v := s.judge(a, resp, err)
-		if v.Decision != Retry {
+		if v.Decision != classify.Retry {
 			if err != nil || failureStatus(resp.StatusCode) {
 				markGaveUp(req.Context())
 			} else if healthy(resp) {
@@ -316,7 +317,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 // refills the retry budget: a success, or a response the server did not
 // mark as not to be retried, as an overloaded layer above a failure does.
 func healthy(resp *http.Response) bool {
-	return resp.StatusCode < 300 || parseSignal(resp.Header[ShouldRetryHeader]) != signalFinal
+	return resp.StatusCode < 300 || wire.ParseSignal(resp.Header[wire.ShouldRetryHeader]) != wire.SignalFinal
 }
 
 // closeBody closes a retry's body that will not be sent.
@@ -353,7 +354,7 @@ func (t *Transport) policy(req *http.Request) policy {
 // of delay was planned, for GiveUpDeadline): it logs the reason, reports it
 // to the give-up hooks, tells a Handler serving the request that a
 // dependency was given up on, and returns the last result.
-func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
+func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard) (*http.Response, error) {
 	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
@@ -415,7 +416,7 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 // plan decides whether the failed attempt a is retried and after what
 // delay. It returns a non-empty reason when it is not, with the delay the
 // retry would have had for GiveUpDeadline, and 0 for other reasons.
-func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v Verdict, g *guard, p policy) (time.Duration, GiveUpReason) {
+func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v classify.Verdict, g *guard, p policy) (time.Duration, GiveUpReason) {
 	if attempt >= p.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
 	}
@@ -485,7 +486,7 @@ func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response,
 // response (429, 503 with Retry-After) keeps its connection: the server
 // answered as it meant to and asked for less load, not for another
 // connection, and its quota is seldom the instance's alone.
-func instanceFailure(resp *http.Response, v Verdict) bool {
+func instanceFailure(resp *http.Response, v classify.Verdict) bool {
 	return resp != nil && resp.StatusCode >= 500 && !v.Throttle
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jarcoal/httpmock"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -247,7 +248,7 @@ func TestGetBodyBodyClosedWhenRetryAbandoned(t *testing.T) {
 			return b, nil
 		}
 		budget := NewBucket(BucketCapacity(5), BucketTimeoutCost(5))
-		_, err := budget.Withdraw(req, Verdict{Decision: Retry})
+		_, err := budget.Withdraw(req, classify.Verdict{Decision: classify.Retry})
 		require.NoError(t, err)
 		resp, err := newTestTransport(base, 0.5, WithBudget(budget)).RoundTrip(req)
 		require.NoError(t, err)
@@ -902,14 +903,14 @@ func TestVerdictRetryAfterIsAFloor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &script{steps: statuses(503, 200)}
-				floor := ClassifierFunc(func(_ *http.Request, resp *http.Response, _ error) Verdict {
+				floor := classify.Func(func(_ *http.Request, resp *http.Response, _ error) classify.Verdict {
 					if resp != nil && resp.StatusCode == 503 {
-						return Verdict{Decision: Retry, RetryAfter: tt.floor}
+						return classify.Verdict{Decision: classify.Retry, RetryAfter: tt.floor}
 					}
-					return Verdict{}
+					return classify.Verdict{}
 				})
 				start := time.Now()
-				resp, err := newTestTransport(base, 0, WithClassifier(Chain{floor, DefaultClassifier()})).RoundTrip(get(t, "http://svc.test/"))
+				resp, err := newTestTransport(base, 0, WithClassifier(classify.First(floor, classify.Default()))).RoundTrip(get(t, "http://svc.test/"))
 				require.NoError(t, err)
 				resp.Body.Close()
 				require.Equal(t, tt.attempts, base.count())

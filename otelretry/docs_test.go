@@ -18,6 +18,11 @@ func TestDocs(t *testing.T) {
 		"propagation": "go.opentelemetry.io/otel/propagation",
 		"trace":       "go.opentelemetry.io/otel/trace",
 		"retryhttp":   "github.com/retryhttp/retryhttp",
+		"backoff":     "github.com/retryhttp/retryhttp/backoff",
+		"classify":    "github.com/retryhttp/retryhttp/classify",
+		"awsretry":    "github.com/retryhttp/retryhttp/awsretry",
+		"githubretry": "github.com/retryhttp/retryhttp/githubretry",
+		"googleretry": "github.com/retryhttp/retryhttp/googleretry",
 		"otelretry":   "github.com/retryhttp/retryhttp/otelretry",
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/otelretry"
 )
 
@@ -302,11 +303,11 @@ func TestRetryEventFacets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry(t)
 		base := newScript(map[string][]step{"/": statuses(503, 200)})
-		slow := retryhttp.ClassifierFunc(func(_ *http.Request, resp *http.Response, _ error) retryhttp.Verdict {
+		slow := classify.Func(func(_ *http.Request, resp *http.Response, _ error) classify.Verdict {
 			if resp != nil && resp.StatusCode == 503 {
-				return retryhttp.Verdict{Decision: retryhttp.Retry, Throttle: true, Timeout: true, RetryAfter: 200 * time.Millisecond}
+				return classify.Verdict{Decision: classify.Retry, Throttle: true, Timeout: true, RetryAfter: 200 * time.Millisecond}
 			}
-			return retryhttp.Verdict{Decision: retryhttp.DontRetry}
+			return classify.Verdict{Decision: classify.DontRetry}
 		})
 		ctx, op := tel.operation(t.Context())
 		_, err := do(t, newTransport(tel, base, retryhttp.WithClassifier(slow)), newRequest(t, ctx, "", ""))

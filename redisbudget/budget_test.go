@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 var (
-	failed   = retryhttp.Verdict{Decision: retryhttp.Retry}
-	timedOut = retryhttp.Verdict{Decision: retryhttp.Retry, Timeout: true}
+	failed   = classify.Verdict{Decision: classify.Retry}
+	timedOut = classify.Verdict{Decision: classify.Retry, Timeout: true}
 )
 
 func getReq(t testing.TB, rawURL string) *http.Request {

@@ -16,6 +16,11 @@ func TestDocs(t *testing.T) {
 		"time":        "time",
 		"redis":       "github.com/redis/go-redis/v9",
 		"retryhttp":   "github.com/retryhttp/retryhttp",
+		"backoff":     "github.com/retryhttp/retryhttp/backoff",
+		"classify":    "github.com/retryhttp/retryhttp/classify",
+		"awsretry":    "github.com/retryhttp/retryhttp/awsretry",
+		"githubretry": "github.com/retryhttp/retryhttp/githubretry",
+		"googleretry": "github.com/retryhttp/retryhttp/googleretry",
 		"redisbudget": "github.com/retryhttp/retryhttp/redisbudget",
 	})
 }

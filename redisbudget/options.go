@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // Defaults of the options below.
@@ -151,7 +152,7 @@ type limits struct {
 }
 
 // cost returns what a retry after verdict v costs.
-func (l *limits) cost(v retryhttp.Verdict) retryhttp.Tokens {
+func (l *limits) cost(v classify.Verdict) retryhttp.Tokens {
 	if v.Timeout {
 		return l.timeoutCost
 	}
@@ -178,12 +179,12 @@ func bucketLimits(opts []retryhttp.BucketOption) limits {
 	var l limits
 	b := retryhttp.NewBucket(opts...)
 	l.capacity = b.Balance()
-	l.retryCost, _ = b.Withdraw(nil, retryhttp.Verdict{})
+	l.retryCost, _ = b.Withdraw(nil, classify.Verdict{})
 	b = retryhttp.NewBucket(opts...)
-	l.timeoutCost, _ = b.Withdraw(nil, retryhttp.Verdict{Timeout: true})
+	l.timeoutCost, _ = b.Withdraw(nil, classify.Verdict{Timeout: true})
 	all := float64(l.capacity) / float64(retryhttp.Token)
 	b = retryhttp.NewBucket(append(opts[:len(opts):len(opts)], retryhttp.BucketRetryCost(all))...)
-	if _, err := b.Withdraw(nil, retryhttp.Verdict{}); err != nil {
+	if _, err := b.Withdraw(nil, classify.Verdict{}); err != nil {
 		panic(fmt.Sprintf("redisbudget: reading the bucket options: %v", err))
 	}
 	b.Deposit(nil, 0)

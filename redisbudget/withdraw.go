@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // Errors that Withdraw returns, all wrapping retryhttp.ErrBudgetExhausted.
@@ -26,7 +27,7 @@ var (
 // just refused a retry for the host or the host's key is bad; on the
 // fallback, none. It waits for Redis no longer than the timeout, nor once
 // req's context is done.
-func (b *Budget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
+func (b *Budget) Withdraw(req *http.Request, v classify.Verdict) (retryhttp.Tokens, error) {
 	cost := b.cost(v)
 	if cost == 0 {
 		return 0, nil
@@ -116,7 +117,7 @@ func (b *Budget) keyUsable(h *host) {
 // is an error. Meanwhile the fallback pays only if Redis's last answer for
 // the host granted a retry: a process that has heard nothing, as a new one
 // in an outage, must not bring a budget of its own.
-func (b *Budget) unanswered(req *http.Request, v retryhttp.Verdict, h *host, err error) (retryhttp.Tokens, error) {
+func (b *Budget) unanswered(req *http.Request, v classify.Verdict, h *host, err error) (retryhttp.Tokens, error) {
 	if req.Context().Err() != nil {
 		return 0, fmt.Errorf("redisbudget: %w: %w", retryhttp.ErrBudgetExhausted, req.Context().Err())
 	}
@@ -162,7 +163,7 @@ func (b *Budget) refused(h *host, balance retryhttp.Tokens) {
 // pays for a host the process keeps state for is owed to it: the retry's
 // success goes back to the fallback, not to Redis, which did not pay for it
 // (or, if Redis took the cost too late, has it back; see take).
-func (b *Budget) withdrawFallback(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
+func (b *Budget) withdrawFallback(req *http.Request, v classify.Verdict) (retryhttp.Tokens, error) {
 	if b.cfg.failClosed {
 		return 0, errFailClosed
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/awsretry"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -40,7 +42,7 @@ import (
 func runDynamoDB(w io.Writer, opts ...retryhttp.Option) error {
 	tr := retryhttp.New(append([]retryhttp.Option{
 		// Read DynamoDB's error types (throttling is a 400) first.
-		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+		retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default())),
 		retryhttp.WithResendable(dynamoDBRead),
 		printRetries(w),
 	}, opts...)...)

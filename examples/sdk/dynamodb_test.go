@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/awsretry"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,7 +48,7 @@ var (
 
 // The recipe's options: those of docs/sdk.md.
 var (
-	awsClassifier = retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
+	awsClassifier = retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default()))
 	dynamoDBReads = retryhttp.WithResendable(dynamoDBRead)
 )
 
@@ -175,7 +177,7 @@ func sdkRetryer() aws.Retryer {
 
 // TestDynamoDBSideBySide runs a GetItem through each common failure twice:
 // with the SDK's own retryer over a plain transport, and with the recipe of
-// docs/sdk.md (the SDK's retries off; retryhttp with AWSErrorClassifier and
+// docs/sdk.md (the SDK's retries off; retryhttp with awsretry.Classifier and
 // reads declared resendable). The recipe must rescue every failure the
 // SDK's retryer rescues.
 func TestDynamoDBSideBySide(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-github/v84/github"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/githubretry"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -23,11 +25,11 @@ import (
 // turn off (leave its SleepUntilPrimaryRateLimitResetWhenRateLimited
 // context value unset). GitHub answers a request over a rate limit with a
 // 403, which retryhttp's default rules treat as final;
-// GitHubRateLimitClassifier tells a rate limit from a refusal by its
+// githubretry.Classifier tells a rate limit from a refusal by its
 // headers.
 func runGitHub(w io.Writer, opts ...retryhttp.Option) error {
 	tr := retryhttp.New(append([]retryhttp.Option{
-		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.GitHubRateLimitClassifier(), retryhttp.DefaultClassifier()}),
+		retryhttp.WithClassifier(classify.First(githubretry.Classifier(), classify.Default())),
 		printRetries(w),
 	}, opts...)...)
 	defer tr.CloseIdleConnections()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-github/v84/github"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/githubretry"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +20,7 @@ import (
 // error go-github returns when the call fails, and that a rate-limited call
 // waited as long as GitHub asked.
 func TestGitHub(t *testing.T) {
-	ghClassifier := retryhttp.WithClassifier(retryhttp.Chain{retryhttp.GitHubRateLimitClassifier(), retryhttp.DefaultClassifier()})
+	ghClassifier := retryhttp.WithClassifier(classify.First(githubretry.Classifier(), classify.Default()))
 	tests := []struct {
 		name       string
 		classifier bool

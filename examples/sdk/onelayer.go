@@ -14,7 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/openai/openai-go"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/awsretry"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -37,8 +39,7 @@ func runOneLayer(w io.Writer, opts ...retryhttp.Option) error {
 	var mu sync.Mutex
 	retries := map[string]int{}
 	tr := retryhttp.New(append([]retryhttp.Option{
-		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(),
-			retryhttp.Statuses(retryhttp.Retry, http.StatusConflict), retryhttp.DefaultClassifier()}),
+		retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Statuses(classify.Retry, http.StatusConflict), classify.Default())),
 		retryhttp.WithResendable(llmGeneration),
 		// Throttled retries wait from 1 s by default; 10 ms here, so that
 		// the demonstration takes seconds.

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/awsretry"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,10 +219,10 @@ var cutFaults = []struct {
 }
 
 // s3Recipe returns the S3 recipe's transport: retryhttp with
-// AWSErrorClassifier, its delays cut short, closed with the test.
+// awsretry.Classifier, its delays cut short, closed with the test.
 func s3Recipe(t *testing.T) *retryhttp.Transport {
 	tr := retryhttp.New(append([]retryhttp.Option{
-		retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+		retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default())),
 	}, fast...)...)
 	t.Cleanup(tr.CloseIdleConnections)
 	return tr

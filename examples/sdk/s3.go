@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/awsretry"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -32,7 +34,7 @@ import (
 //     larger uploads raises the limit, and holds up to that much memory per
 //     upload in flight.
 //   - S3 answers SlowDown (reduce your request rate) with a 503 whose code
-//     is only in the body; AWSErrorClassifier paces a 503 without a code as
+//     is only in the body; awsretry.Classifier paces a 503 without a code as
 //     a throttle, so S3 gets a throttle's longer waits.
 //
 // Each resend is the same request, byte for byte: the signature the SDK
@@ -48,7 +50,7 @@ import (
 // S3's check, and the caller's read ends in a *retryhttp.ResumeError
 // (ResumeSignedRange) after the bytes that arrived.
 func runS3(w io.Writer, opts ...retryhttp.Option) error {
-	classifier := retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
+	classifier := retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default()))
 	tr := retryhttp.New(append([]retryhttp.Option{classifier, printRetries(w)}, opts...)...)
 	defer tr.CloseIdleConnections()
 	httpClient := &http.Client{Transport: tr, Timeout: 10 * time.Second}

@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/awsretry"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,7 +93,7 @@ func TestS3PutObject(t *testing.T) {
 			defer store.Close()
 			var rec retries
 			opts := append([]retryhttp.Option{
-				retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+				retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default())),
 				rec.option(),
 			}, tt.opts...)
 			srv := retryhttptest.NewProxy(store.URL, tt.fault)
@@ -141,7 +143,7 @@ func TestS3GetObject(t *testing.T) {
 	} {
 		srv := retryhttptest.NewProxy(store.URL, fault)
 		tr := retryhttp.New(append([]retryhttp.Option{
-			retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+			retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default())),
 		}, fast...)...)
 		out, err := newS3Client(srv.URL, &http.Client{Transport: tr}).GetObject(t.Context(), &s3.GetObjectInput{
 			Bucket: aws.String("b"), Key: aws.String("k"),
@@ -317,7 +319,7 @@ func s3ErrorIn200(code string) retryhttptest.Fault {
 // TestS3ErrorIn200SideBySide sends the same CopyObject, and a GetObject of
 // an object that reads as an S3 error, through the SDK's own retryer over
 // net/http and through the S3 recipe (the SDK's retries off, retryhttp with
-// AWSErrorClassifier), each against gofakes3 behind a proxy that answers
+// awsretry.Classifier), each against gofakes3 behind a proxy that answers
 // the first attempt 200 OK with an <Error> body. The two must agree: a copy
 // answered with a retryable error in a 200 is retried, its result then read
 // as is; a 200 whose body is a result is not retried; an object's body,
@@ -349,7 +351,7 @@ func TestS3ErrorIn200SideBySide(t *testing.T) {
 		}},
 		{"retryhttp", func(url string) (*s3.Client, func()) {
 			tr := retryhttp.New(append([]retryhttp.Option{
-				retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()}),
+				retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default())),
 			}, fast...)...)
 			return newS3Client(url, &http.Client{Transport: tr}), tr.CloseIdleConnections
 		}},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stripe/stripe-go/v85"
 )
@@ -30,14 +31,11 @@ import (
 //     retried POST is executed once.
 //   - The Stripe API tells clients whether to retry in its
 //     Stripe-Should-Retry header, which retryhttp follows when
-//     ServerSignalClassifier names it.
+//     classify.ShouldRetry names it.
 func runStripe(w io.Writer, opts ...retryhttp.Option) error {
 	tr := retryhttp.New(append([]retryhttp.Option{
 		// Follow Stripe's header first, then the default rules.
-		retryhttp.WithClassifier(retryhttp.Chain{
-			retryhttp.ServerSignalClassifier("Stripe-Should-Retry"),
-			retryhttp.DefaultClassifier(),
-		}),
+		retryhttp.WithClassifier(classify.First(classify.ShouldRetry("Stripe-Should-Retry"), classify.Default())),
 		printRetries(w),
 	}, opts...)...)
 	defer tr.CloseIdleConnections()

@@ -8,3 +8,14 @@ import "errors"
 // ErrAttemptTimeout is the cause of an attempt cut short by the per-attempt
 // timeout; the root package exports it.
 var ErrAttemptTimeout = errors.New("retryhttp: attempt timed out")
+
+// ShouldRetryHeader is the response header by which a server tells clients
+// whether to retry: "true" or "false". Several widely used API SDKs honour
+// it, and Handler sets it.
+const ShouldRetryHeader = "X-Should-Retry"
+
+// PeekLimit is the most bytes classify.Peek reads of a response body: more
+// than any API's error document needs (AWS, Google and Azure send a few
+// hundred bytes), little enough to cost nothing worth counting on the error
+// path.
+const PeekLimit = 8 << 10

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/redisbudget"
 )
 
@@ -160,7 +161,7 @@ type timedBudget struct {
 	max atomic.Int64
 }
 
-func (t *timedBudget) Withdraw(req *http.Request, v retryhttp.Verdict) (retryhttp.Tokens, error) {
+func (t *timedBudget) Withdraw(req *http.Request, v classify.Verdict) (retryhttp.Tokens, error) {
 	start := time.Now()
 	took, err := t.Budget.Withdraw(req, v)
 	d := int64(time.Since(start))

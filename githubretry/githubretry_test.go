@@ -1,4 +1,4 @@
-package retryhttp
+package githubretry
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/testkit"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // githubAt returns the GitHub classifier with its clock fixed at now.
-func githubAt(now time.Time) Classifier {
+func githubAt(now time.Time) classify.Classifier {
 	return githubRateLimitClassifier{now: func() time.Time { return now }}
 }
 
@@ -31,8 +31,8 @@ func githubEpoch(d time.Duration) string { return strconv.FormatInt(githubNow.Ad
 func githubDate(d time.Duration) string { return githubNow.Add(d).Format(http.TimeFormat) }
 
 // githubThrottle is the verdict on a rate limit with a wait of d.
-func githubThrottle(d time.Duration) Verdict {
-	return Verdict{Decision: Retry, Throttle: true, RetryAfter: d}
+func githubThrottle(d time.Duration) classify.Verdict {
+	return classify.Verdict{Decision: classify.Retry, Throttle: true, RetryAfter: d}
 }
 
 // githubRateLimitTests is shared by TestGitHubRateLimitClassifier and the
@@ -41,7 +41,7 @@ var githubRateLimitTests = []struct {
 	name   string
 	status int
 	header http.Header
-	want   Verdict
+	want   classify.Verdict
 }{
 	{"secondary, Retry-After seconds", 403, http.Header{"Retry-After": {"60"}}, githubThrottle(time.Minute)},
 	{"secondary, Retry-After date against Date", 403,
@@ -68,28 +68,28 @@ var githubRateLimitTests = []struct {
 	{"primary, an hour away", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {githubEpoch(time.Hour)}}, githubThrottle(time.Hour)},
 	{"primary, reset too large", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"99999999999999999999999"}}, githubThrottle(1<<63 - 1)},
 	{"primary on a 429", 429, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {githubEpoch(3 * time.Second)}}, githubThrottle(3 * time.Second)},
-	{"remaining, no reset", 403, http.Header{"X-Ratelimit-Remaining": {"0"}}, Verdict{}},
-	{"reset, requests remaining", 403, http.Header{"X-Ratelimit-Remaining": {"12"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}}, Verdict{}},
-	{"reset not a number", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"+60"}}, Verdict{}},
-	{"reset negative", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"-60"}}, Verdict{}},
-	{"reset empty", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {""}}, Verdict{}},
-	{"plain 403", 403, http.Header{}, Verdict{}},
-	{"plain 429", 429, http.Header{}, Verdict{}},
-	{"404 with Retry-After", 404, http.Header{"Retry-After": {"5"}}, Verdict{}},
-	{"503 with Retry-After", 503, http.Header{"Retry-After": {"5"}}, Verdict{}},
-	{"200 with remaining 0", 200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}}, Verdict{}},
+	{"remaining, no reset", 403, http.Header{"X-Ratelimit-Remaining": {"0"}}, classify.Verdict{}},
+	{"reset, requests remaining", 403, http.Header{"X-Ratelimit-Remaining": {"12"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}}, classify.Verdict{}},
+	{"reset not a number", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"+60"}}, classify.Verdict{}},
+	{"reset negative", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"-60"}}, classify.Verdict{}},
+	{"reset empty", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {""}}, classify.Verdict{}},
+	{"plain 403", 403, http.Header{}, classify.Verdict{}},
+	{"plain 429", 429, http.Header{}, classify.Verdict{}},
+	{"404 with Retry-After", 404, http.Header{"Retry-After": {"5"}}, classify.Verdict{}},
+	{"503 with Retry-After", 503, http.Header{"Retry-After": {"5"}}, classify.Verdict{}},
+	{"200 with remaining 0", 200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}}, classify.Verdict{}},
 
 	// Hostile numbers and dates: every wait saturates, none wraps.
 	{"primary, reset at the int64 maximum", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"9223372036854775807"}}, githubThrottle(math.MaxInt64)},
 	{"primary, reset past the bound", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(wire.MaxEpochSeconds+1, 10)}}, githubThrottle(math.MaxInt64)},
 	{"primary, reset of 400 digits", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strings.Repeat("9", 400)}}, githubThrottle(math.MaxInt64)},
-	{"primary, reset the smallest int64", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"-9223372036854775808"}}, Verdict{}},
+	{"primary, reset the smallest int64", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"-9223372036854775808"}}, classify.Verdict{}},
 	{"primary, against a Date in year 0", 403,
 		http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}, "Date": {"Sat, 01 Jan 0000 00:00:00 GMT"}}, githubThrottle(math.MaxInt64)},
 	{"primary, against a Date in year 9999", 403,
 		http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}, "Date": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, githubThrottle(0)},
 	{"primary, reset zero", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"0"}}, githubThrottle(0)},
-	{"remaining past the int64 maximum", 403, http.Header{"X-Ratelimit-Remaining": {"99999999999999999999"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}}, Verdict{}},
+	{"remaining past the int64 maximum", 403, http.Header{"X-Ratelimit-Remaining": {"99999999999999999999"}, "X-Ratelimit-Reset": {githubEpoch(time.Minute)}}, classify.Verdict{}},
 	{"secondary, Retry-After of 20 digits", 403, http.Header{"Retry-After": {"99999999999999999999"}}, githubThrottle(math.MaxInt64)},
 	{"secondary, year 9999 against a Date in year 0", 403,
 		http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}, "Date": {"Sat, 01 Jan 0000 00:00:00 GMT"}}, githubThrottle(math.MaxInt64)},
@@ -98,7 +98,7 @@ var githubRateLimitTests = []struct {
 }
 
 func TestGitHubRateLimitClassifier(t *testing.T) {
-	req := get(t, "http://api.github.test/repos/o/r")
+	req := testkit.Get(t, "http://api.github.test/repos/o/r")
 	for _, tt := range githubRateLimitTests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := &http.Response{StatusCode: tt.status, Header: tt.header, Body: http.NoBody}
@@ -106,13 +106,13 @@ func TestGitHubRateLimitClassifier(t *testing.T) {
 		})
 	}
 	t.Run("error", func(t *testing.T) {
-		assert.Equal(t, Verdict{}, githubAt(githubNow).Classify(req, nil, context.DeadlineExceeded))
+		assert.Equal(t, classify.Verdict{}, githubAt(githubNow).Classify(req, nil, context.DeadlineExceeded))
 	})
 	t.Run("caller gave up", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		resp := &http.Response{StatusCode: 403, Header: http.Header{"Retry-After": {"1"}}, Body: http.NoBody}
-		assert.Equal(t, Verdict{}, githubAt(githubNow).Classify(req.WithContext(ctx), resp, nil))
+		assert.Equal(t, classify.Verdict{}, githubAt(githubNow).Classify(req.WithContext(ctx), resp, nil))
 	})
 }
 
@@ -130,7 +130,7 @@ func FuzzGitHubRateLimitWait(f *testing.F) {
 		f.Add(tt.header.Get("Retry-After"), retryAfter2, tt.header.Get("X-Ratelimit-Remaining"), tt.header.Get("X-Ratelimit-Reset"), tt.header.Get("Date"))
 	}
 	f.Fuzz(func(t *testing.T, retryAfter, retryAfter2, remaining, reset, date string) {
-		h := headerOf(map[string]string{"Retry-After": retryAfter, "X-Ratelimit-Remaining": remaining, "X-Ratelimit-Reset": reset, "Date": date})
+		h := testkit.HeaderOf(map[string]string{"Retry-After": retryAfter, "X-Ratelimit-Remaining": remaining, "X-Ratelimit-Reset": reset, "Date": date})
 		if retryAfter != "" && retryAfter2 != "" {
 			h["Retry-After"] = append(h["Retry-After"], retryAfter2)
 		}
@@ -148,14 +148,14 @@ func FuzzGitHubRateLimitWait(f *testing.F) {
 		trim := func(s string) string { return strings.Trim(s, " \t") }
 		switch {
 		case retryAfter != "":
-			want, _ := ParseRetryAfter(retryAfter, serverClock)
+			want, _ := classify.ParseRetryAfter(retryAfter, serverClock)
 			if retryAfter2 != "" && trim(retryAfter2) != trim(retryAfter) {
 				want = 0
 			}
 			if !limited || wait != want {
 				t.Fatalf("githubRateLimitWait(%q) = (%v, %t), want (%v, true)", h, wait, limited, want)
 			}
-		case trim(remaining) == "0" && isDigits(trim(reset)):
+		case trim(remaining) == "0" && testkit.IsDigits(trim(reset)):
 			if !limited {
 				t.Fatalf("githubRateLimitWait(%q): no rate limit", h)
 			}
@@ -169,60 +169,9 @@ func FuzzGitHubRateLimitWait(f *testing.F) {
 		case limited:
 			t.Fatalf("githubRateLimitWait(%q): a rate limit without Retry-After, a remaining count of 0 or a reset", h)
 		}
-		v := githubAt(githubNow).Classify(get(t, "http://api.github.test/"), &http.Response{StatusCode: 403, Header: h, Body: http.NoBody}, nil)
-		if v.Decision == Retry != limited || v.RetryAfter != wait || v.Throttle != limited {
+		v := githubAt(githubNow).Classify(testkit.Get(t, "http://api.github.test/"), &http.Response{StatusCode: 403, Header: h, Body: http.NoBody}, nil)
+		if v.Decision == classify.Retry != limited || v.RetryAfter != wait || v.Throttle != limited {
 			t.Fatalf("verdict %+v for wait %v, limited %t", v, wait, limited)
 		}
 	})
-}
-
-// TestGitHubRateLimitInTransport checks the classifier in front of the
-// default chain: rate-limited GETs are retried after the wait GitHub asked
-// for, a wait past the Retry-After limit returns the 403 at once, and a
-// 403 that is no rate limit is final.
-func TestGitHubRateLimitInTransport(t *testing.T) {
-	tests := []struct {
-		name     string
-		first    func(now time.Time) http.Header // the first answer's header, a 403
-		skew     time.Duration                   // the client's clock against the server's
-		attempts int
-		wait     time.Duration
-	}{
-		{"secondary", func(time.Time) http.Header { return http.Header{"Retry-After": {"5"}} }, 0, 2, 5 * time.Second},
-		{"primary", func(now time.Time) http.Header {
-			return http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(now.Unix()+30, 10)}}
-		}, 0, 2, 30 * time.Second},
-		{"primary, client clock an hour behind", func(now time.Time) http.Header {
-			return http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(now.Unix()+30, 10)},
-				"Date": {now.UTC().Format(http.TimeFormat)}}
-		}, -time.Hour, 2, 30 * time.Second},
-		{"primary, an hour away", func(now time.Time) http.Header {
-			return http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(now.Unix()+3600, 10)}}
-		}, 0, 1, 0},
-		{"secondary, two minutes", func(time.Time) http.Header { return http.Header{"Retry-After": {"120"}} }, 0, 1, 0},
-		{"forbidden", func(time.Time) http.Header { return http.Header{"X-Ratelimit-Remaining": {"4999"}} }, 0, 1, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				start := time.Now() // a whole second in the bubble, as Date is
-				base := &script{steps: []step{{status: 403, header: tt.first(start)}, {status: 200}}}
-				gh := githubRateLimitClassifier{now: func() time.Time { return time.Now().Add(tt.skew) }}
-				tr := newTestTransport(base, 0, WithClassifier(Chain{gh, DefaultClassifier()}))
-				tr.now = gh.now
-				resp, err := tr.RoundTrip(get(t, "http://api.github.test/repos/o/r"))
-				require.NoError(t, err)
-				require.Equal(t, tt.attempts, base.count())
-				base.requireDiscardedClosed(t, resp)
-				resp.Body.Close()
-				if tt.attempts == 1 {
-					assert.Equal(t, 403, resp.StatusCode)
-					assert.Zero(t, time.Since(start), "no wait before returning the 403")
-					return
-				}
-				assert.Equal(t, 200, resp.StatusCode)
-				assert.Equal(t, tt.wait, base.times[1].Sub(start))
-			})
-		})
-	}
 }

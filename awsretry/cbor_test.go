@@ -1,4 +1,4 @@
-package retryhttp
+package awsretry
 
 import (
 	"bytes"
@@ -7,8 +7,9 @@ import (
 	"net/http"
 	"testing"
 	"testing/synctest"
-	"time"
 
+	"github.com/retryhttp/retryhttp/internal/testkit"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -173,7 +174,7 @@ func TestCBORErrorType(t *testing.T) {
 // FuzzCBORErrorType checks that cborErrorType reads a type only from the
 // bytes given, that bytes after a document it read a type from change
 // nothing, that a type written by the helper reads back, and that
-// AWSResponseErrorCode reads the same through PeekBody, the body intact.
+// ResponseErrorCode reads the same through classify.Peek, the body intact.
 func FuzzCBORErrorType(f *testing.F) {
 	for _, tt := range smithyCBORErrors {
 		doc, _ := base64.StdEncoding.DecodeString(tt.body)
@@ -206,7 +207,7 @@ func FuzzCBORErrorType(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			resp := &http.Response{StatusCode: 400, Header: http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}},
 				Body: io.NopCloser(bytes.NewReader(doc))}
-			if code := AWSResponseErrorCode(resp); len(doc) <= PeekLimit && code != awsCodeName(got) {
+			if code := ResponseErrorCode(resp); len(doc) <= wire.PeekLimit && code != awsCodeName(got) {
 				t.Fatalf("AWSResponseErrorCode = %q, cborErrorType = %q", code, got)
 			}
 			body, err := io.ReadAll(resp.Body)
@@ -234,50 +235,11 @@ func TestAWSResponseErrorCodeCBOR(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := &http.Response{StatusCode: tt.status, Header: tt.header, Body: newCountingBody(string(cloudWatchThrottle))}
-			assert.Equal(t, tt.want, AWSResponseErrorCode(resp))
+			resp := &http.Response{StatusCode: tt.status, Header: tt.header, Body: testkit.NewCountingBody(string(cloudWatchThrottle))}
+			assert.Equal(t, tt.want, ResponseErrorCode(resp))
 			got, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			assert.Equal(t, cloudWatchThrottle, got, "the caller gets the body byte for byte")
-		})
-	}
-}
-
-// TestAWSCBORThrottleInTransport checks the Transport over CloudWatch's
-// throttling answer in Smithy RPC v2 CBOR: it is retried after the throttle
-// backoff, and when retries are spent, the SDK gets the body byte for byte.
-func TestAWSCBORThrottleInTransport(t *testing.T) {
-	cloudWatch := http.Header{"Smithy-Protocol": {"rpc-v2-cbor"}, "Content-Type": {"application/cbor"},
-		"X-Amzn-Requestid": {"9b3d4bdf-4c6b-4b8f-9a5e-0c1e2f3a4b5c"}}
-	throttled := step{status: 400, header: cloudWatch, body: string(cloudWatchThrottle)}
-	tests := []struct {
-		name     string
-		steps    []step
-		attempts int
-		body     string // the body the caller gets
-	}{
-		{"retried", []step{throttled, {status: 200, body: "ok"}}, 2, "ok"},
-		{"retries spent", []step{throttled, throttled}, 2, string(cloudWatchThrottle)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				base := &script{steps: tt.steps}
-				tr := newTestTransport(base, 0.5, WithMaxAttempts(2),
-					WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}),
-					WithResendable(func(*http.Request) bool { return true }))
-				req, _ := withBody(t, t.Context(), http.MethodPost,
-					"http://monitoring.test/service/GraniteServiceVersion20100801/operation/GetMetricData", "\xa0", true)
-				start := time.Now()
-				resp, err := tr.RoundTrip(req)
-				require.NoError(t, err)
-				require.Equal(t, tt.attempts, base.count())
-				assert.Equal(t, 500*time.Millisecond, base.times[1].Sub(start), "the throttle backoff")
-				got, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				assert.Equal(t, tt.body, string(got))
-				resp.Body.Close()
-			})
 		})
 	}
 }

@@ -1,10 +1,10 @@
-package retryhttp_test
+package classify_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // A Retry-After header holds either a number of seconds or a date. Pass the
@@ -18,7 +18,7 @@ func ExampleParseRetryAfter() {
 		"0",
 		"soon",
 	} {
-		d, ok := retryhttp.ParseRetryAfter(value, now)
+		d, ok := classify.ParseRetryAfter(value, now)
 		fmt.Printf("%-31q %v %v\n", value, d, ok)
 	}
 	// Output:

@@ -1,4 +1,4 @@
-package retryhttp
+package awsretry
 
 // This file reads the one thing retryhttp needs from a CBOR document (RFC
 // 8949): the "__type" member of the map at its top, where the Smithy RPC v2

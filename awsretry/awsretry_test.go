@@ -1,4 +1,4 @@
-package retryhttp
+package awsretry
 
 import (
 	"bytes"
@@ -16,6 +16,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/githubretry"
+	"github.com/retryhttp/retryhttp/internal/testkit"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,12 +64,12 @@ var awsErrorCodeTests = []struct {
 func TestAWSErrorCode(t *testing.T) {
 	for _, tt := range awsErrorCodeTests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, AWSErrorCode(tt.header))
+			assert.Equal(t, tt.want, ErrorCode(tt.header))
 		})
 	}
 }
 
-// FuzzAWSErrorCode checks AWSErrorCode against its grammar: the name in
+// FuzzAWSErrorCode checks ErrorCode against its grammar: the name in
 // X-Amzn-ErrorType, namespace and URI dropped, or else the code in
 // x-amzn-query-error before its fault, or else X-Amz-Error-Code; each
 // without spaces around it, and only from the header it came from.
@@ -74,8 +78,8 @@ func FuzzAWSErrorCode(f *testing.F) {
 		f.Add(tt.header.Get("X-Amzn-Errortype"), tt.header.Get("X-Amzn-Query-Error"), tt.header.Get("X-Amz-Error-Code"))
 	}
 	f.Fuzz(func(t *testing.T, errorType, queryError, errorCode string) {
-		h := headerOf(map[string]string{"X-Amzn-Errortype": errorType, "X-Amzn-Query-Error": queryError, "X-Amz-Error-Code": errorCode})
-		code := AWSErrorCode(h)
+		h := testkit.HeaderOf(map[string]string{"X-Amzn-Errortype": errorType, "X-Amzn-Query-Error": queryError, "X-Amz-Error-Code": errorCode})
+		code := ErrorCode(h)
 		trim := func(s string) string { return strings.Trim(s, " \t") }
 		name, _, _ := strings.Cut(errorType, ":")
 		if i := strings.Index(name, "#"); i >= 0 {
@@ -111,13 +115,13 @@ func awsResponse(status int, code string) *http.Response {
 }
 
 func TestAWSErrorClassifier(t *testing.T) {
-	retry := Verdict{Decision: Retry}
-	throttle := Verdict{Decision: Retry, Throttle: true}
-	final := Verdict{Decision: DontRetry}
+	retry := classify.Verdict{Decision: classify.Retry}
+	throttle := classify.Verdict{Decision: classify.Retry, Throttle: true}
+	final := classify.Verdict{Decision: classify.DontRetry}
 	tests := []struct {
 		name string
 		resp *http.Response
-		want Verdict
+		want classify.Verdict
 	}{
 		{"DynamoDB throttling", awsResponse(400, "com.amazonaws.dynamodb.v20120810#ThrottlingException"), throttle},
 		{"DynamoDB provisioned throughput", awsResponse(400, "ProvisionedThroughputExceededException"), throttle},
@@ -134,117 +138,34 @@ func TestAWSErrorClassifier(t *testing.T) {
 		{"condition failed", awsResponse(400, "ConditionalCheckFailedException"), final},
 		{"clock skew", awsResponse(403, "InvalidSignatureException"), final},
 		{"unknown 4xx code", awsResponse(400, "SomethingNew"), final},
-		{"429 with another code", awsResponse(429, "SomethingNew"), Verdict{}},
-		{"408 with another code", awsResponse(408, "SomethingNew"), Verdict{}},
+		{"429 with another code", awsResponse(429, "SomethingNew"), classify.Verdict{}},
+		{"408 with another code", awsResponse(408, "SomethingNew"), classify.Verdict{}},
 		{"S3 missing key", &http.Response{StatusCode: 404, Header: http.Header{"X-Amz-Error-Code": {"NoSuchKey"}}}, final},
 		{"503 without a code: SlowDown", awsResponse(503, ""), throttle},
-		{"503 with X-Should-Retry", &http.Response{StatusCode: 503, Header: http.Header{"X-Should-Retry": {"false"}}}, Verdict{}},
-		{"5xx with another code", awsResponse(500, "InternalServerError"), Verdict{}},
-		{"503 with another code", awsResponse(503, "ServiceUnavailable"), Verdict{}},
-		{"500 without a code", awsResponse(500, ""), Verdict{}},
-		{"4xx without a code", awsResponse(400, ""), Verdict{}},
-		{"429 without a code", awsResponse(429, ""), Verdict{}},
-		{"success with a code", awsResponse(200, "ThrottlingException"), Verdict{}},
-		{"redirect", awsResponse(307, "ThrottlingException"), Verdict{}},
+		{"503 with X-Should-Retry", &http.Response{StatusCode: 503, Header: http.Header{"X-Should-Retry": {"false"}}}, classify.Verdict{}},
+		{"5xx with another code", awsResponse(500, "InternalServerError"), classify.Verdict{}},
+		{"503 with another code", awsResponse(503, "ServiceUnavailable"), classify.Verdict{}},
+		{"500 without a code", awsResponse(500, ""), classify.Verdict{}},
+		{"4xx without a code", awsResponse(400, ""), classify.Verdict{}},
+		{"429 without a code", awsResponse(429, ""), classify.Verdict{}},
+		{"success with a code", awsResponse(200, "ThrottlingException"), classify.Verdict{}},
+		{"redirect", awsResponse(307, "ThrottlingException"), classify.Verdict{}},
 	}
-	req := get(t, "http://dynamodb.test/")
+	req := testkit.Get(t, "http://dynamodb.test/")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, AWSErrorClassifier().Classify(req, tt.resp, nil))
+			assert.Equal(t, tt.want, Classifier().Classify(req, tt.resp, nil))
 		})
 	}
 	t.Run("error", func(t *testing.T) {
-		assert.Equal(t, Verdict{}, AWSErrorClassifier().Classify(req, nil, context.DeadlineExceeded))
+		assert.Equal(t, classify.Verdict{}, Classifier().Classify(req, nil, context.DeadlineExceeded))
 	})
 	t.Run("caller gave up", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		v := AWSErrorClassifier().Classify(req.WithContext(ctx), awsResponse(400, "ThrottlingException"), nil)
-		assert.Equal(t, Verdict{}, v)
+		v := Classifier().Classify(req.WithContext(ctx), awsResponse(400, "ThrottlingException"), nil)
+		assert.Equal(t, classify.Verdict{}, v)
 	})
-}
-
-// TestAWSErrorClassifierInTransport checks the classifier in front of the
-// default chain, over a GET (an S3 GetObject's kind of request): how many
-// attempts each answer gets, and that throttles are paced by the throttle
-// backoff (500 ms at jitter 0.5) and other retries by the ordinary one
-// (25 ms).
-func TestAWSErrorClassifierInTransport(t *testing.T) {
-	tests := []struct {
-		name       string
-		first      step
-		classifier bool
-		attempts   int
-		delay      time.Duration
-	}{
-		{"throttling 400", step{status: 400, header: http.Header{"X-Amzn-Errortype": {"ThrottlingException"}}}, true, 2, 500 * time.Millisecond},
-		{"throttling 400 without the classifier", step{status: 400, header: http.Header{"X-Amzn-Errortype": {"ThrottlingException"}}}, false, 1, 0},
-		{"validation 400", step{status: 400, header: http.Header{"X-Amzn-Errortype": {"ValidationException"}}}, true, 1, 0},
-		{"request timeout 400", step{status: 400, header: http.Header{"X-Amz-Error-Code": {"RequestTimeout"}}}, true, 2, 25 * time.Millisecond},
-		{"503 without a code", step{status: 503}, true, 2, 500 * time.Millisecond},
-		{"503 without a code, default chain only", step{status: 503}, false, 2, 25 * time.Millisecond},
-		{"500 with a code", step{status: 500, header: http.Header{"X-Amzn-Errortype": {"InternalServerError"}}}, true, 2, 25 * time.Millisecond},
-		{"404 with a code", step{status: 404, header: http.Header{"X-Amz-Error-Code": {"NoSuchKey"}}}, true, 1, 0},
-		{"429 with another code", step{status: 429, header: http.Header{"X-Amzn-Errortype": {"SomethingNew"}}}, true, 2, 500 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				base := &script{steps: []step{tt.first, {status: 200}}}
-				var opts []Option
-				if tt.classifier {
-					opts = append(opts, WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}))
-				}
-				start := time.Now()
-				resp, err := newTestTransport(base, 0.5, opts...).RoundTrip(get(t, "http://s3.test/bucket/key"))
-				require.NoError(t, err)
-				require.Equal(t, tt.attempts, base.count())
-				base.requireDiscardedClosed(t, resp)
-				resp.Body.Close()
-				if tt.attempts == 1 {
-					assert.Equal(t, tt.first.status, resp.StatusCode)
-					return
-				}
-				assert.Equal(t, 200, resp.StatusCode)
-				assert.Equal(t, tt.delay, base.times[1].Sub(start))
-			})
-		})
-	}
-}
-
-// TestAWSThrottledPOSTNotResent checks that the classifier does not make
-// a POST resendable: DynamoDB's calls are POSTs without a key, and one
-// that was throttled is resent only when declared resendable.
-func TestAWSThrottledPOSTNotResent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := &script{steps: []step{{status: 400, header: http.Header{"X-Amzn-Errortype": {"ThrottlingException"}}}, {status: 200}}}
-		req, body := withBody(t, t.Context(), http.MethodPost, "http://dynamodb.test/", `{"TableName":"t"}`, false)
-		tr := newTestTransport(base, 0.5, WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}))
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		assert.Equal(t, 400, resp.StatusCode)
-		assert.Equal(t, 1, base.count())
-		assert.EqualValues(t, 1, body.closes.Load(), "request body closes")
-		resp.Body.Close()
-	})
-}
-
-// TestVendorClassifiersAllocs checks that judging a response costs no
-// allocation: the classifiers read headers in place.
-func TestVendorClassifiersAllocs(t *testing.T) {
-	req := get(t, "http://svc.test/")
-	aws := awsResponse(400, "com.amazonaws.dynamodb.v20120810#ThrottlingException:http://x/")
-	s3 := &http.Response{StatusCode: 503, Header: http.Header{"X-Amz-Error-Code": {"SlowDown"}}, Body: http.NoBody}
-	gh := &http.Response{StatusCode: 403, Header: http.Header{"Retry-After": {"30"}, "Date": {"Mon, 23 Nov 2026 12:00:00 GMT"}}, Body: http.NoBody}
-	primary := &http.Response{StatusCode: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1795435230"}}, Body: http.NoBody}
-	awsC, ghC := AWSErrorClassifier(), GitHubRateLimitClassifier()
-	allocs := testing.AllocsPerRun(100, func() {
-		awsC.Classify(req, aws, nil)
-		awsC.Classify(req, s3, nil)
-		ghC.Classify(req, gh, nil)
-		ghC.Classify(req, primary, nil)
-	})
-	assert.Zero(t, allocs)
 }
 
 // The error documents of each AWS protocol, in the forms the Smithy
@@ -279,12 +200,12 @@ var awsWireForms = []struct {
 }
 
 // awsBodyResponse returns a response whose error code is only in its body.
-func awsBodyResponse(status int, contentType, body string) (*http.Response, *countingBody) {
+func awsBodyResponse(status int, contentType, body string) (*http.Response, *testkit.CountingBody) {
 	h := http.Header{"X-Amzn-Requestid": {"N4UIOV1N0TSSC6KJ0HDD5QVFK7VV4KQNSO5AEMVJF66Q9ASUAAJG"}}
 	if contentType != "" {
 		h.Set("Content-Type", contentType)
 	}
-	b := newCountingBody(body)
+	b := testkit.NewCountingBody(body)
 	return &http.Response{StatusCode: status, Header: h, Body: b, ContentLength: int64(len(body))}, b
 }
 
@@ -293,7 +214,7 @@ func TestAWSResponseErrorCodeWireForms(t *testing.T) {
 		t.Run(form.name, func(t *testing.T) {
 			body := fmt.Sprintf(form.body, "FooError")
 			resp, _ := awsBodyResponse(400, form.contentType, body)
-			assert.Equal(t, "FooError", AWSResponseErrorCode(resp))
+			assert.Equal(t, "FooError", ResponseErrorCode(resp))
 			got, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			assert.Equal(t, body, string(got), "the caller gets the body byte for byte")
@@ -330,7 +251,7 @@ var awsResponseErrorCodeTests = []struct {
 	{name: "success", status: 200, contentType: "application/x-amz-json-1.0", body: `{"__type":"ThrottlingException"}`},
 	{name: "redirect", status: 301, contentType: "application/xml", body: `<Error><Code>PermanentRedirect</Code></Error>`},
 	{name: "code past the limit", status: 400, contentType: "application/json",
-		body: `{"message":"` + strings.Repeat("x", PeekLimit) + `","__type":"ThrottlingException"}`, read: true},
+		body: `{"message":"` + strings.Repeat("x", wire.PeekLimit) + `","__type":"ThrottlingException"}`, read: true},
 
 	// Hostile documents.
 	{name: "JSON nested past the decoder's depth", status: 400, contentType: "application/json",
@@ -354,8 +275,8 @@ func TestAWSResponseErrorCode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, _ := awsBodyResponse(tt.status, tt.contentType, tt.body)
 			maps.Copy(resp.Header, tt.header)
-			assert.Equal(t, tt.want, AWSResponseErrorCode(resp))
-			_, peeked := resp.Body.(*peekedBody)
+			assert.Equal(t, tt.want, ResponseErrorCode(resp))
+			peeked := wasPeeked(resp)
 			assert.Equal(t, tt.read, peeked, "body peeked")
 			got, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
@@ -365,7 +286,7 @@ func TestAWSResponseErrorCode(t *testing.T) {
 }
 
 // FuzzAWSResponseErrorCode serves any body with any status, Content-Type
-// and code headers, and checks that AWSResponseErrorCode takes a header's
+// and code headers, and checks that ResponseErrorCode takes a header's
 // code first, reads a body only for an error status and a media type it
 // knows (or, without one, a body that starts as JSON or XML does), reads it
 // with the reader of that format, and leaves it byte for byte to the
@@ -390,14 +311,14 @@ func FuzzAWSResponseErrorCode(f *testing.F) {
 // checkAWSResponseErrorCode is FuzzAWSResponseErrorCode's check of one
 // response.
 func checkAWSResponseErrorCode(t *testing.T, status uint16, contentType string, smithy bool, errorType, queryError string, body []byte) {
-	h := headerOf(map[string]string{"Content-Type": contentType, "X-Amzn-Errortype": errorType, "X-Amzn-Query-Error": queryError})
+	h := testkit.HeaderOf(map[string]string{"Content-Type": contentType, "X-Amzn-Errortype": errorType, "X-Amzn-Query-Error": queryError})
 	if smithy {
 		h.Set("Smithy-Protocol", "rpc-v2-cbor")
 	}
-	resp := &http.Response{StatusCode: int(status), Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: -1}
-	code := AWSResponseErrorCode(resp)
+	resp := &http.Response{StatusCode: int(status), Header: h, Body: testkit.NewCountingBody(string(body)), ContentLength: -1}
+	code := ResponseErrorCode(resp)
 
-	prefix := body[:min(len(body), PeekLimit)]
+	prefix := body[:min(len(body), wire.PeekLimit)]
 	media := strings.ToLower(strings.Trim(strings.SplitN(contentType, ";", 2)[0], " \t"))
 	kind := "none"
 	switch {
@@ -417,7 +338,7 @@ func checkAWSResponseErrorCode(t *testing.T, status uint16, contentType string, 
 	case media == "application/cbor":
 		kind = "cbor"
 	}
-	want, read := AWSErrorCode(h), false
+	want, read := ErrorCode(h), false
 	if want == "" && status >= 400 && (kind != "none" || contentType == "" && !smithy) {
 		read = true
 		switch kind {
@@ -435,7 +356,7 @@ func checkAWSResponseErrorCode(t *testing.T, status uint16, contentType string, 
 	if code != strings.Trim(code, " \t") {
 		t.Fatalf("code %q has spaces or tabs around it", code)
 	}
-	if _, peeked := resp.Body.(*peekedBody); peeked != read {
+	if peeked := wasPeeked(resp); peeked != read {
 		t.Fatalf("status %d, %q: body peeked %t, want %t", status, h, peeked, read)
 	}
 	if got, err := io.ReadAll(resp.Body); err != nil || !bytes.Equal(got, body) {
@@ -662,39 +583,39 @@ func TestAWSErrorClassifierBodyCodes(t *testing.T) {
 	codes := []struct {
 		code   string
 		status int
-		want   Verdict
+		want   classify.Verdict
 	}{
-		{"ThrottlingException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"ProvisionedThroughputExceededException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"Throttling", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"ThrottledException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"RequestThrottledException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"TooManyRequestsException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"TransactionInProgressException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"RequestLimitExceeded", 503, Verdict{Decision: Retry, Throttle: true}},
-		{"BandwidthLimitExceeded", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"LimitExceededException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"RequestThrottled", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"SlowDown", 503, Verdict{Decision: Retry, Throttle: true}},
-		{"PriorRequestNotComplete", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"EC2ThrottledException", 400, Verdict{Decision: Retry, Throttle: true}},
-		{"ThrottlingException", 500, Verdict{Decision: Retry, Throttle: true}},
-		{"RequestTimeout", 400, Verdict{Decision: Retry}},
-		{"RequestTimeoutException", 400, Verdict{Decision: Retry}},
-		{"ConditionalCheckFailedException", 400, Verdict{Decision: DontRetry}},
-		{"ValidationException", 400, Verdict{Decision: DontRetry}},
-		{"NoSuchKey", 404, Verdict{Decision: DontRetry}},
-		{"AccessDenied", 403, Verdict{Decision: DontRetry}},
-		{"InternalServerError", 500, Verdict{}},
-		{"ServiceUnavailable", 503, Verdict{}},
+		{"ThrottlingException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"ProvisionedThroughputExceededException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"Throttling", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"ThrottledException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"RequestThrottledException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"TooManyRequestsException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"TransactionInProgressException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"RequestLimitExceeded", 503, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"BandwidthLimitExceeded", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"LimitExceededException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"RequestThrottled", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"SlowDown", 503, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"PriorRequestNotComplete", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"EC2ThrottledException", 400, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"ThrottlingException", 500, classify.Verdict{Decision: classify.Retry, Throttle: true}},
+		{"RequestTimeout", 400, classify.Verdict{Decision: classify.Retry}},
+		{"RequestTimeoutException", 400, classify.Verdict{Decision: classify.Retry}},
+		{"ConditionalCheckFailedException", 400, classify.Verdict{Decision: classify.DontRetry}},
+		{"ValidationException", 400, classify.Verdict{Decision: classify.DontRetry}},
+		{"NoSuchKey", 404, classify.Verdict{Decision: classify.DontRetry}},
+		{"AccessDenied", 403, classify.Verdict{Decision: classify.DontRetry}},
+		{"InternalServerError", 500, classify.Verdict{}},
+		{"ServiceUnavailable", 503, classify.Verdict{}},
 	}
-	req := get(t, "http://aws.test/")
+	req := testkit.Get(t, "http://aws.test/")
 	for _, c := range codes {
 		for _, form := range awsWireForms {
 			t.Run(c.code+"/"+form.name, func(t *testing.T) {
 				body := fmt.Sprintf(form.body, c.code)
 				resp, _ := awsBodyResponse(c.status, form.contentType, body)
-				assert.Equal(t, c.want, AWSErrorClassifier().Classify(req, resp, nil))
+				assert.Equal(t, c.want, Classifier().Classify(req, resp, nil))
 				got, err := io.ReadAll(resp.Body)
 				require.NoError(t, err)
 				assert.Equal(t, body, string(got))
@@ -704,17 +625,17 @@ func TestAWSErrorClassifierBodyCodes(t *testing.T) {
 }
 
 // TestAWSErrorClassifierStalledBody checks that a body that stalls holds
-// the decision up 100 ms at most, then has no opinion, and that the caller
+// the decision up 100 ms at most, then abstains, and that the caller
 // still gets every byte.
 func TestAWSErrorClassifierStalledBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		body := newPausingBody(`{"message":"Rate exceeded","__ty`, `pe":"ThrottlingException"}`)
+		body := testkit.NewPausingBody(`{"message":"Rate exceeded","__ty`, `pe":"ThrottlingException"}`)
 		resp := &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}}, Body: body, ContentLength: -1}
 		start := time.Now()
-		v := AWSErrorClassifier().Classify(get(t, "http://aws.test/"), resp, nil)
+		v := Classifier().Classify(testkit.Get(t, "http://aws.test/"), resp, nil)
 		assert.Equal(t, 100*time.Millisecond, time.Since(start))
-		assert.Equal(t, Verdict{}, v, "no code read in time: no opinion")
-		close(body.release)
+		assert.Equal(t, classify.Verdict{}, v, "no code read in time: no opinion")
+		close(body.Release)
 		got, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		assert.Equal(t, `{"message":"Rate exceeded","__type":"ThrottlingException"}`, string(got))
@@ -722,68 +643,22 @@ func TestAWSErrorClassifierStalledBody(t *testing.T) {
 	})
 }
 
-// TestAWSBodyCodeInTransport checks the Transport over DynamoDB's answers,
-// whose codes are only in their bodies: a throttled read declared
-// resendable is retried after the throttle backoff; a final error reaches
-// the caller intact, its body unread by anyone else and closed by no one.
-func TestAWSBodyCodeInTransport(t *testing.T) {
-	const (
-		throttle    = `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`
-		conditional = `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed"}`
-	)
-	dynamo := http.Header{"Content-Type": {"application/x-amz-json-1.0"}}
-	tests := []struct {
-		name     string
-		first    step
-		attempts int
-		delay    time.Duration
-		body     string // the body the caller gets
-	}{
-		{"throttled", step{status: 400, header: dynamo, body: throttle}, 2, 500 * time.Millisecond, "ok"},
-		{"final", step{status: 400, header: dynamo, body: conditional}, 1, 0, conditional},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				base := &script{steps: []step{tt.first, {status: 200, body: "ok"}}}
-				tr := newTestTransport(base, 0.5,
-					WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}),
-					WithResendable(func(*http.Request) bool { return true }))
-				req, _ := withBody(t, t.Context(), http.MethodPost, "http://dynamodb.test/", `{"TableName":"orders"}`, true)
-				start := time.Now()
-				resp, err := tr.RoundTrip(req)
-				require.NoError(t, err)
-				assert.Equal(t, tt.attempts, base.count())
-				if tt.attempts > 1 {
-					assert.Equal(t, tt.delay, base.times[1].Sub(start))
-				}
-				base.requireDiscardedClosed(t, resp)
-				got, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				assert.Equal(t, tt.body, string(got))
-				resp.Body.Close()
-				assert.EqualValues(t, 1, base.responses[len(base.responses)-1].closes.Load())
-			})
-		})
-	}
-}
-
 // TestAWSErrorClassifierReadsNoSuccess checks that a success, and an error
 // whose code is in a header, are judged without reading or wrapping the
 // body, and without allocating.
 func TestAWSErrorClassifierReadsNoSuccess(t *testing.T) {
-	req := get(t, "http://dynamodb.test/")
+	req := testkit.Get(t, "http://dynamodb.test/")
 	ok, _ := awsBodyResponse(200, "application/x-amz-json-1.0", `{"Item":{}}`)
 	inHeader, _ := awsBodyResponse(400, "application/x-amz-json-1.0", `{"__type":"ThrottlingException"}`)
 	inHeader.Header.Set("X-Amzn-Errortype", "ThrottlingException")
-	c := AWSErrorClassifier()
+	c := Classifier()
 	allocs := testing.AllocsPerRun(100, func() {
 		c.Classify(req, ok, nil)
 		c.Classify(req, inHeader, nil)
 	})
 	assert.Zero(t, allocs)
 	for _, resp := range []*http.Response{ok, inHeader} {
-		_, peeked := resp.Body.(*peekedBody)
+		peeked := wasPeeked(resp)
 		assert.False(t, peeked)
 	}
 }
@@ -791,7 +666,7 @@ func TestAWSErrorClassifierReadsNoSuccess(t *testing.T) {
 func BenchmarkAWSErrorClassifier(b *testing.B) {
 	req, _ := http.NewRequest(http.MethodPost, "http://dynamodb.test/", nil)
 	const doc = `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}`
-	c := AWSErrorClassifier()
+	c := Classifier()
 	b.Run("success", func(b *testing.B) {
 		resp, _ := awsBodyResponse(200, "application/x-amz-json-1.0", `{}`)
 		b.ReportAllocs()
@@ -836,14 +711,14 @@ func s3ErrorDoc(code string) string {
 
 func TestAWSErrorClassifierS3ErrorIn200(t *testing.T) {
 	copyObject := func() *http.Request {
-		r := get(t, "http://s3.test/photos/cat-copy.jpg?x-id=CopyObject")
+		r := testkit.Get(t, "http://s3.test/photos/cat-copy.jpg?x-id=CopyObject")
 		r.Method = http.MethodPut
 		r.Header.Set("X-Amz-Copy-Source", "photos/cat.jpg")
 		return r
 	}
 	method := func(m, url string) func() *http.Request {
 		return func() *http.Request {
-			r := get(t, url)
+			r := testkit.Get(t, url)
 			r.Method = m
 			return r
 		}
@@ -859,30 +734,30 @@ func TestAWSErrorClassifierS3ErrorIn200(t *testing.T) {
 		req         func() *http.Request
 		contentType string
 		body        string
-		want        Verdict
+		want        classify.Verdict
 		read        bool // whether the body is peeked at
 	}{
-		{"CopyObject InternalError", copyObject, "application/xml", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
-		{"CopyObject SlowDown", copyObject, "application/xml", s3ErrorDoc("SlowDown"), Verdict{Decision: Retry, Throttle: true}, true},
-		{"CopyObject after keep-alive whitespace", copyObject, "application/xml", "\n \n \n" + s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
-		{"CopyObject AccessDenied, as a 500", copyObject, "application/xml", s3ErrorDoc("AccessDenied"), Verdict{Decision: Retry}, true},
-		{"CopyObject without a Content-Type", copyObject, "", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
-		{"CopyObject result", copyObject, "application/xml", s3CopyResult, Verdict{}, true},
-		{"CopyObject cut before the root", copyObject, "application/xml", "\n \n", Verdict{}, true},
-		{"CopyObject, Error not the root", copyObject, "application/xml", "<CopyObjectResult><Error><Code>InternalError</Code></Error></CopyObjectResult>", Verdict{}, true},
-		{"CopyObject, not XML", copyObject, "text/plain", s3ErrorDoc("InternalError"), Verdict{}, false},
-		{"UploadPartCopy InternalError", uploadPartCopy, "application/xml", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
-		{"CompleteMultipartUpload InternalError", complete, "application/xml", s3ErrorDoc("InternalError"), Verdict{Decision: Retry}, true},
-		{"GetObject of an XML object", method(http.MethodGet, "http://s3.test/photos/error.xml?x-id=GetObject"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
-		{"PutObject", method(http.MethodPut, "http://s3.test/photos/cat.jpg?x-id=PutObject"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
-		{"CreateMultipartUpload", method(http.MethodPost, "http://s3.test/photos/big.bin?uploads&x-id=CreateMultipartUpload"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
-		{"a POST with uploadIds", method(http.MethodPost, "http://s3.test/?uploadIds=1"), "application/xml", s3ErrorDoc("InternalError"), Verdict{}, false},
+		{"CopyObject InternalError", copyObject, "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{Decision: classify.Retry}, true},
+		{"CopyObject SlowDown", copyObject, "application/xml", s3ErrorDoc("SlowDown"), classify.Verdict{Decision: classify.Retry, Throttle: true}, true},
+		{"CopyObject after keep-alive whitespace", copyObject, "application/xml", "\n \n \n" + s3ErrorDoc("InternalError"), classify.Verdict{Decision: classify.Retry}, true},
+		{"CopyObject AccessDenied, as a 500", copyObject, "application/xml", s3ErrorDoc("AccessDenied"), classify.Verdict{Decision: classify.Retry}, true},
+		{"CopyObject without a Content-Type", copyObject, "", s3ErrorDoc("InternalError"), classify.Verdict{Decision: classify.Retry}, true},
+		{"CopyObject result", copyObject, "application/xml", s3CopyResult, classify.Verdict{}, true},
+		{"CopyObject cut before the root", copyObject, "application/xml", "\n \n", classify.Verdict{}, true},
+		{"CopyObject, Error not the root", copyObject, "application/xml", "<CopyObjectResult><Error><Code>InternalError</Code></Error></CopyObjectResult>", classify.Verdict{}, true},
+		{"CopyObject, not XML", copyObject, "text/plain", s3ErrorDoc("InternalError"), classify.Verdict{}, false},
+		{"UploadPartCopy InternalError", uploadPartCopy, "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{Decision: classify.Retry}, true},
+		{"CompleteMultipartUpload InternalError", complete, "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{Decision: classify.Retry}, true},
+		{"GetObject of an XML object", method(http.MethodGet, "http://s3.test/photos/error.xml?x-id=GetObject"), "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{}, false},
+		{"PutObject", method(http.MethodPut, "http://s3.test/photos/cat.jpg?x-id=PutObject"), "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{}, false},
+		{"CreateMultipartUpload", method(http.MethodPost, "http://s3.test/photos/big.bin?uploads&x-id=CreateMultipartUpload"), "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{}, false},
+		{"a POST with uploadIds", method(http.MethodPost, "http://s3.test/?uploadIds=1"), "application/xml", s3ErrorDoc("InternalError"), classify.Verdict{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, _ := awsBodyResponse(http.StatusOK, tt.contentType, tt.body)
-			assert.Equal(t, tt.want, AWSErrorClassifier().Classify(tt.req(), resp, nil))
-			_, peeked := resp.Body.(*peekedBody)
+			assert.Equal(t, tt.want, Classifier().Classify(tt.req(), resp, nil))
+			peeked := wasPeeked(resp)
 			assert.Equal(t, tt.read, peeked, "the body was peeked at")
 			got, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
@@ -891,27 +766,18 @@ func TestAWSErrorClassifierS3ErrorIn200(t *testing.T) {
 	}
 }
 
-// TestS3ErrorIn200InTransport checks the Transport over a CopyObject that
-// S3 answers 200 OK with an InternalError: it is retried as a 500 is, and
-// the result of the retry reaches the caller at once, byte for byte.
-func TestS3ErrorIn200InTransport(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		xmlHeader := http.Header{"Content-Type": {"application/xml"}}
-		base := &script{steps: []step{
-			{status: 200, header: xmlHeader, body: s3ErrorDoc("InternalError")},
-			{status: 200, header: xmlHeader, body: s3CopyResult},
-		}}
-		tr := newTestTransport(base, 0.5, WithClassifier(Chain{AWSErrorClassifier(), DefaultClassifier()}))
-		req, _ := withBody(t, t.Context(), http.MethodPut, "http://s3.test/photos/cat-copy.jpg?x-id=CopyObject", "", true)
-		req.Header.Set("X-Amz-Copy-Source", "photos/cat.jpg")
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		require.Equal(t, 2, base.count())
-		assert.Equal(t, base.times[1], time.Now(), "the result was judged at once")
-		base.requireDiscardedClosed(t, resp)
-		got, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		assert.Equal(t, s3CopyResult, string(got))
-		resp.Body.Close()
+func TestVendorClassifiersAllocs(t *testing.T) {
+	req := testkit.Get(t, "http://svc.test/")
+	aws := awsResponse(400, "com.amazonaws.dynamodb.v20120810#ThrottlingException:http://x/")
+	s3 := &http.Response{StatusCode: 503, Header: http.Header{"X-Amz-Error-Code": {"SlowDown"}}, Body: http.NoBody}
+	gh := &http.Response{StatusCode: 403, Header: http.Header{"Retry-After": {"30"}, "Date": {"Mon, 23 Nov 2026 12:00:00 GMT"}}, Body: http.NoBody}
+	primary := &http.Response{StatusCode: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1795435230"}}, Body: http.NoBody}
+	awsC, ghC := Classifier(), githubretry.Classifier()
+	allocs := testing.AllocsPerRun(100, func() {
+		awsC.Classify(req, aws, nil)
+		awsC.Classify(req, s3, nil)
+		ghC.Classify(req, gh, nil)
+		ghC.Classify(req, primary, nil)
 	})
+	assert.Zero(t, allocs)
 }

@@ -1,4 +1,4 @@
-package retryhttp
+package googleretry
 
 import (
 	"bytes"
@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 	"unicode/utf8"
 
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/testkit"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,79 +66,48 @@ func googleResponse(status int, contentType, body string) *http.Response {
 
 func TestGoogleAPIErrorClassifier(t *testing.T) {
 	const jsonType = "application/json; charset=UTF-8"
-	throttle := Verdict{Decision: Retry, Throttle: true}
+	throttle := classify.Verdict{Decision: classify.Retry, Throttle: true}
 	tests := []struct {
 		name string
 		resp *http.Response
-		want Verdict
+		want classify.Verdict
 	}{
 		{"rate limit", googleResponse(403, jsonType, googleError(403, "usageLimits", "rateLimitExceeded", "Rate Limit Exceeded")), throttle},
 		{"user rate limit", googleResponse(403, jsonType, googleError(403, "usageLimits", "userRateLimitExceeded", "User Rate Limit Exceeded")), throttle},
 		{"ErrorInfo rate limit", googleResponse(403, jsonType, googleErrorInfo), throttle},
-		{"backend error", googleResponse(403, jsonType, googleError(403, "global", "backendError", "Backend Error")), Verdict{Decision: Retry}},
-		{"internal error", googleResponse(403, jsonType, googleError(403, "global", "internalError", "Internal Error")), Verdict{Decision: Retry}},
-		{"missing permission", googleResponse(403, jsonType, googleError(403, "global", "insufficientPermissions", "Insufficient Permission")), Verdict{}},
-		{"daily limit", googleResponse(403, jsonType, googleError(403, "usageLimits", "dailyLimitExceeded", "Daily Limit Exceeded")), Verdict{}},
-		{"quota", googleResponse(403, jsonType, googleError(403, "usageLimits", "quotaExceeded", "Quota Exceeded")), Verdict{}},
-		{"not JSON", googleResponse(403, "text/html; charset=UTF-8", "<html>rateLimitExceeded</html>"), Verdict{}},
-		{"malformed", googleResponse(403, jsonType, `{"error":{"errors":[{"reason":"rateLimitExceeded"`), Verdict{}},
+		{"backend error", googleResponse(403, jsonType, googleError(403, "global", "backendError", "Backend Error")), classify.Verdict{Decision: classify.Retry}},
+		{"internal error", googleResponse(403, jsonType, googleError(403, "global", "internalError", "Internal Error")), classify.Verdict{Decision: classify.Retry}},
+		{"missing permission", googleResponse(403, jsonType, googleError(403, "global", "insufficientPermissions", "Insufficient Permission")), classify.Verdict{}},
+		{"daily limit", googleResponse(403, jsonType, googleError(403, "usageLimits", "dailyLimitExceeded", "Daily Limit Exceeded")), classify.Verdict{}},
+		{"quota", googleResponse(403, jsonType, googleError(403, "usageLimits", "quotaExceeded", "Quota Exceeded")), classify.Verdict{}},
+		{"not JSON", googleResponse(403, "text/html; charset=UTF-8", "<html>rateLimitExceeded</html>"), classify.Verdict{}},
+		{"malformed", googleResponse(403, jsonType, `{"error":{"errors":[{"reason":"rateLimitExceeded"`), classify.Verdict{}},
 		{"too long to read whole", googleResponse(403, jsonType,
-			`{"error":{"errors":[{"reason":"rateLimitExceeded"}],"message":"`+strings.Repeat("x", PeekLimit)+`"}}`), Verdict{}},
-		{"429 left to its status", googleResponse(429, jsonType, googleError(429, "usageLimits", "rateLimitExceeded", "Rate Limit Exceeded")), Verdict{}},
-		{"500 left to its status", googleResponse(500, jsonType, googleError(500, "global", "backendError", "Backend Error")), Verdict{}},
-		{"success", googleResponse(200, jsonType, googleError(403, "usageLimits", "rateLimitExceeded", "x")), Verdict{}},
+			`{"error":{"errors":[{"reason":"rateLimitExceeded"}],"message":"`+strings.Repeat("x", wire.PeekLimit)+`"}}`), classify.Verdict{}},
+		{"429 left to its status", googleResponse(429, jsonType, googleError(429, "usageLimits", "rateLimitExceeded", "Rate Limit Exceeded")), classify.Verdict{}},
+		{"500 left to its status", googleResponse(500, jsonType, googleError(500, "global", "backendError", "Backend Error")), classify.Verdict{}},
+		{"success", googleResponse(200, jsonType, googleError(403, "usageLimits", "rateLimitExceeded", "x")), classify.Verdict{}},
 	}
-	req := get(t, "https://www.googleapis.com/drive/v3/files")
+	req := testkit.Get(t, "https://www.googleapis.com/drive/v3/files")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			all, _ := io.ReadAll(tt.resp.Body)
 			tt.resp.Body = io.NopCloser(strings.NewReader(string(all)))
-			assert.Equal(t, tt.want, GoogleAPIErrorClassifier().Classify(req, tt.resp, nil))
+			assert.Equal(t, tt.want, Classifier().Classify(req, tt.resp, nil))
 			got, err := io.ReadAll(tt.resp.Body)
 			require.NoError(t, err)
 			assert.Equal(t, string(all), string(got), "the caller gets the body byte for byte")
 		})
 	}
 	t.Run("error", func(t *testing.T) {
-		assert.Equal(t, Verdict{}, GoogleAPIErrorClassifier().Classify(req, nil, context.DeadlineExceeded))
+		assert.Equal(t, classify.Verdict{}, Classifier().Classify(req, nil, context.DeadlineExceeded))
 	})
 	t.Run("caller gave up", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		resp := googleResponse(403, jsonType, googleError(403, "usageLimits", "rateLimitExceeded", "x"))
-		assert.Equal(t, Verdict{}, GoogleAPIErrorClassifier().Classify(req.WithContext(ctx), resp, nil))
+		assert.Equal(t, classify.Verdict{}, Classifier().Classify(req.WithContext(ctx), resp, nil))
 	})
-}
-
-// TestGoogleAPIErrorClassifierInTransport checks a rate-limited GET: retried
-// after the throttle backoff (500 ms at jitter 0.5), where the default
-// chain alone returns the 403 at once.
-func TestGoogleAPIErrorClassifierInTransport(t *testing.T) {
-	limited := step{status: 403, header: http.Header{"Content-Type": {"application/json; charset=UTF-8"}},
-		body: googleError(403, "usageLimits", "userRateLimitExceeded", "User Rate Limit Exceeded")}
-	for _, classifier := range []bool{true, false} {
-		synctest.Test(t, func(t *testing.T) {
-			base := &script{steps: []step{limited, {status: 200, body: "{}"}}}
-			var opts []Option
-			if classifier {
-				opts = append(opts, WithClassifier(Chain{GoogleAPIErrorClassifier(), DefaultClassifier()}))
-			}
-			start := time.Now()
-			resp, err := newTestTransport(base, 0.5, opts...).RoundTrip(get(t, "https://sheets.googleapis.com/v4/spreadsheets/x"))
-			require.NoError(t, err)
-			base.requireDiscardedClosed(t, resp)
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if !classifier {
-				assert.Equal(t, 1, base.count())
-				assert.Equal(t, limited.body, string(got))
-				return
-			}
-			assert.Equal(t, 2, base.count())
-			assert.Equal(t, 500*time.Millisecond, base.times[1].Sub(start))
-			assert.Equal(t, 200, resp.StatusCode)
-		})
-	}
 }
 
 // googleErrorReasonTests is shared by TestGoogleErrorReason and the seed
@@ -177,7 +148,7 @@ func TestGoogleErrorReason(t *testing.T) {
 // FuzzGoogleErrorReason checks that googleErrorReason reads a reason only
 // from valid JSON, gives valid UTF-8 no longer than JSON's escapes allow,
 // and finds any reason written by encoding/json in an error or an
-// ErrorInfo detail; and that GoogleAPIErrorClassifier follows the reason
+// ErrorInfo detail; and that Classifier follows the reason
 // of any document, which the caller still gets byte for byte.
 func FuzzGoogleErrorReason(f *testing.F) {
 	for _, tt := range googleErrorReasonTests {
@@ -209,20 +180,20 @@ func FuzzGoogleErrorReason(f *testing.F) {
 			}
 		}
 
-		wantVerdict := Verdict{}
-		if len(doc) <= PeekLimit {
+		wantVerdict := classify.Verdict{}
+		if len(doc) <= wire.PeekLimit {
 			switch got {
 			case "rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED":
-				wantVerdict = Verdict{Decision: Retry, Throttle: true}
+				wantVerdict = classify.Verdict{Decision: classify.Retry, Throttle: true}
 			case "backendError", "internalError":
-				wantVerdict = Verdict{Decision: Retry}
+				wantVerdict = classify.Verdict{Decision: classify.Retry}
 			}
 		}
 		// In a synctest bubble, the peek's 100 ms wait ends only once the
 		// read ahead is blocked, however busy the machine.
 		synctest.Test(t, func(t *testing.T) {
 			resp := googleResponse(403, "application/json; charset=UTF-8", string(doc))
-			v := GoogleAPIErrorClassifier().Classify(get(t, "https://www.googleapis.com/"), resp, nil)
+			v := Classifier().Classify(testkit.Get(t, "https://www.googleapis.com/"), resp, nil)
 			if v != wantVerdict {
 				t.Fatalf("GoogleAPIErrorClassifier on %q: got %+v, want %+v", doc, v, wantVerdict)
 			}

@@ -1,4 +1,4 @@
-package retryhttp
+package classify
 
 import (
 	"bytes"
@@ -6,18 +6,19 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/testkit"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestPeekBody(t *testing.T) {
-	long := strings.Repeat("x", PeekLimit) + "the rest"
+	long := strings.Repeat("x", wire.PeekLimit) + "the rest"
 	boom := errors.New("connection reset")
 	tests := []struct {
 		name     string
@@ -31,24 +32,24 @@ func TestPeekBody(t *testing.T) {
 		{"short, length known", strings.NewReader(`{"code":"x"}`), 12, `{"code":"x"}`, true, `{"code":"x"}`, nil},
 		{"short, length unknown", strings.NewReader(`<Error/>`), -1, `<Error/>`, true, `<Error/>`, nil},
 		{"one byte at a time", iotest.OneByteReader(strings.NewReader("abcdef")), -1, "abcdef", true, "abcdef", nil},
-		{"exactly the limit, length known", strings.NewReader(long[:PeekLimit]), PeekLimit, long[:PeekLimit], true, long[:PeekLimit], nil},
+		{"exactly the limit, length known", strings.NewReader(long[:wire.PeekLimit]), wire.PeekLimit, long[:wire.PeekLimit], true, long[:wire.PeekLimit], nil},
 		// Without a byte past the limit, nothing tells the end from more.
-		{"exactly the limit, length unknown", strings.NewReader(long[:PeekLimit]), -1, long[:PeekLimit], false, long[:PeekLimit], nil},
-		{"longer than the limit", strings.NewReader(long), int64(len(long)), long[:PeekLimit], false, long, nil},
-		{"longer than the limit, length unknown", strings.NewReader(long), -1, long[:PeekLimit], false, long, nil},
+		{"exactly the limit, length unknown", strings.NewReader(long[:wire.PeekLimit]), -1, long[:wire.PeekLimit], false, long[:wire.PeekLimit], nil},
+		{"longer than the limit", strings.NewReader(long), int64(len(long)), long[:wire.PeekLimit], false, long, nil},
+		{"longer than the limit, length unknown", strings.NewReader(long), -1, long[:wire.PeekLimit], false, long, nil},
 		{"fails midway", io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), -1, "abc", false, "abc", boom},
 		{"fails at once", iotest.ErrReader(boom), -1, "", false, "", boom},
 		{"cut short of its length", strings.NewReader("abc"), 10, "abc", true, "abc", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := &countingBody{Reader: tt.body}
+			src := &testkit.CountingBody{Reader: tt.body}
 			resp := &http.Response{StatusCode: 400, Body: src, ContentLength: tt.length}
-			prefix, complete := PeekBody(resp)
+			prefix, complete := Peek(resp)
 			assert.Equal(t, tt.want, string(prefix))
 			assert.Equal(t, tt.complete, complete)
 
-			again, complete2 := PeekBody(resp)
+			again, complete2 := Peek(resp)
 			assert.Equal(t, tt.want, string(again), "a second peek")
 			assert.Equal(t, tt.complete, complete2)
 
@@ -57,7 +58,7 @@ func TestPeekBody(t *testing.T) {
 			assert.Equal(t, tt.readErr, err)
 			require.NoError(t, resp.Body.Close())
 			require.NoError(t, resp.Body.Close())
-			assert.EqualValues(t, 1, src.closes.Load(), "the original body closes")
+			assert.EqualValues(t, 1, src.Closes.Load(), "the original body closes")
 		})
 	}
 }
@@ -68,48 +69,10 @@ func TestPeekBodyReadsNothingWithoutBody(t *testing.T) {
 		{StatusCode: 400},
 		{StatusCode: 400, Body: http.NoBody},
 	} {
-		prefix, complete := PeekBody(resp)
+		prefix, complete := Peek(resp)
 		assert.Nil(t, prefix)
 		assert.True(t, complete)
 	}
-}
-
-// pausingBody gives its first part, then blocks until released or
-// closed, then gives the rest.
-type pausingBody struct {
-	first, rest string
-	release     chan struct{}
-	closed      chan struct{}
-	stage       int
-	closes      atomic.Int32
-}
-
-func newPausingBody(first, rest string) *pausingBody {
-	return &pausingBody{first: first, rest: rest, release: make(chan struct{}), closed: make(chan struct{})}
-}
-
-func (b *pausingBody) Read(p []byte) (int, error) {
-	switch b.stage {
-	case 0:
-		b.stage++
-		return copy(p, b.first), nil
-	case 1:
-		select {
-		case <-b.release:
-		case <-b.closed:
-			return 0, errors.New("read on closed body")
-		}
-		b.stage++
-		return copy(p, b.rest), nil
-	}
-	return 0, io.EOF
-}
-
-func (b *pausingBody) Close() error {
-	if b.closes.Add(1) == 1 {
-		close(b.closed)
-	}
-	return nil
 }
 
 // TestPeekBodyStalled checks the bound in time: a body that stalls gives
@@ -117,20 +80,20 @@ func (b *pausingBody) Close() error {
 // and its reader still gets every byte, in order, once the rest arrives.
 func TestPeekBodyStalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		body := newPausingBody(`{"__type":"Throttl`, `ingException"}`)
+		body := testkit.NewPausingBody(`{"__type":"Throttl`, `ingException"}`)
 		resp := &http.Response{StatusCode: 400, Body: body, ContentLength: -1}
 		start := time.Now()
-		prefix, complete := PeekBody(resp)
+		prefix, complete := Peek(resp)
 		assert.Equal(t, 100*time.Millisecond, time.Since(start))
 		assert.Equal(t, `{"__type":"Throttl`, string(prefix))
 		assert.False(t, complete)
 
-		prefix, complete = PeekBody(resp)
+		prefix, complete = Peek(resp)
 		assert.Equal(t, 100*time.Millisecond, time.Since(start), "a second peek does not wait again")
 		assert.Equal(t, `{"__type":"Throttl`, string(prefix))
 		assert.False(t, complete)
 
-		close(body.release)
+		close(body.Release)
 		got, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		assert.Equal(t, `{"__type":"ThrottlingException"}`, string(got))
@@ -143,15 +106,15 @@ func TestPeekBodyStalled(t *testing.T) {
 // one is left blocked).
 func TestPeekBodyStalledThenClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		body := newPausingBody("<Error><Co", "de>SlowDown</Code></Error>")
+		body := testkit.NewPausingBody("<Error><Co", "de>SlowDown</Code></Error>")
 		resp := &http.Response{StatusCode: 503, Body: body, ContentLength: -1}
-		PeekBody(resp)
+		Peek(resp)
 		require.NoError(t, resp.Body.Close())
 		synctest.Wait()
 		got, err := io.ReadAll(resp.Body)
 		assert.Equal(t, "<Error><Co", string(got), "the bytes read before the close")
 		assert.Error(t, err, "then the closed body's error")
-		assert.EqualValues(t, 1, body.closes.Load())
+		assert.EqualValues(t, 1, body.Closes.Load())
 	})
 }
 
@@ -172,12 +135,12 @@ func FuzzPeekBody(f *testing.F) {
 			}
 			body := &chunkReader{data: data, chunk: max(int(chunk), 1)}
 			resp := &http.Response{StatusCode: 400, Body: io.NopCloser(body), ContentLength: length}
-			prefix, complete := PeekBody(resp)
-			if len(prefix) > PeekLimit || !bytes.HasPrefix(data, prefix) {
+			prefix, complete := Peek(resp)
+			if len(prefix) > wire.PeekLimit || !bytes.HasPrefix(data, prefix) {
 				t.Fatalf("prefix of %d bytes is not a prefix of the body", len(prefix))
 			}
 			whole := len(prefix) == len(data)
-			if len(data) == PeekLimit && !known {
+			if len(data) == wire.PeekLimit && !known {
 				whole = false // no byte past the limit tells the end from more
 			}
 			if complete != whole && len(data) > 0 {

@@ -1,4 +1,4 @@
-package retryhttp_test
+package classify_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"syscall"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/classify"
 )
 
 // response returns a response with code and the given header pairs.
@@ -19,8 +19,8 @@ func response(code int, kv ...string) *http.Response {
 	return &http.Response{StatusCode: code, Header: h, Body: http.NoBody}
 }
 
-func ExampleDefaultClassifier() {
-	c := retryhttp.DefaultClassifier()
+func ExampleDefault() {
+	c := classify.Default()
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
 	for _, resp := range []*http.Response{
 		response(200),
@@ -39,8 +39,8 @@ func ExampleDefaultClassifier() {
 	// retry
 }
 
-func ExampleStatusClassifier() {
-	c := retryhttp.StatusClassifier()
+func ExampleStatus() {
+	c := classify.Status()
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
 	for _, code := range []int{200, 404, 429, 501, 503, 504} {
 		v := c.Classify(req, response(code), nil)
@@ -55,8 +55,8 @@ func ExampleStatusClassifier() {
 	// 504: retry throttle=false timeout=true
 }
 
-func ExampleErrorClassifier() {
-	c := retryhttp.ErrorClassifier()
+func ExampleErrors() {
+	c := classify.Errors()
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
 	for _, err := range []error{
 		syscall.ECONNRESET,
@@ -70,23 +70,23 @@ func ExampleErrorClassifier() {
 	// connection reset by peer: retry
 	// connection refused: retry
 	// context canceled: don't retry
-	// unsupported protocol scheme: no opinion
+	// unsupported protocol scheme: abstain
 }
 
-func ExampleContextClassifier() {
-	c := retryhttp.ContextClassifier()
+func ExampleContext() {
+	c := classify.Context()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/items", nil)
 	fmt.Println(c.Classify(req, response(503), nil).Decision)
 	cancel() // the caller gave up
 	fmt.Println(c.Classify(req, response(503), nil).Decision)
 	// Output:
-	// no opinion
+	// abstain
 	// don't retry
 }
 
-func ExampleServerSignalClassifier() {
-	c := retryhttp.ServerSignalClassifier()
+func ExampleShouldRetry() {
+	c := classify.ShouldRetry()
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
 	fmt.Println(c.Classify(req, response(503, "X-Should-Retry", "false"), nil).Decision)
 	fmt.Println(c.Classify(req, response(409, "X-Should-Retry", "true"), nil).Decision)
@@ -94,11 +94,11 @@ func ExampleServerSignalClassifier() {
 	// Output:
 	// don't retry
 	// retry
-	// no opinion
+	// abstain
 }
 
-func ExampleIdempotencyConflictClassifier() {
-	c := retryhttp.IdempotencyConflictClassifier()
+func ExampleIdempotencyConflict() {
+	c := classify.IdempotencyConflict()
 	req, _ := http.NewRequest(http.MethodPost, "http://api.test/charges", nil)
 	req.Header.Set("Idempotency-Key", "8e03978e-40d5-43e8-bc93-6894a57f9324")
 	v := c.Classify(req, response(http.StatusConflict), nil)
@@ -111,7 +111,7 @@ func ExampleIdempotencyConflictClassifier() {
 
 func ExampleStatuses() {
 	// Never retry a 500 of this API, whatever the default chain says.
-	c := retryhttp.Chain{retryhttp.Statuses(retryhttp.DontRetry, 500), retryhttp.DefaultClassifier()}
+	c := classify.First(classify.Statuses(classify.DontRetry, 500), classify.Default())
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/items", nil)
 	fmt.Println(500, c.Classify(req, response(500), nil).Decision)
 	fmt.Println(502, c.Classify(req, response(502), nil).Decision)

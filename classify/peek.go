@@ -1,23 +1,20 @@
-package retryhttp
+package classify
 
 import (
 	"io"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// PeekLimit is the most bytes PeekBody reads of a response body: more than
-// any API's error document needs (AWS, Google and Azure send a few hundred
-// bytes), little enough to cost nothing worth counting on the error path.
-const PeekLimit = 8 << 10
-
-// peekWait bounds how long PeekBody waits for the bytes of one response, in
+// peekWait bounds how long Peek waits for the bytes of one response, in
 // all, however many classifiers ask: the bound the Transport puts on
 // draining a discarded response.
-const peekWait = drainTimeout
+const peekWait = 100 * time.Millisecond
 
-// PeekBody returns the first bytes of resp's body, at most PeekLimit, without
+// Peek returns the first bytes of resp's body, at most wire.PeekLimit, without
 // taking them from whoever reads the body next: the body is replaced by one
 // that gives the same bytes, the peeked ones first and then the rest as the
 // original body delivers them, errors included, and closes the original on
@@ -26,21 +23,21 @@ const peekWait = drainTimeout
 // byte, and the Transport can still drain and close it.
 //
 // complete reports whether the bytes are the whole body. They are not when
-// the body is longer than PeekLimit, when reading it failed, or when it
+// the body is longer than wire.PeekLimit, when reading it failed, or when it
 // stalled; nor, for want of a byte past the limit to tell, when the body is
-// exactly PeekLimit long and its ContentLength does not say so. PeekBody waits at most 100 ms for a response's bytes (in all,
+// exactly wire.PeekLimit long and its ContentLength does not say so. Peek waits at most 100 ms for a response's bytes (in all,
 // however many times it is called for that response), then returns those
 // that arrived. A classifier that finds no answer in an incomplete prefix
-// should have no opinion. Bytes that arrive later still reach the reader of
+// should abstain. Bytes that arrive later still reach the reader of
 // the body, in order.
 //
-// Calling PeekBody again for the same response returns the same bytes
+// Calling Peek again for the same response returns the same bytes
 // without reading more. It reads nothing when the body is nil or
 // http.NoBody. ContentLength is used only to size the read: a response made
 // by hand often leaves it 0 although it has a body. It is safe to call from a Classifier, which the Transport
 // calls on the goroutine making the request; it is not safe for concurrent
 // use with reads of the body.
-func PeekBody(resp *http.Response) (prefix []byte, complete bool) {
+func Peek(resp *http.Response) (prefix []byte, complete bool) {
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
 		return nil, true
 	}
@@ -73,7 +70,7 @@ type peekedBody struct {
 }
 
 func newPeekedBody(src io.ReadCloser, length int64) *peekedBody {
-	n := int64(PeekLimit)
+	n := int64(wire.PeekLimit)
 	if length > 0 && length < n {
 		n = length
 	}

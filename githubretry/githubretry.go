@@ -1,12 +1,20 @@
-package retryhttp
+// Package githubretry reads GitHub's rate limits, so that a retryhttp
+// Transport waits out a rate-limited 403 or 429 when the limit resets soon,
+// and returns it at once when it does not. Put its Classifier in front of
+// the default:
+//
+//	retryhttp.WithClassifier(classify.First(githubretry.Classifier(), classify.Default()))
+package githubretry
 
 import (
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// GitHubRateLimitClassifier recognises the rate limits of the GitHub REST
+// Classifier recognises the rate limits of the GitHub REST
 // API, which answers a request over a limit with a 403 (or a 429):
 //
 //   - with Retry-After, a secondary rate limit: retried with the Throttle
@@ -24,29 +32,29 @@ import (
 // retries at once.
 //
 // Any other 403 (a missing permission, an unknown token) and any other
-// response have no opinion, nor do errors and outcomes once the request's
+// response abstain, nor do errors and outcomes once the request's
 // context is done. It reads headers only, never the response body. Put it
 // in front of the default chain of a Transport that calls GitHub:
 //
-//	retryhttp.WithClassifier(retryhttp.Chain{retryhttp.GitHubRateLimitClassifier(), retryhttp.DefaultClassifier()})
+//	retryhttp.WithClassifier(classify.First(githubretry.Classifier(), classify.Default()))
 //
 // A rate-limited request is retried only if it may be sent again: a POST
 // without an idempotency key needs to be declared resendable.
-func GitHubRateLimitClassifier() Classifier { return githubRateLimitClassifier{now: time.Now} }
+func Classifier() classify.Classifier { return githubRateLimitClassifier{now: time.Now} }
 
 type githubRateLimitClassifier struct {
 	now func() time.Time // the client's clock; in-package tests replace it
 }
 
-func (c githubRateLimitClassifier) Classify(req *http.Request, resp *http.Response, _ error) Verdict {
+func (c githubRateLimitClassifier) Classify(req *http.Request, resp *http.Response, _ error) classify.Verdict {
 	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) ||
 		req.Context().Err() != nil {
-		return Verdict{}
+		return classify.Verdict{}
 	}
 	if wait, ok := githubRateLimitWait(resp.Header, c.now()); ok {
-		return Verdict{Decision: Retry, Throttle: true, RetryAfter: wait}
+		return classify.Verdict{Decision: classify.Retry, Throttle: true, RetryAfter: wait}
 	}
-	return Verdict{}
+	return classify.Verdict{}
 }
 
 // githubRateLimitWait reads GitHub's rate-limit headers as of now, the
@@ -65,7 +73,7 @@ func githubRateLimitWait(h http.Header, now time.Time) (time.Duration, bool) {
 				return 0, true
 			}
 		}
-		d, _ := ParseRetryAfter(value, at) // delay-seconds ignore the clock
+		d, _ := classify.ParseRetryAfter(value, at) // delay-seconds ignore the clock
 		return d, true
 	}
 	remaining, reset := h["X-Ratelimit-Remaining"], h["X-Ratelimit-Reset"]

@@ -1,37 +1,42 @@
-package retryhttp
+package classify
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A Decision is a classifier's answer about one attempt's outcome. The zero
-// Decision is NoOpinion.
+// Decision is Abstain.
 type Decision int8
 
 const (
-	// NoOpinion passes the outcome to the next classifier in a Chain.
-	NoOpinion Decision = iota
-	// Retry says the outcome is transient: another attempt may succeed.
+	Abstain Decision =
+	// Abstain passes the outcome to the next classifier of First.
+	iota
 	Retry
-	// DontRetry says the outcome is final.
+	// Retry says the outcome is transient: another attempt may succeed.
 	DontRetry
+
+	// DontRetry says the outcome is final.
+
 )
 
 // String returns the decision's name.
 func (d Decision) String() string {
 	switch d {
-	case NoOpinion:
-		return "no opinion"
+	case Abstain:
+		return "abstain"
 	case Retry:
 		return "retry"
 	case DontRetry:
@@ -42,7 +47,7 @@ func (d Decision) String() string {
 
 // A Verdict is what a Classifier concludes about one attempt: whether to
 // retry, and facets the budget and backoff use to price and pace the retry.
-// The zero Verdict has no opinion and no facets.
+// The zero Verdict abstains and no facets.
 type Verdict struct {
 	Decision Decision
 	// Throttle reports that the server asked the client to slow down
@@ -63,44 +68,58 @@ type Verdict struct {
 // A Classifier judges the outcome of one attempt: the request as sent, and
 // either the response or the error the base transport returned (exactly
 // one of resp and err is non-nil). It must not close resp.Body, and may read
-// it only through PeekBody, which reads a bounded prefix, in bounded time,
+// it only through Peek, which reads a bounded prefix, in bounded time,
 // and leaves the body intact for the caller. Implementations must be safe
 // for concurrent use.
 type Classifier interface {
 	Classify(req *http.Request, resp *http.Response, err error) Verdict
 }
 
-// ClassifierFunc adapts a function to the Classifier interface.
-type ClassifierFunc func(req *http.Request, resp *http.Response, err error) Verdict
+// Func adapts a function to the Classifier interface.
+type Func func(req *http.Request, resp *http.Response, err error) Verdict
 
 // Classify calls f(req, resp, err).
-func (f ClassifierFunc) Classify(req *http.Request, resp *http.Response, err error) Verdict {
+func (f Func) Classify(req *http.Request, resp *http.Response, err error) Verdict {
 	return f(req, resp, err)
 }
 
-// A Chain asks each of its classifiers in turn and returns the first verdict
-// whose Decision is not NoOpinion. When every classifier has no opinion, the
-// outcome is final: the verdict's Decision is DontRetry.
-type Chain []Classifier
+// First returns a Classifier that asks each of cs in turn and returns the
+// first verdict whose Decision is not Abstain. When every one abstains, the
+// outcome is final: the verdict's Decision is DontRetry. Put your own
+// classifiers in front of Default to adjust it:
+//
+//	classify.First(classify.Statuses(classify.DontRetry, 500), classify.Default())
+//
+// It panics if one of cs is nil.
+func First(cs ...Classifier) Classifier {
+	for _, c := range cs {
+		if c == nil {
+			panic("classify: First: nil Classifier")
+		}
+	}
+	return first(slices.Clone(cs))
+}
 
-// Classify implements Classifier.
-func (c Chain) Classify(req *http.Request, resp *http.Response, err error) Verdict {
+// first is the Classifier First returns.
+type first []Classifier
+
+func (c first) Classify(req *http.Request, resp *http.Response, err error) Verdict {
 	for _, cl := range c {
-		if v := cl.Classify(req, resp, err); v.Decision != NoOpinion {
+		if v := cl.Classify(req, resp, err); v.Decision != Abstain {
 			return v
 		}
 	}
 	return Verdict{Decision: DontRetry}
 }
 
-// DefaultClassifier returns the classifier a Transport uses unless
-// WithClassifier replaces it: ContextClassifier, ServerSignalClassifier()
-// (X-Should-Retry), IdempotencyConflictClassifier, ErrorClassifier and
-// StatusClassifier, in that order. To adjust it, put your own classifiers in
+// Default returns the classifier a Transport uses unless
+// WithClassifier replaces it: Context, ShouldRetry()
+// (X-Should-Retry), IdempotencyConflict, Errors and
+// Status, in that order. To adjust it, put your own classifiers in
 // front:
 //
-//	retryhttp.Chain{retryhttp.Statuses(retryhttp.DontRetry, 500), retryhttp.DefaultClassifier()}
-func DefaultClassifier() Classifier { return defaultClassifier{} }
+//	classify.First(Statuses(DontRetry, 500), Default())
+func Default() Classifier { return defaultClassifier{} }
 
 // defaultClassifier is the default chain with its links called directly,
 // sparing every request their dynamic calls.
@@ -110,27 +129,27 @@ func (defaultClassifier) Classify(req *http.Request, resp *http.Response, err er
 	if resp != nil && resp.StatusCode < 300 {
 		return Verdict{Decision: DontRetry} // every link would say so: skip them
 	}
-	if v := (contextClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+	if v := (contextClassifier{}).Classify(req, resp, err); v.Decision != Abstain {
 		return v
 	}
 	if resp != nil {
-		if v := (serverSignalClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+		if v := (serverSignalClassifier{}).Classify(req, resp, err); v.Decision != Abstain {
 			return v
 		}
-		if v := (conflictClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+		if v := (conflictClassifier{}).Classify(req, resp, err); v.Decision != Abstain {
 			return v
 		}
 		return (statusClassifier{}).Classify(req, resp, err)
 	}
-	if v := (errorClassifier{}).Classify(req, resp, err); v.Decision != NoOpinion {
+	if v := (errorClassifier{}).Classify(req, resp, err); v.Decision != Abstain {
 		return v
 	}
 	return Verdict{Decision: DontRetry}
 }
 
-// ContextClassifier never retries once the caller's own context (the
+// Context never retries once the caller's own context (the
 // request's) is cancelled or past its deadline: the caller has given up.
-func ContextClassifier() Classifier { return contextClassifier{} }
+func Context() Classifier { return contextClassifier{} }
 
 type contextClassifier struct{}
 
@@ -141,13 +160,13 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 	return Verdict{}
 }
 
-// ErrorClassifier judges transport errors by their type.
+// Errors judges transport errors by their type.
 //
-// A ProxyConnectError is judged by its status, as StatusClassifier judges
+// A ProxyConnectError is judged by its status, as Status judges
 // a response: a proxy that refused a CONNECT with 502, 503 or 429 is
 // retried, one that wants credentials (407) is not.
 //
-// Retried: ErrAttemptTimeout (with the Timeout facet), dial failures
+// Retried: wire.ErrAttemptTimeout (with the Timeout facet), dial failures
 // (including a refused connection), connection resets and aborts, broken
 // pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
 // net.ErrClosed (net/http closed the connection, on the peer's hang-up,
@@ -166,12 +185,12 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 //
 // Never retried: certificate verification failures and other TLS errors, a
 // host that does not exist (NXDOMAIN), context.Canceled, and
-// context.DeadlineExceeded once the request's context is done. Any other error has no opinion, which makes it
+// context.DeadlineExceeded once the request's context is done. Any other error abstains, which makes it
 // final at the end of the default chain: an unsupported scheme or an invalid
 // header is a programming error that a retry cannot fix.
 //
-// It has no opinion about responses.
-func ErrorClassifier() Classifier { return errorClassifier{} }
+// It abstains about responses.
+func Errors() Classifier { return errorClassifier{} }
 
 type errorClassifier struct{}
 
@@ -183,7 +202,7 @@ func (errorClassifier) Classify(req *http.Request, _ *http.Response, err error) 
 	final := Verdict{Decision: DontRetry}
 
 	// Our own per-attempt timeout comes first: it wraps a context error.
-	if errors.Is(err, ErrAttemptTimeout) {
+	if errors.Is(err, wire.ErrAttemptTimeout) {
 		return Verdict{Decision: Retry, Timeout: true}
 	}
 	if pe := proxyRefusal(err); pe != nil {
@@ -250,12 +269,12 @@ func isTLSError(err error) bool {
 		errors.As(err, &record) || errors.As(err, &alert) || errors.As(err, &echRejected)
 }
 
-// StatusClassifier judges responses by status code: 408, 429 and every 5xx
+// Status judges responses by status code: 408, 429 and every 5xx
 // except 501 (Not Implemented), 505 (HTTP Version Not Supported) and 511
 // (Network Authentication Required) are retried; every other status is final.
 // 429, and 503 with a Retry-After header, carry the Throttle facet; 504
-// carries the Timeout facet. It has no opinion about errors.
-func StatusClassifier() Classifier { return statusClassifier{} }
+// carries the Timeout facet. It abstains about errors.
+func Status() Classifier { return statusClassifier{} }
 
 type statusClassifier struct{}
 
@@ -266,14 +285,14 @@ func (statusClassifier) Classify(_ *http.Request, resp *http.Response, _ error) 
 	return statusVerdict(resp.StatusCode, resp.Header)
 }
 
-// statusVerdict judges a status code with header h, as StatusClassifier
+// statusVerdict judges a status code with header h, as Status
 // describes.
 func statusVerdict(code int, h http.Header) Verdict {
 	switch {
 	case code == http.StatusTooManyRequests:
 		return Verdict{Decision: Retry, Throttle: true}
 	case code == http.StatusServiceUnavailable:
-		return Verdict{Decision: Retry, Throttle: hasRetryAfter(h)}
+		return Verdict{Decision: Retry, Throttle: wire.HasRetryAfter(h)}
 	case code == http.StatusGatewayTimeout:
 		return Verdict{Decision: Retry, Timeout: true}
 	case code == http.StatusRequestTimeout:
@@ -288,14 +307,14 @@ func statusVerdict(code int, h http.Header) Verdict {
 }
 
 // Statuses returns a classifier that answers d for responses with any of the
-// given status codes, and has no opinion otherwise. Put it in front of the
+// given status codes, and abstains otherwise. Put it in front of the
 // default chain to change how a status is treated.
 func Statuses(d Decision, codes ...int) Classifier {
 	set := make(map[int]struct{}, len(codes))
 	for _, c := range codes {
 		set[c] = struct{}{}
 	}
-	return ClassifierFunc(func(_ *http.Request, resp *http.Response, _ error) Verdict {
+	return Func(func(_ *http.Request, resp *http.Response, _ error) Verdict {
 		if resp != nil {
 			if _, ok := set[resp.StatusCode]; ok {
 				return Verdict{Decision: d, Throttle: d == Retry && resp.StatusCode == http.StatusTooManyRequests}

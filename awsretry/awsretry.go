@@ -1,17 +1,26 @@
-package retryhttp
+// Package awsretry reads the error responses of AWS services, so that a
+// retryhttp Transport under an AWS SDK retries what the SDKs retry: a
+// throttling code on any status (DynamoDB's throttling 400), S3's 400
+// RequestTimeout, and an S3 copy that failed inside a 200. Put its
+// Classifier in front of the default:
+//
+//	retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default()))
+package awsretry
 
 import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"github.com/retryhttp/retryhttp/internal/wire"
 	"net/http"
 	"strings"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// AWSErrorClassifier judges the error responses of AWS services by their
+// Classifier judges the error responses of AWS services by their
 // error code, the code the AWS SDKs decide their own retries by, read
-// wherever the service's protocol puts it (see AWSResponseErrorCode):
+// wherever the service's protocol puts it (see ResponseErrorCode):
 //
 //   - a throttling code (ThrottlingException, Throttling,
 //     ProvisionedThroughputExceededException, RequestLimitExceeded,
@@ -28,11 +37,11 @@ import (
 // S3 may answer a CopyObject, an UploadPartCopy or a CompleteMultipartUpload
 // with 200 OK and an XML body whose root is Error, when the operation
 // failed after the headers were sent. The AWS SDKs read such a response as
-// a 500, and so does AWSErrorClassifier: it is retried, with the Throttle
+// a 500, and so does Classifier: it is retried, with the Throttle
 // facet for a throttling code (SlowDown). Only those three operations are
 // read (a PUT with X-Amz-Copy-Source, a POST with an uploadId parameter),
 // never a GetObject or any other body that streams; a result's body is
-// left byte for byte, and is waited for no longer than PeekBody waits. An
+// left byte for byte, and is waited for no longer than classify.Peek waits. An
 // Error that S3 sends after more than 100 ms of a long copy's keep-alive
 // whitespace is past that wait, and is the SDK's to see.
 //
@@ -40,66 +49,66 @@ import (
 // carries X-Should-Retry: S3's SlowDown (reduce your request rate) is a 503,
 // and the AWS SDKs pace SlowDown as a throttle; a 503 from a load balancer
 // has no code at all. Other responses, and a 5xx with a code that is
-// neither throttling nor transient, have no opinion, which leaves them to
-// the rest of the chain (DefaultClassifier retries 5xx). So do errors, and
+// neither throttling nor transient, abstain, which leaves them to
+// the rest of the chain (classify.Default retries 5xx). So do errors, and
 // every outcome once the request's context is done.
 //
 // A code in a header costs nothing. A code only in the body (DynamoDB, S3,
 // SQS, STS, EC2 and most other services send it only there) is read with
-// PeekBody: at most PeekLimit bytes, waited for at most 100 ms, and the
+// classify.Peek: at most wire.PeekLimit bytes, waited for at most 100 ms, and the
 // caller, the SDK, still gets the body byte for byte. A body that stalls,
 // or whose code is past the bytes read, gives no code. Put it in front of
 // the default chain of a Transport that calls AWS:
 //
-//	retryhttp.WithClassifier(retryhttp.Chain{retryhttp.AWSErrorClassifier(), retryhttp.DefaultClassifier()})
+//	retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default()))
 //
 // Whether a request may be sent again is not the classifier's to decide:
 // the AWS JSON and query protocols send every call as a POST, which is
 // resent only when it is declared resendable (or carries an idempotency
 // key, or provably never reached the server).
-func AWSErrorClassifier() Classifier { return awsErrorClassifier{} }
+func Classifier() classify.Classifier { return awsErrorClassifier{} }
 
 type awsErrorClassifier struct{}
 
-func (awsErrorClassifier) Classify(req *http.Request, resp *http.Response, _ error) Verdict {
+func (awsErrorClassifier) Classify(req *http.Request, resp *http.Response, _ error) classify.Verdict {
 	if resp == nil || resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 400 || req.Context().Err() != nil {
-		return Verdict{}
+		return classify.Verdict{}
 	}
 	if resp.StatusCode < 300 {
 		return s3ErrorIn200(req, resp)
 	}
-	code := AWSResponseErrorCode(resp)
+	code := ResponseErrorCode(resp)
 	switch {
 	case code == "":
-		if resp.StatusCode == http.StatusServiceUnavailable && len(resp.Header[ShouldRetryHeader]) == 0 {
-			return Verdict{Decision: Retry, Throttle: true}
+		if resp.StatusCode == http.StatusServiceUnavailable && len(resp.Header[wire.ShouldRetryHeader]) == 0 {
+			return classify.Verdict{Decision: classify.Retry, Throttle: true}
 		}
-		return Verdict{}
+		return classify.Verdict{}
 	case awsThrottleCode(code):
-		return Verdict{Decision: Retry, Throttle: true}
+		return classify.Verdict{Decision: classify.Retry, Throttle: true}
 	case code == "RequestTimeout" || code == "RequestTimeoutException":
-		return Verdict{Decision: Retry}
+		return classify.Verdict{Decision: classify.Retry}
 	case resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
-		return Verdict{Decision: DontRetry}
+		return classify.Verdict{Decision: classify.DontRetry}
 	}
-	return Verdict{}
+	return classify.Verdict{}
 }
 
 // s3ErrorIn200 judges a 2xx response to a request S3 may answer with an
 // error in a 200 as the AWS SDKs do: as a 500 when its XML body's root is
-// an Error element, and with no opinion otherwise.
-func s3ErrorIn200(req *http.Request, resp *http.Response) Verdict {
-	if kind := errorDocumentKind(resp.Header); !s3MayFailIn200(req) || kind != docXML && kind != docUnknown {
-		return Verdict{}
+// an Error element, and abstains otherwise.
+func s3ErrorIn200(req *http.Request, resp *http.Response) classify.Verdict {
+	if kind := wire.ErrorDocumentKind(resp.Header); !s3MayFailIn200(req) || kind != wire.DocXML && kind != wire.DocUnknown {
+		return classify.Verdict{}
 	}
-	prefix, _ := PeekBody(resp)
+	prefix, _ := classify.Peek(resp)
 	if !strings.EqualFold(xmlRootElement(prefix), "Error") { // as the SDKs compare it
-		return Verdict{}
+		return classify.Verdict{}
 	}
 	if awsThrottleCode(wire.TrimOWS(xmlErrorCode(prefix))) {
-		return Verdict{Decision: Retry, Throttle: true}
+		return classify.Verdict{Decision: classify.Retry, Throttle: true}
 	}
-	return Verdict{Decision: Retry}
+	return classify.Verdict{Decision: classify.Retry}
 }
 
 // s3MayFailIn200 reports whether req is one of the S3 operations that may
@@ -152,7 +161,7 @@ func awsThrottleCode(code string) bool {
 	return false
 }
 
-// AWSErrorCode returns the error code of an AWS service's response, read
+// ErrorCode returns the error code of an AWS service's response, read
 // from its headers as the AWS SDKs read it, or "" when the headers carry
 // none:
 //
@@ -166,9 +175,9 @@ func awsThrottleCode(code string) bool {
 //   - X-Amz-Error-Code, which S3 sends on responses that have no body to
 //     hold the code, such as HEAD's.
 //
-// Most services name the code only in the body: AWSResponseErrorCode reads
+// Most services name the code only in the body: ResponseErrorCode reads
 // it there too.
-func AWSErrorCode(h http.Header) string {
+func ErrorCode(h http.Header) string {
 	if v := h["X-Amzn-Errortype"]; len(v) > 0 {
 		if code := awsCodeName(v[0]); code != "" {
 			return code
@@ -198,11 +207,11 @@ func awsCodeName(code string) string {
 	return wire.TrimOWS(code)
 }
 
-// AWSResponseErrorCode returns the error code of an AWS service's response
+// ResponseErrorCode returns the error code of an AWS service's response
 // wherever its protocol puts it, or "" when it has none or it cannot be read
-// in time. The headers come first (AWSErrorCode); then, for an error
+// in time. The headers come first (ErrorCode); then, for an error
 // response (status 400 or more) of a JSON or XML content type, the body,
-// read with PeekBody, which leaves it intact for the caller:
+// read with classify.Peek, which leaves it intact for the caller:
 //
 //   - JSON (application/x-amz-json-1.0 and 1.1: DynamoDB, Kinesis, SQS,
 //     CloudWatch Logs; application/json: the REST JSON services): the
@@ -218,92 +227,49 @@ func awsCodeName(code string) string {
 //     skips what it does not need and stops at anything malformed.
 //
 // A response without a Content-Type is read when its body starts as JSON or
-// XML does, or when its Smithy-Protocol header says it is CBOR. A body that is longer than PeekLimit is read as far as that; one
+// XML does, or when its Smithy-Protocol header says it is CBOR. A body that is longer than wire.PeekLimit is read as far as that; one
 // that stalls, as far as it arrived within 100 ms.
-func AWSResponseErrorCode(resp *http.Response) string {
+func ResponseErrorCode(resp *http.Response) string {
 	if resp == nil {
 		return ""
 	}
-	if code := AWSErrorCode(resp.Header); code != "" {
+	if code := ErrorCode(resp.Header); code != "" {
 		return code
 	}
 	if resp.StatusCode < 400 {
 		return ""
 	}
-	kind := errorDocumentKind(resp.Header)
-	if kind == docNone {
+	kind := wire.ErrorDocumentKind(resp.Header)
+	if kind == wire.DocNone {
 		return ""
 	}
-	prefix, _ := PeekBody(resp)
-	if kind == docUnknown {
+	prefix, _ := classify.Peek(resp)
+	if kind == wire.DocUnknown {
 		kind = sniffDocument(prefix)
 	}
 	switch kind {
-	case docJSON:
+	case wire.DocJSON:
 		return awsCodeName(jsonErrorCode(prefix))
-	case docXML:
+	case wire.DocXML:
 		return wire.TrimOWS(xmlErrorCode(prefix))
-	case docCBOR:
+	case wire.DocCBOR:
 		return awsCodeName(cborErrorType(prefix))
 	}
 	return ""
 }
 
-// docKind is the format of an error document.
-type docKind uint8
-
-const (
-	docNone    docKind = iota // not one that is read
-	docJSON                   // JSON
-	docXML                    // XML
-	docCBOR                   // CBOR, as Smithy RPC v2 CBOR sends it
-	docUnknown                // no Content-Type: sniff the body
-)
-
-// errorDocumentKind reads the format of a response's body from its
-// Content-Type: the media types AWS services send their errors in. The
-// Smithy-Protocol header of RPC v2 CBOR names the format whatever the
-// Content-Type.
-func errorDocumentKind(h http.Header) docKind {
-	if v := h["Smithy-Protocol"]; len(v) > 0 && wire.TrimOWS(v[0]) == "rpc-v2-cbor" {
-		return docCBOR
-	}
-	v := h["Content-Type"]
-	if len(v) == 0 {
-		return docUnknown
-	}
-	switch mediaType(v[0]) {
-	case "application/x-amz-json-1.0", "application/x-amz-json-1.1", "application/json":
-		return docJSON
-	case "text/xml", "application/xml":
-		return docXML
-	case "application/cbor":
-		return docCBOR
-	}
-	return docNone
-}
-
-// mediaType returns the media type of a Content-Type value in lower case,
-// without parameters. It allocates only for a value with upper-case letters.
-func mediaType(v string) string {
-	if i := strings.IndexByte(v, ';'); i >= 0 {
-		v = v[:i]
-	}
-	return lowerASCII(wire.TrimOWS(v))
-}
-
 // sniffDocument tells a JSON document from an XML one by its first byte.
-func sniffDocument(b []byte) docKind {
+func sniffDocument(b []byte) wire.DocKind {
 	b = bytes.TrimLeft(b, " \t\r\n")
 	switch {
 	case len(b) == 0:
-		return docNone
+		return wire.DocNone
 	case b[0] == '{':
-		return docJSON
+		return wire.DocJSON
 	case b[0] == '<':
-		return docXML
+		return wire.DocXML
 	}
-	return docNone
+	return wire.DocNone
 }
 
 // jsonErrorCode returns the string value of the top-level "code" member of
