@@ -30,6 +30,7 @@ var docNames = map[string]string{
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
+	"hedge":         "github.com/retryhttp/retryhttp/hedge",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 }
 
