@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -176,7 +177,7 @@ func TestHedgeNeedsTheHostsTypicalAnswer(t *testing.T) {
 			return 40 * time.Millisecond, 200
 		}}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(45*time.Millisecond)), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(45*time.Millisecond)), hedges.option())
 		warm(t, tr, fitMinSamples)
 		require.Zero(t, hedges.count())
 		slow.Store(true)
@@ -212,7 +213,7 @@ func TestHedgeCarriesItsOwnDeadline(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
 		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 300*time.Millisecond))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -309,7 +310,7 @@ func TestNoHedgeWithoutAMillisecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Second, 200 }}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout), hedges.option())
 		_, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 10*time.Millisecond+500*time.Microsecond))
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Zero(t, hedges.count(), "0.5 ms left at the hedge")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,7 +106,7 @@ func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
 		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
 
 		resp, err := tr.RoundTrip(req)

@@ -283,7 +283,8 @@
 // be sent twice are hedged; each hedge is an attempt, is paid from the
 // budget, and a host's hedges are capped at 5% of its requests. The first
 // success or final response wins, and the other attempts are cancelled.
-// NoHedge turns it off for one call; WithOnHedge sees each hedge.
+// NoHedge turns it off for one call; WithOnHedge sees each hedge. The
+// options of package hedge change the delay and the cap.
 //
 // # Failing fast when a host is down
 //

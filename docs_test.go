@@ -34,6 +34,7 @@ var docNames = map[string]string{
 	"githubretry":   "github.com/retryhttp/retryhttp/githubretry",
 	"googleretry":   "github.com/retryhttp/retryhttp/googleretry",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
+	"hedge":         "github.com/retryhttp/retryhttp/hedge",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -20,7 +21,7 @@ func ExampleWithHedging() {
 	// first and one hedge.
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithMaxAttempts(2),
-		retryhttp.WithHedging(retryhttp.HedgeDelay(20*time.Millisecond)),
+		retryhttp.WithHedging(hedge.Delay(20*time.Millisecond)),
 		retryhttp.WithOnHedge(func(e retryhttp.HedgeEvent) { fmt.Println("hedge: attempt", e.Attempt) }),
 	)}
 	resp, err := client.Get(srv.URL + "/items/1")

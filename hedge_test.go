@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -151,7 +152,7 @@ func TestHedge(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &slowBase{answer: tt.answer}
 				var hedges hedgeEvents
-				tr := newTestTransport(base, 0, WithHedging(HedgeDelay(delay)), hedges.option())
+				tr := newTestTransport(base, 0, WithHedging(hedge.Delay(delay)), hedges.option())
 				start := time.Now()
 				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 				require.NoError(t, err)
@@ -222,7 +223,7 @@ func TestHedgeOnlyWhatMaySendTwice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &slowBase{answer: slowFirst}
-				tr := newTestTransport(base, 0, append([]Option{WithHedging(HedgeDelay(10 * time.Millisecond))}, tt.opts...)...)
+				tr := newTestTransport(base, 0, append([]Option{WithHedging(hedge.Delay(10 * time.Millisecond))}, tt.opts...)...)
 				resp, err := tr.RoundTrip(tt.req(t))
 				require.NoError(t, err)
 				resp.Body.Close()
@@ -252,7 +253,7 @@ func TestHedgePaidFromBudget(t *testing.T) {
 			}
 			return time.Millisecond, 200
 		}}
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithBudget(budget))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithBudget(budget))
 		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -275,7 +276,7 @@ func TestHedgeCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return 30 * time.Millisecond, 200 }}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
 		const n = 2000
 		for range n {
 			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
@@ -329,7 +330,7 @@ func TestHedgeQuantile(t *testing.T) {
 func TestHedgeCancelledCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Hour, 200 }}
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)))
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
 		_, err := tr.RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
@@ -340,20 +341,29 @@ func TestHedgeCancelledCaller(t *testing.T) {
 }
 
 func TestWithHedgingRejectsBadOptions(t *testing.T) {
-	for _, f := range []func(){
-		func() { HedgeDelay(0) },
-		func() { HedgeQuantile(1) },
-		func() { HedgeQuantile(0) },
-		func() { HedgeMinDelay(-1) },
-		func() { HedgeMinSamples(0) },
-		func() { HedgeMaxFraction(0) },
-		func() { HedgeMaxFraction(1.5) },
-		func() { HedgeWindow(1) },
-		func() { WithHedging(nil) },
-		func() { WithOnHedge(nil) },
-	} {
-		assert.Panics(t, f)
-	}
+	assert.PanicsWithValue(t, "retryhttp: WithHedging: nil hedge.Option", func() { WithHedging(nil) })
+	assert.PanicsWithValue(t, "retryhttp: WithOnHedge: nil function", func() { WithOnHedge(nil) })
+}
+
+// TestWithHedgingAppliesOptions checks that each hedge.Option reaches the
+// Transport, and that the defaults are those package hedge documents.
+func TestWithHedgingAppliesOptions(t *testing.T) {
+	def := New(WithHedging()).hedge
+	assert.Equal(t, time.Duration(0), def.fixed)
+	assert.Equal(t, 0.95, def.quantile)
+	assert.Equal(t, time.Millisecond, def.minDelay)
+	assert.Equal(t, 100, def.minSamples)
+	assert.Equal(t, uint32(1000), def.window)
+	assert.Equal(t, hedgeEarning(0.05), def.earning)
+
+	h := New(WithHedging(hedge.Delay(time.Second), hedge.Quantile(0.5), hedge.MinDelay(0),
+		hedge.MinSamples(7), hedge.MaxFraction(1), hedge.Samples(2))).hedge
+	assert.Equal(t, time.Second, h.fixed)
+	assert.Equal(t, 0.5, h.quantile)
+	assert.Equal(t, time.Duration(0), h.minDelay)
+	assert.Equal(t, 7, h.minSamples)
+	assert.Equal(t, uint32(2), h.window)
+	assert.Equal(t, int64(hedgeUnit), h.earning)
 }
 
 // TestHedgePause checks that when every request in flight passes the delay
@@ -370,7 +380,7 @@ func TestHedgePause(t *testing.T) {
 			return time.Second, 200
 		}}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
 		do := func() {
 			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 			require.NoError(t, err)
@@ -416,7 +426,7 @@ func TestHedgeScarce(t *testing.T) {
 			return time.Millisecond, 200
 		}}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
 		hl := tr.hedge.table.host(requestKey(get(t, "http://svc.test/")))
 		do := func() time.Duration {
 			base.mu.Lock()

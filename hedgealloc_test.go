@@ -19,7 +19,7 @@ import (
 func TestHedgingSuccessPathAllocations(t *testing.T) {
 	tr := New(WithBase(newStub()), WithHedging())
 	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
-	for range DefaultHedgeMinSamples {
+	for range defaultHedgeMinSamples {
 		tr.RoundTrip(get) // the quantile is known from here on
 	}
 	allocs := testing.AllocsPerRun(100, func() {

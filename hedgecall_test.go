@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -69,7 +70,7 @@ func TestHedgeLoopback(t *testing.T) {
 		base := &http.Transport{}
 		t.Cleanup(base.CloseIdleConnections)
 		return New(WithBase(base), WithMaxAttempts(2), WithAttemptHeader("X-Attempt"),
-			WithHedging(HedgeDelay(delay)))
+			WithHedging(hedge.Delay(delay)))
 	}
 	// fetch sends req through tr and reads the response's body whole.
 	fetch := func(t *testing.T, tr *Transport, req *http.Request) (*http.Response, string) {
@@ -148,7 +149,7 @@ func TestHedgeNothingAfterReturn(t *testing.T) {
 					return 2 * time.Millisecond, 200
 				}}
 				var hedges hedgeEvents
-				tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), hedges.option())
+				tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), hedges.option())
 				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 				require.NoError(t, err)
 				resp.Body.Close()
@@ -175,7 +176,7 @@ func TestHedgeCapAfterQuietSpell(t *testing.T) {
 			return time.Millisecond, 200
 		}}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithoutBudget(), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
 		do := func(n int) {
 			for range n {
 				resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
@@ -207,7 +208,7 @@ func TestHedgeErrorDoesNotWin(t *testing.T) {
 				return nil, r.Context().Err()
 			}
 		})
-		tr := newTestTransport(base, 0, WithMaxAttempts(2), WithHedging(HedgeDelay(10*time.Millisecond)))
+		tr := newTestTransport(base, 0, WithMaxAttempts(2), WithHedging(hedge.Delay(10*time.Millisecond)))
 		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -231,7 +232,7 @@ func TestHedgeAttemptsThroughAWrappingBase(t *testing.T) {
 		base := rtFunc(func(r *http.Request) (*http.Response, error) {
 			return inner.RoundTrip(r.WithContext(context.WithValue(r.Context(), key{}, "span")))
 		})
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)))
 		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
 		resp.Body.Close()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,7 +75,7 @@ func TestHostMetAfterManyOthersIsHedged(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 
-	tr := New(WithBase(manyHosts(t, srv.Listener.Addr().String())), WithHedging(HedgeDelay(100*time.Millisecond)))
+	tr := New(WithBase(manyHosts(t, srv.Listener.Addr().String())), WithHedging(hedge.Delay(100*time.Millisecond)))
 	defer tr.CloseIdleConnections()
 	for i := range 1100 {
 		resp, err := tr.RoundTrip(get(t, fmt.Sprintf("http://h%d.test/", i)))

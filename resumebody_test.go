@@ -27,6 +27,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -561,7 +562,7 @@ func TestResumesAreRetries(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFile(version{body: oneMiB, etag: `"v1"`})
 				base := retryhttptest.NewTransport(f, tt.fault)
-				tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(retryhttp.HedgeDelay(100*time.Millisecond)),
+				tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(hedge.Delay(100*time.Millisecond)),
 					retryhttp.WithBackoff(backoff.Constant(0)))
 				got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 				require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -106,8 +107,7 @@ func rescueShapes() []rescueShape {
 			name:   "a hedge wins over a first attempt that fails late",
 			fault:  retryhttptest.First(1, retryhttptest.Delay(50*time.Millisecond, retryhttptest.Status(http.StatusServiceUnavailable))),
 			newReq: getItem, n: 2000, c: 16,
-			opts: []retryhttp.Option{retryhttp.WithHedging(retryhttp.HedgeDelay(5*time.Millisecond),
-				retryhttp.HedgeMaxFraction(1))},
+			opts: []retryhttp.Option{retryhttp.WithHedging(hedge.Delay(5*time.Millisecond), hedge.MaxFraction(1))},
 		},
 	}
 }

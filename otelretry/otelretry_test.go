@@ -22,6 +22,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/otelretry"
 )
 
@@ -353,7 +354,7 @@ func (s *slowFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // hedges after 10 ms over base, ends the span, and returns the response.
 func hedgedGet(t *testing.T, tel *telemetry, base http.RoundTripper) *http.Response {
 	t.Helper()
-	tr := newTransport(tel, base, retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)))
+	tr := newTransport(tel, base, retryhttp.WithHedging(hedge.Delay(10*time.Millisecond)))
 	ctx, op := tel.operation(t.Context())
 	defer op.End()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)

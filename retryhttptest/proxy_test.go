@@ -14,6 +14,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -269,7 +270,7 @@ func TestRecordsTellHedgesFromRetries(t *testing.T) {
 	// Two attempts: one hedge, however long its answer takes.
 	client := &http.Client{Transport: retryhttp.New(
 		retryhttp.WithMaxAttempts(2),
-		retryhttp.WithHedging(retryhttp.HedgeDelay(20*time.Millisecond)),
+		retryhttp.WithHedging(hedge.Delay(20*time.Millisecond)),
 		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)))}
 	for _, key := range []string{"hedged", "retried"} {
 		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)

@@ -25,6 +25,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/hedge"
 )
 
 // idHeader carries a logical request's number, the same on its hedges.
@@ -148,7 +149,7 @@ func Clients() []Client {
 	return []Client{
 		{"no hedging", func(base http.RoundTripper, _ *atomic.Int64) http.RoundTripper { return base }},
 		{"retryhttp, fixed 10 ms", func(base http.RoundTripper, h *atomic.Int64) http.RoundTripper {
-			return retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(retryhttp.HedgeDelay(10*time.Millisecond)),
+			return retryhttp.New(retryhttp.WithBase(base), retryhttp.WithHedging(hedge.Delay(10*time.Millisecond)),
 				retryhttp.WithOnHedge(func(retryhttp.HedgeEvent) { h.Add(1) }))
 		}},
 		{"retryhttp, quantile (default)", func(base http.RoundTripper, h *atomic.Int64) http.RoundTripper {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -87,7 +88,7 @@ var steps = []step{{
 	method: http.MethodGet, path: "/orders/42",
 	// By default the delay is the host's 95th-percentile latency, known
 	// after 100 requests; a fixed delay shows it on the first.
-	opts:   []retryhttp.Option{retryhttp.WithHedging(retryhttp.HedgeDelay(50 * time.Millisecond))},
+	opts:   []retryhttp.Option{retryhttp.WithHedging(hedge.Delay(50 * time.Millisecond))},
 	lesson: "a slow request is hedged: a second copy went out when the first had no answer after 50 ms, it won, and the first was cancelled",
 	holds: func(resp *http.Response, err error, srv *retryhttptest.Server, _ *service) bool {
 		return err == nil && resp.StatusCode == 200 && srv.Attempts() >= 2 &&
