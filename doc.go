@@ -295,7 +295,8 @@
 // request that its retries rescued counts for its host, so a host whose
 // requests all end in success is refused nothing. Probes always get
 // through, and the host is trusted again as soon as a few requests in a
-// row succeed.
+// row succeed. Package throttle explains the model, and its options change
+// it.
 //
 // # Testing retries
 //

@@ -36,6 +36,7 @@ var docNames = map[string]string{
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
 	"hedge":         "github.com/retryhttp/retryhttp/hedge",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
+	"throttle":      "github.com/retryhttp/retryhttp/throttle",
 }
 
 // TestDocs keeps the README, the guides in docs/ and the modules' READMEs

@@ -16,6 +16,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	rhttptest "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -316,7 +317,7 @@ func TestLogThrottlingStartsAndEnds(t *testing.T) {
 		var failing atomic.Bool
 		failing.Store(true)
 		tr := newTestTransport(switchingBase(&failing), 0.5, WithLogger(slog.New(rec)), WithMaxAttempts(2), WithoutBudget(),
-			WithBackoff(backoff.Constant(10*time.Millisecond)), WithAdaptiveThrottling(ThrottleMinRequests(4)))
+			WithBackoff(backoff.Constant(10*time.Millisecond)), WithAdaptiveThrottling(throttle.MinRequests(4)))
 		var infos []string // the INFO lines, call by call
 		call := func() ([]slog.Record, error) {
 			_, err := roundTrip(tr, "http://svc.test/")

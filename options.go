@@ -10,6 +10,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 // Defaults used by New; the package documentation tabulates every default
@@ -301,53 +302,23 @@ func WithLogger(l *slog.Logger) Option {
 // fast instead of waiting on a dependency that is down, and the dependency
 // is not sent every request while it is down. It is off by default.
 //
-// It is the client-side throttling of Google's SRE book. For each host, the
-// Transport counts over a sliding window (10 s by default, ThrottleWindow)
-// the requests it made and those the host accepted, and refuses a new
-// request with probability
-//
-//	max(0, (requests - K·accepts) / (requests + 1))
-//
-// with K = 2 (ThrottleMultiplier), so that a host accepting most requests
-// is refused nothing and one accepting nothing is sent a trickle. It counts
-// what the callers get: a request is counted when it ends, with every
-// attempt it made (each retry, and each hedge sent), all of them accepted
-// if it ends with an outcome the classifier does not retry (a 2xx, a 4xx,
-// a final verdict), and none of them if it ends with one it would (a 5xx,
-// a 429, a reset connection, an attempt timeout) because its attempts, its
-// budget or its deadline ran out or it could not be resent. So a request
-// that its retries rescued counts for its host, not against it, and a host
-// whose requests all end in success is refused nothing, however many of
-// their first attempts fail; a request still waiting to retry counts
-// nothing yet. Refused requests count as requests not accepted. Retries and
-// hedges of requests already sent are not refused (the budget governs
-// them, WithBudget). A caller who gives up (its context done) says nothing
-// of the host and is not counted. Nothing is refused until the window holds
-// 20 attempts (ThrottleMinRequests), and never with a probability above
-// 0.9 (ThrottleMaxRejection), so that requests keep reaching a failing host
-// and see when it heals.
-//
-// The way back is quick: when 5 requests in a row to a host that was being
-// refused requests end in success, its window is forgotten and it gets
-// every request again, without waiting for its failures to leave the
-// window.
+// It is the client-side throttling of Google's SRE book: the more of a
+// host's requests have ended in failure over a sliding window (10 s by
+// default), the more of its new ones are refused, at most 90% by default;
+// a request that its retries rescued counts for its host, and 5 successes
+// in a row end the refusals. Package throttle explains what is counted and
+// how, and its options change it.
 //
 // A refused request gets an *Error with no attempts wrapping ErrThrottled,
 // so that the caller can fall back; the WithOnGiveUp hooks see it with
 // reason GiveUpThrottled, and a Handler serving the request answers a 5xx
 // as 503 with "X-Should-Retry: false". Transport.Rejections reports the
-// probabilities, for a gauge.
-//
-// Only hosts that failed within the window are counted, at most 1024 (the
-// host that failed least recently makes room for a new one). A request to
-// any other host costs a map lookup, or nothing at all while no host has
-// failed lately, and a request to a counted host that is not being refused
-// costs one atomic add and no clock reading. Each Transport has counts of
-// its own, even when several share the Option.
-func WithAdaptiveThrottling(opts ...ThrottleOption) Option {
+// probabilities, for a gauge. Each Transport has counts of its own, even
+// when several share the Option.
+func WithAdaptiveThrottling(opts ...throttle.Option) Option {
 	for _, o := range opts {
 		if o == nil {
-			panic("retryhttp: WithAdaptiveThrottling: nil ThrottleOption")
+			panic("retryhttp: WithAdaptiveThrottling: nil throttle.Option")
 		}
 	}
 	return func(t *Transport) {

@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"iter"
 	"math"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 // ErrThrottled is the error, wrapped in an *Error with no attempts, of a
@@ -19,12 +20,12 @@ import (
 // sending it, because its host has been failing.
 var ErrThrottled = errors.New("retryhttp: throttled: the host has been failing")
 
-// Adaptive throttling defaults; see WithAdaptiveThrottling.
+// The defaults of adaptive throttling, stated in package throttle's docs.
 const (
-	DefaultThrottleMultiplier   = 2.0
-	DefaultThrottleWindow       = 10 * time.Second
-	DefaultThrottleMaxRejection = 0.9
-	DefaultThrottleMinRequests  = 20
+	defaultThrottleMultiplier   = 2.0
+	defaultThrottleWindow       = 10 * time.Second
+	defaultThrottleMaxRejection = 0.9
+	defaultThrottleMinRequests  = 20
 )
 
 const (
@@ -40,51 +41,6 @@ const (
 	// the clock before it looks whether its window still holds a failure.
 	throttleCheckEvery = 256
 )
-
-// A ThrottleOption configures adaptive throttling; see
-// WithAdaptiveThrottling.
-type ThrottleOption func(*throttling)
-
-// ThrottleMultiplier sets K: a host is sent up to K times as many requests
-// as it accepted over the window before requests are refused. It must be
-// at least 1. The default is 2; a higher K refuses later and less.
-func ThrottleMultiplier(k float64) ThrottleOption {
-	if !(k >= 1) || math.IsInf(k, 1) {
-		panic(fmt.Sprintf("retryhttp: ThrottleMultiplier: must be a finite number of at least 1, got %v", k))
-	}
-	return func(th *throttling) { th.k = k }
-}
-
-// ThrottleWindow sets how far back the outcomes of a host's requests count.
-// It must be at least 100 ms. The default is 10 s. The window turns in 20
-// steps, a twentieth of it at a time.
-func ThrottleWindow(d time.Duration) ThrottleOption {
-	if d < 100*time.Millisecond {
-		panic("retryhttp: ThrottleWindow: must be at least 100ms, got " + d.String())
-	}
-	return func(th *throttling) { th.width = d / throttleBuckets }
-}
-
-// ThrottleMaxRejection sets the highest probability with which a request is
-// refused. It must be in (0, 1): below 1, some requests always reach the
-// host, and find out when it has healed. The default is 0.9.
-func ThrottleMaxRejection(p float64) ThrottleOption {
-	if !(p > 0 && p < 1) {
-		panic(fmt.Sprintf("retryhttp: ThrottleMaxRejection: must be in (0, 1), got %v", p))
-	}
-	return func(th *throttling) { th.maxReject = p }
-}
-
-// ThrottleMinRequests sets how many attempts and refusals of a host the
-// window must hold before any request is refused, so that a few failures of
-// a host seldom called refuse nothing. It must be at least 1. The default
-// is 20.
-func ThrottleMinRequests(n int) ThrottleOption {
-	if n < 1 {
-		panic(fmt.Sprintf("retryhttp: ThrottleMinRequests: must be at least 1, got %d", n))
-	}
-	return func(th *throttling) { th.minRequests = int64(n) }
-}
 
 // throttling is how a Transport throttles: its configuration and the
 // outcomes counted per host.
@@ -102,16 +58,22 @@ type throttling struct {
 	seed     maphash.Seed
 }
 
-func newThrottling(opts []ThrottleOption) *throttling {
-	th := &throttling{
-		k:           DefaultThrottleMultiplier,
-		width:       DefaultThrottleWindow / throttleBuckets,
-		maxReject:   DefaultThrottleMaxRejection,
-		minRequests: DefaultThrottleMinRequests,
-		maxHosts:    throttleMaxHosts,
+func newThrottling(opts []throttle.Option) *throttling {
+	c := config.Throttle{
+		Multiplier:   defaultThrottleMultiplier,
+		Window:       defaultThrottleWindow,
+		MaxRejection: defaultThrottleMaxRejection,
+		MinRequests:  defaultThrottleMinRequests,
 	}
 	for _, o := range opts {
-		o(th)
+		o(&c)
+	}
+	th := &throttling{
+		k:           c.Multiplier,
+		width:       c.Window / throttleBuckets,
+		maxReject:   c.MaxRejection,
+		minRequests: int64(c.MinRequests),
+		maxHosts:    throttleMaxHosts,
 	}
 	th.seed = maphash.MakeSeed()
 	th.hosts.Store(newThrottleTable(nil))
@@ -365,28 +327,15 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	return nil, &Error{Err: ErrThrottled}
 }
 
-// A HostRejection is the rejection probability of one destination under
-// adaptive throttling.
-type HostRejection struct {
-	// Scheme is the destination's scheme, in lower case.
-	Scheme string
-	// Host is the destination's host in lower case, with its port unless
-	// that is the scheme's default.
-	Host string
-	// Probability is the probability with which a request to the host is
-	// refused now, from 0 to the highest allowed (ThrottleMaxRejection).
-	Probability float64
-}
-
 // Rejections returns an iterator over the hosts whose outcomes adaptive
 // throttling counts, with the probability that a request to each is refused
 // now, in no particular order, for a gauge. Only hosts that failed within
 // the window are counted, at most 1024; the others are refused nothing.
 // Without WithAdaptiveThrottling it yields nothing. Each host is locked
 // briefly while its probability is computed.
-func (t *Transport) Rejections() iter.Seq[HostRejection] {
+func (t *Transport) Rejections() iter.Seq[throttle.Rejection] {
 	t = t.ready()
-	return func(yield func(HostRejection) bool) {
+	return func(yield func(throttle.Rejection) bool) {
 		th := t.throttle
 		if th == nil {
 			return
@@ -402,7 +351,7 @@ func (t *Transport) Rejections() iter.Seq[HostRejection] {
 			h.mu.Lock()
 			p := th.update(h, now)
 			h.mu.Unlock()
-			if !yield(HostRejection{Scheme: h.key.scheme, Host: h.key.host, Probability: p}) {
+			if !yield(throttle.Rejection{Scheme: h.key.scheme, Host: h.key.host, Probability: p}) {
 				return
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -105,7 +105,7 @@ func TestThrottleProbabilityIsTheSREFormula(t *testing.T) {
 	// the highest probability): the window holds exactly the outcomes sent.
 	tests := []struct {
 		name           string
-		opts           []ThrottleOption
+		opts           []throttle.Option
 		fails, accepts int
 		want           float64
 		counted        bool
@@ -115,10 +115,10 @@ func TestThrottleProbabilityIsTheSREFormula(t *testing.T) {
 		{name: "every request failing, capped", fails: 30, want: 0.9, counted: true},
 		{name: "12 of 20 failing", fails: 12, accepts: 8, want: (20 - 2*8) / 21.0, counted: true},
 		{name: "half failing", fails: 10, accepts: 10, want: 0, counted: true},
-		{name: "K = 3", opts: []ThrottleOption{ThrottleMultiplier(3)}, fails: 16, accepts: 4, want: (20 - 3*4) / 21.0, counted: true},
-		{name: "K = 1", opts: []ThrottleOption{ThrottleMultiplier(1)}, fails: 5, accepts: 15, want: 5 / 21.0, counted: true},
-		{name: "higher cap", opts: []ThrottleOption{ThrottleMaxRejection(0.99)}, fails: 40, want: 40 / 41.0, counted: true},
-		{name: "lower minimum", opts: []ThrottleOption{ThrottleMinRequests(1)}, fails: 1, want: 0.5, counted: true},
+		{name: "K = 3", opts: []throttle.Option{throttle.Multiplier(3)}, fails: 16, accepts: 4, want: (20 - 3*4) / 21.0, counted: true},
+		{name: "K = 1", opts: []throttle.Option{throttle.Multiplier(1)}, fails: 5, accepts: 15, want: 5 / 21.0, counted: true},
+		{name: "higher cap", opts: []throttle.Option{throttle.MaxRejection(0.99)}, fails: 40, want: 40 / 41.0, counted: true},
+		{name: "lower minimum", opts: []throttle.Option{throttle.MinRequests(1)}, fails: 1, want: 0.5, counted: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestThrottleRefusesWithoutSending(t *testing.T) {
 		var events []GiveUpEvent
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(),
 			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
-		for range DefaultThrottleMinRequests {
+		for range defaultThrottleMinRequests {
 			_, err := roundTrip(tr, "http://svc.test/")
 			require.NoError(t, err)
 		}
@@ -161,7 +161,7 @@ func TestThrottleRefusesWithoutSending(t *testing.T) {
 		require.ErrorAs(t, err, &e)
 		assert.Zero(t, e.Attempts)
 		assert.EqualValues(t, 1, body.closes.Load(), "request body closes")
-		assert.Equal(t, DefaultThrottleMinRequests, base.count("svc.test"), "attempts sent")
+		assert.Equal(t, defaultThrottleMinRequests, base.count("svc.test"), "attempts sent")
 		require.Len(t, events, 1)
 		assert.Equal(t, GiveUpThrottled, events[0].Reason)
 		assert.Zero(t, events[0].Attempt)
@@ -235,7 +235,7 @@ func TestThrottleCountsARequestWhenItEnds(t *testing.T) {
 		// The host's first attempt fails; then 503 and 200.
 		base := newHostBase(failFirst(2))
 		tr := newTestTransport(base, 0.999, WithBackoff(backoff.Constant(time.Second)),
-			WithAdaptiveThrottling(ThrottleMinRequests(1)))
+			WithAdaptiveThrottling(throttle.MinRequests(1)))
 		get := func() error {
 			req, _ := http.NewRequestWithContext(MaxAttempts(context.Background(), 1), http.MethodGet, "http://svc.test/", nil)
 			_, err := tr.RoundTrip(req)
@@ -377,7 +377,7 @@ func TestThrottleWindowSlides(t *testing.T) {
 		failing := &atomic.Bool{}
 		failing.Store(true)
 		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleWindow(time.Second)))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
 		for range 30 {
 			roundTrip(tr, "http://svc.test/")
 		}
@@ -454,7 +454,7 @@ func TestThrottleForgetsAHealthyHost(t *testing.T) {
 		failing := &atomic.Bool{}
 		failing.Store(true)
 		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleWindow(time.Second)))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
 		roundTrip(tr, "http://svc.test/")
 		require.Equal(t, 1, tr.throttle.hosts.Load().n)
 		failing.Store(false)
@@ -590,7 +590,7 @@ func TestThrottleOutageSendsFewRequests(t *testing.T) {
 func TestThrottleIgnoresTheCallersCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newHostBase(always(503))
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(ThrottleMinRequests(1)))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.MinRequests(1)))
 		roundTrip(tr, "http://svc.test/") // the host is counted
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -611,7 +611,7 @@ func TestThrottleLogsRefusals(t *testing.T) {
 		var logs bytes.Buffer
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		tr := newTestTransport(newHostBase(always(503)), 0, WithMaxAttempts(1), WithLogger(logger),
-			WithAdaptiveThrottling(ThrottleMinRequests(1)))
+			WithAdaptiveThrottling(throttle.MinRequests(1)))
 		roundTrip(tr, "http://svc.test/a?token=secret")
 		logs.Reset()
 		_, err := roundTrip(tr, "http://svc.test/a?token=secret")
@@ -634,7 +634,7 @@ func TestThrottleConcurrentUse(t *testing.T) {
 		}
 		return 200
 	})
-	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithAdaptiveThrottling(ThrottleMinRequests(5)))
+	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithAdaptiveThrottling(throttle.MinRequests(5)))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -650,27 +650,36 @@ func TestThrottleConcurrentUse(t *testing.T) {
 	wg.Wait()
 	for r := range tr.Rejections() {
 		assert.GreaterOrEqual(t, r.Probability, 0.0)
-		assert.LessOrEqual(t, r.Probability, DefaultThrottleMaxRejection)
+		assert.LessOrEqual(t, r.Probability, defaultThrottleMaxRejection)
 	}
 }
 
-func TestThrottleOptionsPanic(t *testing.T) {
-	for name, f := range map[string]func(){
-		"multiplier below 1": func() { ThrottleMultiplier(0.5) },
-		"multiplier NaN":     func() { ThrottleMultiplier(math.NaN()) },
-		"short window":       func() { ThrottleWindow(time.Millisecond) },
-		"rejection of 1":     func() { ThrottleMaxRejection(1) },
-		"rejection of 0":     func() { ThrottleMaxRejection(0) },
-		"no minimum":         func() { ThrottleMinRequests(0) },
-		"nil option":         func() { WithAdaptiveThrottling(nil) },
-	} {
-		assert.Panics(t, f, name)
-	}
+func TestWithAdaptiveThrottlingRejectsANilOption(t *testing.T) {
+	assert.PanicsWithValue(t, "retryhttp: WithAdaptiveThrottling: nil throttle.Option",
+		func() { WithAdaptiveThrottling(nil) })
+}
+
+// TestWithAdaptiveThrottlingAppliesOptions checks that each
+// throttle.Option reaches the Transport, and that the defaults are those
+// package throttle documents.
+func TestWithAdaptiveThrottlingAppliesOptions(t *testing.T) {
+	def := New(WithAdaptiveThrottling()).throttle
+	assert.Equal(t, 2.0, def.k)
+	assert.Equal(t, 10*time.Second/throttleBuckets, def.width)
+	assert.Equal(t, 0.9, def.maxReject)
+	assert.Equal(t, int64(20), def.minRequests)
+
+	th := New(WithAdaptiveThrottling(throttle.Multiplier(3), throttle.Window(time.Second),
+		throttle.MaxRejection(0.5), throttle.MinRequests(7))).throttle
+	assert.Equal(t, 3.0, th.k)
+	assert.Equal(t, time.Second/throttleBuckets, th.width)
+	assert.Equal(t, 0.5, th.maxReject)
+	assert.Equal(t, int64(7), th.minRequests)
 }
 
 func TestHandlerAnswersAShedDependencyWith503(t *testing.T) {
 	dep := newTestTransport(newHostBase(always(503)), 0, WithMaxAttempts(1),
-		WithAdaptiveThrottling(ThrottleMinRequests(1)))
+		WithAdaptiveThrottling(throttle.MinRequests(1)))
 	roundTrip(dep, "http://dep.test/") // the dependency is failing
 	for _, tt := range []struct {
 		name   string
@@ -709,7 +718,7 @@ func throttleCases() []struct {
 		return func(tr *Transport) {
 			base := tr.base
 			tr.base = newHostBase(always(503))
-			for range 3 * DefaultThrottleMinRequests {
+			for range 3 * defaultThrottleMinRequests {
 				roundTrip(tr, "http://"+host+"/")
 			}
 			tr.base = base
@@ -790,11 +799,11 @@ func TestThrottleSpellingsOfAHostShareItsCounts(t *testing.T) {
 			}
 			roundTrip(tr, url)
 		}
-		var got []HostRejection
+		var got []throttle.Rejection
 		for r := range tr.Rejections() {
 			got = append(got, r)
 		}
-		assert.Equal(t, []HostRejection{{Scheme: "http", Host: "svc.test", Probability: 0.9}}, got)
+		assert.Equal(t, []throttle.Rejection{{Scheme: "http", Host: "svc.test", Probability: 0.9}}, got)
 		assert.Equal(t, 2, tr.throttle.hosts.Load().n, "two spellings")
 	})
 }
@@ -816,7 +825,7 @@ func TestThrottleDoesNotCountABodyGivenUpOn(t *testing.T) {
 			return &http.Response{StatusCode: status, ContentLength: length, Header: h, Body: body, Request: r}, nil
 		})
 		var gaveUp []GiveUpEvent
-		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithResumeLimit(1), WithBackoff(backoff.Constant(0)),
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(throttle.MinRequests(1)), WithResumeLimit(1), WithBackoff(backoff.Constant(0)),
 			WithOnGiveUp(func(e GiveUpEvent) { gaveUp = append(gaveUp, e) }))
 		req, err := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 		require.NoError(t, err)
@@ -843,7 +852,7 @@ func TestThrottleDoesNotCountARequestNeverSent(t *testing.T) {
 			t.Error("an attempt was sent")
 			return nil, errors.New("sent")
 		})
-		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(throttle.MinRequests(1)), WithDeadlineHeader(GRPCTimeout))
 		for range 10 {
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Microsecond)
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)

@@ -204,7 +204,7 @@ func TestThrottleStillRefusesAnOutage(t *testing.T) {
 					p, counted = r.Probability, true
 				}
 				require.True(t, counted, "the host is counted")
-				assert.InDelta(t, retryhttp.DefaultThrottleMaxRejection, p, 1e-9)
+				assert.InDelta(t, 0.9, p, 1e-9, "the highest rejection probability by default")
 			})
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/otelretry"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 func TestMetricsAfterScriptedRun(t *testing.T) {
@@ -219,7 +220,7 @@ func TestThrottledCounterAndRejectionGauge(t *testing.T) {
 		tel := newTelemetry(t)
 		base := newScript(map[string][]step{"/": statuses(503)})
 		tr := newTransport(tel, base, retryhttp.WithMaxAttempts(1),
-			retryhttp.WithAdaptiveThrottling(retryhttp.ThrottleMinRequests(1)))
+			retryhttp.WithAdaptiveThrottling(throttle.MinRequests(1)))
 		refusals := 0
 		for range 50 {
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://svc.test/", nil)
@@ -242,7 +243,7 @@ func TestThrottledCounterAndRejectionGauge(t *testing.T) {
 		gauge, ok := m[otelretry.RejectionName].Data.(metricdata.Gauge[float64])
 		require.True(t, ok)
 		require.Len(t, gauge.DataPoints, 1)
-		assert.Equal(t, retryhttp.DefaultThrottleMaxRejection, gauge.DataPoints[0].Value)
+		assert.Equal(t, 0.9, gauge.DataPoints[0].Value, "the highest rejection probability by default")
 		assert.True(t, gauge.DataPoints[0].Attributes.Equals(ptr(attribute.NewSet(
 			semconv.URLScheme("http"), semconv.ServerAddress("svc.test"), semconv.ServerPort(80)))))
 	})

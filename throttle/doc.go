@@ -1,0 +1,68 @@
+// Package throttle configures adaptive throttling: a retryhttp Transport
+// refuses, at once and without sending them, a share of the requests to a
+// host that has been failing, so that callers fail fast and can fall back,
+// and a dependency that is down is not sent every request while it is down.
+//
+// Throttling is off by default. retryhttp.WithAdaptiveThrottling turns it
+// on, and the options of this package change how:
+//
+//	retryhttp.New(retryhttp.WithAdaptiveThrottling())                       // the defaults below
+//	retryhttp.New(retryhttp.WithAdaptiveThrottling(throttle.Multiplier(3))) // refuses later and less
+//
+// A refused request fails with an error wrapping retryhttp.ErrThrottled,
+// and retryhttp.Transport.Rejections yields each counted host's
+// Rejection, for a gauge.
+//
+// # The model
+//
+// It is the client-side throttling of Google's SRE book. For each host, the
+// Transport counts over a sliding window (10 s by default, Window) the
+// requests it made and those the host accepted, and refuses a new request
+// with probability
+//
+//	max(0, (requests - K·accepts) / (requests + 1))
+//
+// with K = 2 (Multiplier), so that a host accepting most requests is
+// refused nothing and one accepting nothing is sent a trickle. Nothing is
+// refused until the window holds 20 attempts (MinRequests), and never with
+// a probability above 0.9 (MaxRejection), so that requests keep reaching a
+// failing host and see when it heals.
+//
+// # What is counted
+//
+// It counts what the callers get: a request is counted when it ends, with
+// every attempt it made (each retry, and each hedge sent), all of them
+// accepted if it ends with an outcome the classifier does not retry (a 2xx,
+// a 4xx, a final verdict), and none of them if it ends with one it would (a
+// 5xx, a 429, a reset connection, an attempt timeout) because its attempts,
+// its budget or its deadline ran out or it could not be resent. So a
+// request that its retries rescued counts for its host, not against it,
+// and a host whose requests all end in success is refused nothing, however
+// many of their first attempts fail; a request still waiting to retry
+// counts nothing yet. Refused requests count as requests not accepted.
+// Retries and hedges of requests already sent are not refused (the retry
+// budget governs them). A caller who gives up (its context done) says
+// nothing of the host and is not counted, nor is a request never sent for
+// lack of time.
+//
+// # The way back
+//
+// The way back is quick: when 5 requests in a row to a host that was being
+// refused requests end in success, its window is forgotten and it gets
+// every request again, without waiting for its failures to leave the
+// window.
+//
+// # What it costs
+//
+// Only hosts that failed within the window are counted, at most 1024 (the
+// host that failed least recently makes room for a new one). A request to
+// any other host costs a map lookup, or nothing at all while no host has
+// failed lately, and a request to a counted host that is not being refused
+// costs one atomic add and no clock reading. Each Transport has counts of
+// its own, even when several share the Option.
+//
+// The guide [Failing fast when a host is down] tells why it works this way
+// and measures it against other libraries' throttlers and breakers.
+//
+// [Failing fast when a host is down]: https://github.com/retryhttp/retryhttp/blob/main/docs/throttling.md
+package throttle
