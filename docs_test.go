@@ -30,6 +30,7 @@ var docNames = map[string]string{
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
+	"resume":        "github.com/retryhttp/retryhttp/resume",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/internal/config"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -91,6 +92,7 @@ var _ http.RoundTripper = (*Transport)(nil)
 // package documentation. It panics, naming the option, when an option's
 // value is invalid.
 func New(opts ...Option) *Transport {
+	rc := config.NewResume()
 	t := &Transport{
 		maxAttempts:     DefaultMaxAttempts,
 		backoff:         backoff.Default(),
@@ -99,8 +101,8 @@ func New(opts ...Option) *Transport {
 		budget:          NewHostBudget(),
 		retryAfterLimit: DefaultRetryAfterLimit,
 		bodyBufferLimit: DefaultBodyBufferLimit,
-		resumeLimit:     DefaultResumeLimit,
-		stallTimeout:    DefaultStallTimeout,
+		resumeLimit:     rc.Limit,
+		stallTimeout:    rc.StallTimeout,
 		now:             time.Now,
 		rand:            rand.Float64,
 	}
