@@ -192,52 +192,15 @@
 // (the connection closed or reset, an HTTP/2 stream reset, bytes that stop
 // coming), is where large downloads fail, and resending the request cannot
 // rescue it: the caller has the response and part of its body. The
-// Transport resumes such a body where that is provably safe. The caller's
-// Read blocks while it asks for the rest (Range: bytes=N-, with If-Range
-// carrying the first response's validator), checks that the answer is a
-// 206 that continues the same representation (a Content-Range that starts
-// at N, the same complete length, the same validator, which it compares
-// itself, since some servers ignore If-Range), and reads on: the caller
-// sees every byte once, in order.
-//
-// Only the body of a GET without a body is resumed, and only when its
-// response showed range support (Accept-Ranges: bytes, or a 206), a length,
-// and a strong validator: a strong ETag, or a Last-Modified a second or
-// more before the response's Date (RFC 9110, section 8.8.2.2). A weak ETag,
-// a malformed or repeated validator (the empty ETag "" counts as none),
-// a body net/http decoded (Response.Uncompressed), a request whose signature
-// covers its Range header (AWS Signature Version 4, Google's V4 signing,
-// Azure Shared Key, RFC 9421 signatures) and other methods are not resumed:
-// the failure of such a body ends the read with a *ResumeError that says
-// why and wraps the original error. So does a resume that cannot continue
-// the body: a 200 (the representation changed), another validator or
-// length, a refusal. A body is never spliced from two representations nor
-// restarted under bytes already delivered. A response that shows no range
-// support is passed through untouched, at no cost.
-//
-// The joined body must have its Content-Length, and, when the response
-// carries a Repr-Digest (RFC 9530, sha-256 or sha-512), match it: checked
-// whether or not the body was resumed, by the Read that would complete the
-// body, which on a mismatch returns no byte and a *ResumeError, so that a
-// reader that stops at the announced length (io.ReadFull, io.CopyN) still
-// sees it. The bytes of earlier Reads reached the caller unverified: the
-// digest covers the whole, and holding the whole back is memory without
-// bound.
-//
-// A Read of a resumable body that receives no byte for the stall timeout
-// (WithStallTimeout) is taken for a cut, and resumed: one timer per body,
-// no goroutine, and only while the caller waits in Read. Bodies that cannot
-// be resumed are never watched: a stream of events may sit idle as long as
-// its server likes.
-//
-// Each resume is a retry: it waits its backoff, is paid from the budget (a
-// host that cuts every body gets about 100 resumes from a full bucket),
-// stays within the request's context, is reported to WithOnRetry
-// (RetryEvent.Resume and Offset) and the log, and goes, through the Dialer,
-// to an address other than the one that failed. A body gets at most
-// WithResumeLimit resumes. WithoutResume turns resumption off for a
-// Transport, NoResume and NoRetry for one call. Closing the body stops
-// everything, whenever it is called.
+// Transport resumes such a body where that is provably safe: the response
+// to a GET showed range support, a length and a strong validator. The
+// caller's Read blocks while the Transport asks for the rest, pinned to that
+// validator, checks that the answer continues the same bytes, and reads on;
+// otherwise the read ends with a *resume.Error that says why. Each resume is
+// a retry: backoff, budget, hooks, log. Resumption is on by default;
+// WithResume configures it, WithoutResume turns it off for a Transport,
+// NoResume and NoRetry for one call. Package resume has the model: which
+// bodies are resumed, how the whole is checked, stalls.
 //
 // # Observing retries
 //
@@ -335,9 +298,8 @@
 //	adaptive throttle  off; when on: per host over 10 s, K = 2, at most   WithAdaptiveThrottling
 //	                   90% refused, none before 20 requests
 //	resendable         idempotent methods and keyed requests only         WithResendable, Resendable
-//	body resumption    on, where provably safe; at most 10 resumes        WithResumeLimit, WithoutResume,
-//	                   per body                                           NoResume
-//	stall timeout      10 s, for bodies that may be resumed               WithStallTimeout
+//	body resumption    on, where provably safe; at most 10 resumes        WithResume, WithoutResume,
+//	                   per body; a stall after 10 s without a byte        NoResume
 //	classifier         classify.Default()                                WithClassifier
 //	base transport     go-cleanhttp's pooled transport                    WithBase
 //
@@ -353,15 +315,8 @@
 // request in flight can hold. An attempt given less time than its host's
 // median answer is more likely cut off than answered. An incoming deadline
 // is capped at a minute for the Retry-After limit's reason, and 2 ms covers
-// a round trip between the zones of a cloud region and a busy caller. Ten
-// resumes let a long download survive a flaky path, and report a body that
-// keeps failing; the budget bounds resumes across bodies. 10 s without a
-// byte is more than a healthy TCP connection goes silent even when it loses
-// a segment several times in a row (Linux doubles its retransmission timeout
-// from at least 200 ms: five losses in a row on a short path are silent for
-// 6.2 s, three on a path whose timeout is 1 s for 7 s), and far less than
-// the quarter of an hour Linux takes to fail a connection that is gone;
-// resuming a body that was only slow costs one request.
+// a round trip between the zones of a cloud region and a busy caller.
+// Package resume gives the reasons of its defaults.
 //
 // [How each decision is made]: https://github.com/retryhttp/retryhttp/blob/main/docs/decisions.md
 // [What is safe to resend]: https://github.com/retryhttp/retryhttp/blob/main/docs/resending.md

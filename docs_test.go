@@ -35,6 +35,7 @@ var docNames = map[string]string{
 	"googleretry":   "github.com/retryhttp/retryhttp/googleretry",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
 	"hedge":         "github.com/retryhttp/retryhttp/hedge",
+	"resume":        "github.com/retryhttp/retryhttp/resume",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 	"throttle":      "github.com/retryhttp/retryhttp/throttle",
 }

@@ -3,7 +3,6 @@ package retryhttp_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -39,14 +39,14 @@ func download(client *http.Client, ctx context.Context, url string) {
 	fmt.Println("read", n, "bytes, error:", err)
 }
 
-func ExampleWithResumeLimit() {
+func ExampleWithResume() {
 	// The server closes the connection after 10,000 bytes of the body, the
 	// first time.
 	srv := retryhttptest.NewServer(serveFile(`"v1"`), retryhttptest.Sequence(retryhttptest.CloseAfter(10_000)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithResumeLimit(3), // at most 3 requests for the rest of one body
+		retryhttp.WithResume(resume.Limit(3)), // at most 3 requests for the rest of one body
 		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
 			fmt.Println("resuming:", e.Resume, "at byte", e.Offset, "after", e.Err)
 		}),
@@ -57,24 +57,6 @@ func ExampleWithResumeLimit() {
 	// resuming: true at byte 10000 after unexpected EOF
 	// read 65536 bytes, error: <nil>
 	// requests: 2
-}
-
-func ExampleWithStallTimeout() {
-	// The server stops sending after 10,000 bytes of the body, the first
-	// time, and keeps the connection open.
-	srv := retryhttptest.NewServer(serveFile(`"v1"`), retryhttptest.Sequence(retryhttptest.StallAfter(10_000)))
-	defer srv.Close()
-
-	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithStallTimeout(500*time.Millisecond),
-		retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
-			fmt.Println("stalled:", errors.Is(e.Err, retryhttp.ErrStalled), "at byte", e.Offset)
-		}),
-	)}
-	download(client, context.Background(), srv.URL)
-	// Output:
-	// stalled: true at byte 10000
-	// read 65536 bytes, error: <nil>
 }
 
 func ExampleWithoutResume() {
@@ -98,26 +80,4 @@ func ExampleNoResume() {
 	download(client, retryhttp.NoResume(context.Background()), srv.URL)
 	// Output:
 	// read 10000 bytes, error: unexpected EOF
-}
-
-func ExampleResumeError() {
-	// A weak entity tag may name other bytes: the body is not resumed.
-	srv := retryhttptest.NewServer(serveFile(`W/"v1"`), retryhttptest.CloseAfter(10_000))
-	defer srv.Close()
-
-	client := &http.Client{Transport: retryhttp.New()}
-	resp, err := client.Get(srv.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	var rerr *retryhttp.ResumeError
-	if errors.As(err, &rerr) {
-		fmt.Printf("not resumed at byte %d: %s\n", rerr.Offset, rerr.Reason)
-		fmt.Println("cut:", errors.Is(err, io.ErrUnexpectedEOF))
-	}
-	// Output:
-	// not resumed at byte 10000: entity tag is weak
-	// cut: true
 }

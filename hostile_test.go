@@ -25,6 +25,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -172,7 +173,7 @@ func TestHostileContentRangeOverflow(t *testing.T) {
 // same ETag, is other bytes, and a whole body that is not the digest's. It
 // checks that a reader that stops at Content-Length (io.ReadFull,
 // io.CopyN) gets the mismatch from the Read that completes the body: an
-// error, fewer bytes than it asked for, and a ResumeError whose Offset is
+// error, fewer bytes than it asked for, and a resume.Error whose Offset is
 // what it got. The bytes before that Read stream to the caller as they
 // arrive: a digest of the whole vouches for nothing before the whole is in,
 // and holding a body back until then would take memory without bound.
@@ -226,9 +227,9 @@ func TestHostileDigestMismatchAtContentLength(t *testing.T) {
 					require.EqualValues(t, size, resp.ContentLength)
 
 					got, err := rd.read(resp.Body)
-					var rerr *ResumeError
+					var rerr *resume.Error
 					require.ErrorAs(t, err, &rerr, "the Read that completes the body reports the mismatch")
-					assert.Equal(t, ResumeDigestMismatch, rerr.Reason)
+					assert.Equal(t, resume.DigestMismatch, rerr.Reason)
 					assert.Less(t, len(got), size, "bytes the reader got")
 					assert.Equal(t, int64(len(got)), rerr.Offset, "Offset is what the caller received")
 					require.True(t, bytes.Equal(tc.sent[:len(got)], got), "a byte read is not the one the server sent at its offset")
@@ -341,7 +342,7 @@ func TestHostileFinishedBodyNeverEnded(t *testing.T) {
 				case <-r.Context().Done():
 				}
 			})
-			srv, tr := hostileServe(t, tt.p, h, retryhttptest.Pass(), WithStallTimeout(200*time.Millisecond))
+			srv, tr := hostileServe(t, tt.p, h, retryhttptest.Pass(), WithResume(resume.StallTimeout(200*time.Millisecond)))
 			t.Cleanup(func() { close(release) })
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
@@ -507,7 +508,7 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 
 // TestHostileRepeatedETag answers with two ETag fields: a request for the
 // rest answered by a 206 of a new version whose first ETag is the stale
-// one, which must end the read with ResumeChanged before any byte of the
+// one, which must end the read with resume.Changed before any byte of the
 // new version; and a first response, which must not be resumed at all.
 func TestHostileRepeatedETag(t *testing.T) {
 	v1 := hostileContent(100_000, 7)
@@ -530,9 +531,9 @@ func TestHostileRepeatedETag(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
 			got, err := io.ReadAll(resp.Body)
-			var rerr *ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
-			assert.Equal(t, ResumeChanged, rerr.Reason)
+			assert.Equal(t, resume.Changed, rerr.Reason)
 			require.True(t, bytes.Equal(v1[:len(got)], got), "a byte of the new version reached the caller, at most %d bytes read", len(got))
 			headers := rec.headers()
 			require.Len(t, headers, 2, "the request, and one for the rest")
@@ -550,9 +551,9 @@ func TestHostileRepeatedETag(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
 			got, err := io.ReadAll(resp.Body)
-			var rerr *ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
-			assert.Equal(t, ResumeBadValidator, rerr.Reason)
+			assert.Equal(t, resume.BadValidator, rerr.Reason)
 			require.True(t, bytes.Equal(v1[:len(got)], got), "a byte read is not the body's")
 			for i, h := range rec.headers() {
 				assert.Empty(t, h.Get("Range"), "Range of request %d", i+1)
@@ -563,7 +564,7 @@ func TestHostileRepeatedETag(t *testing.T) {
 
 // TestHostileEmptyETag serves a body whose ETag is "" (an empty entity
 // tag, which names nothing) and checks that, cut, it is not resumed by it:
-// not at all without a strong Last-Modified (ResumeNoValidator), and by
+// not at all without a strong Last-Modified (resume.NoValidator), and by
 // Last-Modified when there is one.
 func TestHostileEmptyETag(t *testing.T) {
 	body := hostileContent(100_000, 9)
@@ -576,9 +577,9 @@ func TestHostileEmptyETag(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 
 			got, err := io.ReadAll(resp.Body)
-			var rerr *ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
-			assert.Equal(t, ResumeNoValidator, rerr.Reason)
+			assert.Equal(t, resume.NoValidator, rerr.Reason)
 			require.True(t, bytes.Equal(body[:len(got)], got), "a byte read is not the body's")
 			assert.Len(t, rec.headers(), 1, "no request for the rest")
 		})
@@ -644,7 +645,7 @@ func TestHostileCloseRefundsTheResumeInFlight(t *testing.T) {
 			return nil, r.Context().Err()
 		})
 		bucket := NewBucket(BucketCapacity(20))
-		tr := New(WithBase(base), WithBudget(bucket), WithBackoff(backoff.Constant(0)), WithStallTimeout(0))
+		tr := New(WithBase(base), WithBudget(bucket), WithBackoff(backoff.Constant(0)), WithResume(resume.StallTimeout(0)))
 		resp, err := tr.RoundTrip(get(t, "http://files.test/"))
 		require.NoError(t, err)
 		before := bucket.Balance()
@@ -693,9 +694,9 @@ func TestHostileResumeOutOfTimeIsADeadline(t *testing.T) {
 
 		got, err := io.ReadAll(resp.Body)
 		assert.Len(t, got, 1000)
-		var rerr *ResumeError
+		var rerr *resume.Error
 		require.ErrorAs(t, err, &rerr)
-		assert.Equal(t, ResumeGaveUp, rerr.Reason)
+		assert.Equal(t, resume.GaveUp, rerr.Reason)
 		assert.Equal(t, GiveUpDeadline, rerr.GiveUp)
 		assert.ErrorIs(t, err, ErrNoTimeLeft)
 		assert.Equal(t, int32(1), sent.Load(), "no request for the rest")

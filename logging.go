@@ -8,12 +8,14 @@ import (
 	"net/netip"
 	"net/url"
 	"time"
+
+	"github.com/retryhttp/retryhttp/resume"
 )
 
 // The Transport logs by slog's levels (WithLogger). INFO is for what an
 // operator acts on, at most one line a call: a call given up on for a
 // reason listed by operatorGiveUp, a response body that could not be made
-// whole (a *ResumeError), and adaptive throttling that starts or ends for
+// whole (a *resume.Error), and adaptive throttling that starts or ends for
 // a host. DEBUG is for each attempt and each decision. A call whose
 // outcome changes its host's throttling logs that change at INFO, and its
 // own give-up at DEBUG.
@@ -85,7 +87,7 @@ func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, delay time.Durat
 // logBodyFailure logs e, the error that ends the response body of req's
 // call after the attempt-th attempt, at INFO unless the call has logged at
 // INFO already (info) or its caller gave up, and otherwise at DEBUG.
-func (t *Transport) logBodyFailure(req *http.Request, attempt int, e *ResumeError, info bool) {
+func (t *Transport) logBodyFailure(req *http.Request, attempt int, e *resume.Error, info bool) {
 	ctx := req.Context()
 	level := slog.LevelInfo
 	if info || ctx.Err() != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/resume"
 	rhttptest "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
@@ -223,7 +224,7 @@ func TestLogLevels(t *testing.T) {
 					rhttptest.Sequence(rhttptest.ResetAfter(40), rhttptest.Status(http.StatusForbidden)))
 			},
 			info:     "retryhttp: response body failed",
-			reason:   string(ResumeRefused),
+			reason:   string(resume.Refused),
 			debug:    "retryhttp: resuming response body",
 			attempts: []int{1, 2},
 		},
@@ -238,12 +239,12 @@ func TestLogLevels(t *testing.T) {
 		},
 		{
 			name: "resume limit reached",
-			opts: []Option{WithResumeLimit(1)},
+			opts: []Option{WithResume(resume.Limit(1))},
 			base: func() http.RoundTripper {
 				return rhttptest.NewTransport(rangeFile(file, `"v1"`),
 					rhttptest.Sequence(rhttptest.ResetAfter(40), rhttptest.ResetAfter(20)))
 			},
-			// The give-up is the line; the *ResumeError the reader gets
+			// The give-up is the line; the *resume.Error the reader gets
 			// is not logged again.
 			info:     "retryhttp: not retrying",
 			reason:   string(GiveUpResumeLimit),

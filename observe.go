@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/giveup"
 )
 
 // A GiveUpReason says why a Transport stopped retrying a request whose last
@@ -14,7 +15,10 @@ import (
 // one the Transport's log messages give as the reason. A failure that the
 // classifier does not retry (a 404, a TLS error, a caller who gave up while
 // an attempt was in flight) is final, not given up on, and has no reason.
-type GiveUpReason string
+//
+// The type is declared in an internal package, so that resume.Error can hold
+// one without package resume importing this one; GiveUpReason is its name.
+type GiveUpReason = giveup.Reason
 
 // The reasons for giving up, each with the option that governs it.
 const (
@@ -57,10 +61,10 @@ const (
 	GiveUpThrottled GiveUpReason = "host is throttled"
 	// GiveUpNotResumable: a response body failed after its headers (cut,
 	// reset, or stalled), and it may not be resumed: the event's Err is a
-	// *ResumeError whose Reason says why. The event's Resume is set.
+	// *resume.Error whose Reason says why. The event's Resume is set.
 	GiveUpNotResumable GiveUpReason = "body cannot be resumed"
 	// GiveUpResumeLimit: a response body failed again after the most
-	// resumes a body gets (WithResumeLimit). The event's Resume is set.
+	// resumes a body gets (resume.Limit). The event's Resume is set.
 	GiveUpResumeLimit GiveUpReason = "resume limit reached"
 )
 

@@ -226,10 +226,10 @@ type RetryEvent struct {
 	TimeLeft time.Duration
 	// Resume reports a resume: the failed attempt is a response body that
 	// failed after its headers (cut or reset, Err says how, or stalled,
-	// ErrStalled), or a request for the rest of one that failed, and the
-	// retry asks for the rest of the body with a range request. The hook
-	// is then called on the goroutine reading the body, after RoundTrip
-	// returned. See WithResumeLimit.
+	// resume.ErrStalled), or a request for the rest of one that failed,
+	// and the retry asks for the rest of the body with a range request.
+	// The hook is then called on the goroutine reading the body, after
+	// RoundTrip returned. See WithResume.
 	Resume bool
 	// Offset is, when Resume is set, how many bytes of the body the caller
 	// had received: the rest begins there.
@@ -261,9 +261,9 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 //     GiveUpRateLimitResetLimit), or a response body could not be resumed
 //     (GiveUpNotResumable, GiveUpResumeLimit, and the budget and deadline
 //     of a resume);
-//   - a response body whose reader gets a *ResumeError for another cause
+//   - a response body whose reader gets a *resume.Error for another cause
 //     while its caller still waits, "retryhttp: response body failed",
-//     with the ResumeReason: a resume refused or answered with another
+//     with the resume.Reason: a resume refused or answered with another
 //     representation, a wrong length or digest;
 //   - adaptive throttling that starts refusing a host's requests,
 //     "retryhttp: throttling started" with the probability, and that ends,

@@ -10,60 +10,35 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/resume"
 )
 
-// Defaults of the resumption of response bodies; the package documentation
-// tabulates them with their reasons.
-const (
-	// DefaultStallTimeout is how long a read of a resumable response body
-	// may wait without receiving a byte before the body is treated as cut
-	// and resumed (WithStallTimeout).
-	DefaultStallTimeout = 10 * time.Second
-	// DefaultResumeLimit is the most resumes one response body gets
-	// (WithResumeLimit).
-	DefaultResumeLimit = 10
-)
+// WithResume turns on the resumption of response bodies, as New does by
+// default, configured by opts: resume.Limit (10 resumes per body) and
+// resume.StallTimeout (10 s). A response body that fails after its headers
+// (a cut, a reset, a stall) is asked for again from where the caller is,
+// when that is provably safe, and the caller's Read goes on; otherwise the
+// read ends with a *resume.Error. Each resume is a retry in every other
+// respect: paid from the budget, after its backoff, within the request's
+// context. Package resume says which bodies are resumed, and how.
+func WithResume(opts ...resume.Option) Option {
+	c := config.NewResume()
+	for _, o := range opts {
+		if o == nil {
+			panic("retryhttp: WithResume: nil resume.Option")
+		}
+		o(&c)
+	}
+	return func(t *Transport) { t.resumeLimit, t.stallTimeout = c.Limit, c.StallTimeout }
+}
 
 // WithoutResume turns off the resumption of response bodies: a body that
 // fails after the response headers fails the caller's read, as it would
 // through a plain transport. NoResume turns it off for one call.
 func WithoutResume() Option {
 	return func(t *Transport) { t.resumeLimit = 0 }
-}
-
-// WithResumeLimit sets the most resumes one response body gets: requests
-// for the rest of the body, each sent after a read of it failed (a cut, a
-// reset, a stall) or after an earlier such request failed. Each is a retry
-// in every other respect: paid from the budget, after its backoff, within
-// the request's context. A body that fails once more ends the caller's
-// read with a *ResumeError (GiveUpResumeLimit). The default is 10. n must
-// be at least 1; WithoutResume turns resumption off, as WithMaxAttempts(1)
-// does.
-//
-// A body is resumed only when that is provably safe; the package
-// documentation says when.
-func WithResumeLimit(n int) Option {
-	if n < 1 {
-		panic("retryhttp: WithResumeLimit: limit must be at least 1 (WithoutResume turns resumption off), got " + strconv.Itoa(n))
-	}
-	return func(t *Transport) { t.resumeLimit = n }
-}
-
-// WithStallTimeout sets how long a read of a resumable response body may
-// wait without receiving a byte before the body is treated as cut, and
-// resumed: the read waits at least d and at most 1.25·d. The same bound
-// applies to a resume's wait for its response headers. Only a body that
-// may be resumed is watched, and only while the caller waits in Read: a
-// caller that takes its time between reads is not stalled, and a body that
-// cannot be resumed (a stream of server-sent events, say) may stay idle
-// for as long as its server likes. The default is 10 s; 0 turns stall
-// detection off, leaving cuts and resets resumed.
-func WithStallTimeout(d time.Duration) Option {
-	if d < 0 {
-		panic("retryhttp: WithStallTimeout: negative duration " + d.String())
-	}
-	return func(t *Transport) { t.stallTimeout = d }
 }
 
 // NoResume returns a copy of ctx under which response bodies are not
@@ -73,155 +48,6 @@ func WithStallTimeout(d time.Duration) Option {
 func NoResume(ctx context.Context) context.Context {
 	return withCallOptions(ctx, func(co *callOptions) { co.noResume = true })
 }
-
-// ErrStalled is the error of a response body that received no byte for the
-// stall timeout (WithStallTimeout) while the caller waited in Read. It
-// reports itself a timeout, as a net.Error does, so that classifiers retry
-// it as they retry other timeouts; a *ResumeError wraps it when the
-// resumes of a stalled body end.
-var ErrStalled error = stalledError{}
-
-type stalledError struct{}
-
-func (stalledError) Error() string   { return "retryhttp: response body stalled" }
-func (stalledError) Timeout() bool   { return true }
-func (stalledError) Temporary() bool { return true }
-
-// A ResumeReason says why a response body that failed after its headers
-// was not resumed, or how its resumption failed. Its value is a short
-// phrase, the one ResumeError's message gives.
-type ResumeReason string
-
-// Why a body is not resumed at all, although its response showed range
-// support (Accept-Ranges: bytes, or a 206): resuming it could deliver
-// bytes that do not belong to it.
-const (
-	// ResumeMethod: the request was not a GET without a body. Range
-	// requests are defined for GET alone (RFC 9110, section 14.2), and
-	// any other method would be sent, and run, again.
-	ResumeMethod ResumeReason = "request is not a GET without a body"
-	// ResumeDecoded: the transport decoded the body for the caller
-	// (Response.Uncompressed): its offsets are not the server's.
-	ResumeDecoded ResumeReason = "body was decoded by the transport"
-	// ResumeUnknownLength: the response gave no length (no
-	// Content-Length, or a 206 without a single Content-Range).
-	ResumeUnknownLength ResumeReason = "body length unknown"
-	// ResumeWeakValidator: the response's ETag is weak (W/"..."): it may
-	// name other bytes, and If-Range refuses it (RFC 9110, section
-	// 13.1.5).
-	ResumeWeakValidator ResumeReason = "entity tag is weak"
-	// ResumeNoValidator: the response had no ETag, and no Last-Modified
-	// that is strong: at least a second before its Date (RFC 9110,
-	// section 8.8.2.2). Nothing could tell its rest from another's. An
-	// empty entity tag ("") counts as none: valid by the grammar, it is
-	// what a server sends that gives every representation the same tag.
-	ResumeNoValidator ResumeReason = "no strong validator"
-	// ResumeBadValidator: the response's ETag is not an entity tag by RFC
-	// 9110's grammar (a quoted string of visible characters), or the
-	// response has more than one ETag or Last-Modified field: no single
-	// validator names its bytes.
-	ResumeBadValidator ResumeReason = "validator is malformed or repeated"
-	// ResumeSignedRange: the request carries a signature that covers its
-	// Range header (AWS Signature Version 4's SignedHeaders, in the
-	// Authorization header or a presigned URL, or Google's; Azure's Shared
-	// Key, which signs Range even when it is absent; an HTTP Message
-	// Signature, RFC 9421, over "range"): a request for the rest would
-	// fail to verify.
-	ResumeSignedRange ResumeReason = "Range header is signed"
-)
-
-// How a resumption failed: the caller's read ends, and no byte from the
-// failed resume reaches it.
-const (
-	// ResumeChanged: the server answered the request for the rest with
-	// another representation: a 200 (its If-Range did not match), or a
-	// 206 with another validator, complete length or content coding.
-	ResumeChanged ResumeReason = "representation changed"
-	// ResumeMisaligned: the server answered with a 206 that does not
-	// continue the body: a Content-Range that does not start where the
-	// caller is or end where the body does, several ranges, or a length
-	// that disagrees with its range.
-	ResumeMisaligned ResumeReason = "partial response does not continue the body"
-	// ResumeRefused: the server answered the request for the rest with a
-	// status that is not retried (a 403 for a signature, a 416), given in
-	// StatusCode.
-	ResumeRefused ResumeReason = "request for the rest refused"
-	// ResumeFailed: the request for the rest failed with an error that is
-	// not retried (a TLS error, the request's context done).
-	ResumeFailed ResumeReason = "request for the rest failed"
-	// ResumeGaveUp: the resumes ended, for the reason in GiveUp: the
-	// resume limit, the budget, the deadline, the context.
-	ResumeGaveUp ResumeReason = "resumes given up"
-)
-
-// What the end of a resumable body showed.
-const (
-	// ResumeWrongLength: the body's bytes, joined across resumes, are
-	// more or fewer than its Content-Length (or Content-Range) announced.
-	ResumeWrongLength ResumeReason = "body length differs from the announced length"
-	// ResumeDigestMismatch: the body, joined across resumes, does not
-	// match the response's Repr-Digest (RFC 9530; sha-256 or sha-512).
-	ResumeDigestMismatch ResumeReason = "Repr-Digest does not match the body"
-)
-
-// A ResumeError is the error of a read of a response body that failed
-// after its headers and could not be made whole: a body that may not be
-// resumed, a resume that failed, or a joined body whose length or digest is
-// wrong. Every byte the caller read before it is the body's; none after.
-//
-// Unwrap returns the error that cut the body, when there is one, so that
-// errors.Is(err, io.ErrUnexpectedEOF) and the like hold as they would
-// without resumption.
-type ResumeError struct {
-	// Reason says what went wrong.
-	Reason ResumeReason
-	// GiveUp says why the resumes ended, when Reason is ResumeGaveUp.
-	GiveUp GiveUpReason
-	// Offset is how many bytes of the body the caller had received.
-	Offset int64
-	// Resumes is how many requests for the rest of the body were sent.
-	Resumes int
-	// StatusCode is the status of the last answer to a request for the
-	// rest, 0 when none answered.
-	StatusCode int
-	// Err is the error that cut the body, joined with the last resume's
-	// error when that failed with one; nil for ResumeWrongLength and
-	// ResumeDigestMismatch found at the end of an intact read.
-	Err error
-}
-
-// Error describes the failure: the reason, where, and the cause.
-func (e *ResumeError) Error() string {
-	var b strings.Builder
-	if e.Reason == ResumeWrongLength || e.Reason == ResumeDigestMismatch {
-		b.WriteString("retryhttp: response body wrong at byte ")
-	} else {
-		b.WriteString("retryhttp: response body not resumed at byte ")
-	}
-	b.WriteString(strconv.FormatInt(e.Offset, 10))
-	b.WriteString(": ")
-	b.WriteString(string(e.Reason))
-	if e.GiveUp != "" {
-		b.WriteString(" (" + string(e.GiveUp) + ")")
-	}
-	if e.StatusCode != 0 {
-		b.WriteString(" (status " + strconv.Itoa(e.StatusCode) + ")")
-	}
-	if e.Resumes > 0 {
-		b.WriteString(" after " + strconv.Itoa(e.Resumes) + " resumes")
-	}
-	if e.Err != nil {
-		b.WriteString(": " + e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns the error that cut the body, if any.
-func (e *ResumeError) Unwrap() error { return e.Err }
-
-// Timeout reports whether the body failed by a timeout (a stall, a
-// deadline), as net.Error does.
-func (e *ResumeError) Timeout() bool { return isTimeout(e.Err) }
 
 // resumeCandidate reports whether resp, the response RoundTrip is about to
 // return, shows that its body might be resumed: a 200 with a body that
@@ -278,19 +104,19 @@ type representation struct {
 
 // describe reads the representation of resp, the response to req, and
 // returns why its body may not be resumed, "" when it may.
-func describe(req *http.Request, resp *http.Response) (representation, ResumeReason) {
+func describe(req *http.Request, resp *http.Response) (representation, resume.Reason) {
 	var r representation
 	if (req.Method != "" && req.Method != http.MethodGet) || (req.Body != nil && req.Body != http.NoBody) {
-		return r, ResumeMethod
+		return r, resume.Method
 	}
 	if resp.Uncompressed {
-		return r, ResumeDecoded
+		return r, resume.Decoded
 	}
 	h := resp.Header
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if resp.ContentLength <= 0 {
-			return r, ResumeUnknownLength
+			return r, resume.UnknownLength
 		}
 		r.length, r.complete, r.full = resp.ContentLength, resp.ContentLength, true
 	case http.StatusPartialContent:
@@ -299,34 +125,34 @@ func describe(req *http.Request, resp *http.Response) (representation, ResumeRea
 		// last-first+1 cannot overflow: parseContentRange holds last
 		// below math.MaxInt64.
 		if !once || !ok || multipart(h.Get("Content-Type")) || (resp.ContentLength >= 0 && resp.ContentLength != last-first+1) {
-			return r, ResumeUnknownLength
+			return r, resume.UnknownLength
 		}
 		r.start, r.length, r.complete = first, last-first+1, complete
 	default:
-		return r, ResumeUnknownLength
+		return r, resume.UnknownLength
 	}
 	r.encoding = contentCoding(h)
 	etag, once := wire.OnlyValue(h, "Etag")
 	lm, lmOnce := wire.OnlyValue(h, "Last-Modified")
 	switch kind := entityTag(etag); {
 	case !once:
-		return r, ResumeBadValidator
+		return r, resume.BadValidator
 	case kind == tagStrong:
 		r.validator, r.byETag = etag, true
 	case kind == tagWeak:
-		return r, ResumeWeakValidator
+		return r, resume.WeakValidator
 	case kind == tagMalformed:
-		return r, ResumeBadValidator
+		return r, resume.BadValidator
 	case !lmOnce:
-		return r, ResumeBadValidator
+		return r, resume.BadValidator
 	case strongDate(lm, h.Get("Date")):
 		// No ETag, or the empty one: the strong Last-Modified validates.
 		r.validator = lm
 	default:
-		return r, ResumeNoValidator
+		return r, resume.NoValidator
 	}
 	if signedRange(req) {
-		return r, ResumeSignedRange
+		return r, resume.SignedRange
 	}
 	return r, ""
 }
@@ -480,10 +306,10 @@ func listsRange(list string) bool {
 // continues checks that resp, a 206 answering the request for the rest of
 // the body from offset off, continues the body r describes, and returns why
 // not, "" when it does.
-func (r *representation) continues(resp *http.Response, off int64) ResumeReason {
+func (r *representation) continues(resp *http.Response, off int64) resume.Reason {
 	h := resp.Header
 	if resp.Uncompressed || contentCoding(h) != r.encoding {
-		return ResumeChanged
+		return resume.Changed
 	}
 	key := "Last-Modified"
 	if r.byETag {
@@ -493,19 +319,19 @@ func (r *representation) continues(resp *http.Response, off int64) ResumeReason 
 		// A server that ignores If-Range (some do) answers ranges of a
 		// representation that has changed: only the validator tells,
 		// and a validator given twice tells nothing.
-		return ResumeChanged
+		return resume.Changed
 	}
 	cr, once := wire.OnlyValue(h, "Content-Range")
 	first, last, complete, ok := parseContentRange(cr)
 	switch {
 	case !once || !ok || multipart(h.Get("Content-Type")):
-		return ResumeMisaligned
+		return resume.Misaligned
 	case complete != r.complete:
-		return ResumeChanged
+		return resume.Changed
 	case first != r.start+off || last != r.start+r.length-1:
-		return ResumeMisaligned
+		return resume.Misaligned
 	case resp.ContentLength >= 0 && resp.ContentLength != last-first+1:
-		return ResumeMisaligned
+		return resume.Misaligned
 	}
 	return ""
 }

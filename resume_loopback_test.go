@@ -20,6 +20,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -198,7 +199,7 @@ func TestResumeAfterStall(t *testing.T) {
 	for _, start := range []func(http.Handler, retryhttptest.Fault, ...retryhttptest.Option) *retryhttptest.Server{retryhttptest.NewServer, retryhttptest.NewHTTP2Server} {
 		f := newFile(version{body: eightMiB, etag: `"v1"`})
 		srv := start(f, retryhttptest.Sequence(retryhttptest.StallAfter(1<<20)))
-		tr := newResumingTransport(srv.Client().Transport, retryhttp.WithStallTimeout(2*time.Second))
+		tr := newResumingTransport(srv.Client().Transport, retryhttp.WithResume(resume.StallTimeout(2*time.Second)))
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		began := time.Now()
 		got, err := readAll(t, ctx, tr, http.MethodGet, srv.URL)
@@ -216,7 +217,7 @@ func TestResumeAfterStall(t *testing.T) {
 
 // TestResumeRefusesWhatItCannotVouchFor cuts bodies that may not be
 // resumed, or whose resume would splice another representation, and checks
-// that the caller gets a *ResumeError saying why, after only bytes of the
+// that the caller gets a *resume.Error saying why, after only bytes of the
 // body, and that no request was sent that should not be.
 func TestResumeRefusesWhatItCannotVouchFor(t *testing.T) {
 	other := content(8<<20, 2)
@@ -224,13 +225,13 @@ func TestResumeRefusesWhatItCannotVouchFor(t *testing.T) {
 		name     string
 		versions []version
 		method   string
-		reason   retryhttp.ResumeReason
+		reason   resume.Reason
 		requests int
 	}{
-		{"changed representation", []version{{body: eightMiB, etag: `"v1"`}, {body: other, etag: `"v2"`}}, http.MethodGet, retryhttp.ResumeChanged, 2},
-		{"weak ETag", []version{{body: eightMiB, etag: `W/"v1"`}}, http.MethodGet, retryhttp.ResumeWeakValidator, 1},
-		{"gzip decoded", []version{{body: eightMiB[:2<<20], etag: `"v1"`, gzip: true}}, http.MethodGet, retryhttp.ResumeDecoded, 1},
-		{"key-less POST", []version{{body: eightMiB, etag: `"v1"`}}, http.MethodPost, retryhttp.ResumeMethod, 1},
+		{"changed representation", []version{{body: eightMiB, etag: `"v1"`}, {body: other, etag: `"v2"`}}, http.MethodGet, resume.Changed, 2},
+		{"weak ETag", []version{{body: eightMiB, etag: `W/"v1"`}}, http.MethodGet, resume.WeakValidator, 1},
+		{"gzip decoded", []version{{body: eightMiB[:2<<20], etag: `"v1"`, gzip: true}}, http.MethodGet, resume.Decoded, 1},
+		{"key-less POST", []version{{body: eightMiB, etag: `"v1"`}}, http.MethodPost, resume.Method, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,7 +243,7 @@ func TestResumeRefusesWhatItCannotVouchFor(t *testing.T) {
 			defer tr.CloseIdleConnections()
 
 			got, err := readAll(t, t.Context(), tr, tt.method, srv.URL)
-			var rerr *retryhttp.ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, tt.reason, rerr.Reason)
 			assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the cut is still the cause")
@@ -252,7 +253,7 @@ func TestResumeRefusesWhatItCannotVouchFor(t *testing.T) {
 			requirePrefixOf(t, eightMiB, got)
 			assert.Equal(t, tt.requests, srv.Attempts(), "requests sent")
 			assert.Equal(t, tt.requests, srv.Executions(), "requests run")
-			if tt.reason != retryhttp.ResumeChanged {
+			if tt.reason != resume.Changed {
 				require.Len(t, gaveUp, 1)
 				assert.Equal(t, retryhttp.GiveUpNotResumable, gaveUp[0].Reason)
 				assert.True(t, gaveUp[0].Resume)
@@ -274,9 +275,9 @@ func TestResumeCutsOfEveryBodyAreBounded(t *testing.T) {
 	var reasons []retryhttp.GiveUpReason
 	for range 30 {
 		_, err := readAll(t, t.Context(), tr, http.MethodGet, srv.URL)
-		var rerr *retryhttp.ResumeError
+		var rerr *resume.Error
 		require.ErrorAs(t, err, &rerr)
-		require.Equal(t, retryhttp.ResumeGaveUp, rerr.Reason)
+		require.Equal(t, resume.GaveUp, rerr.Reason)
 		reasons = append(reasons, rerr.GiveUp)
 	}
 	resumes := srv.Attempts() - 30
@@ -313,7 +314,7 @@ func TestResumeOffForTransportAndCall(t *testing.T) {
 			}
 			got, err := readAll(t, ctx, tr, http.MethodGet, srv.URL)
 			require.ErrorIs(t, err, io.ErrUnexpectedEOF)
-			var rerr *retryhttp.ResumeError
+			var rerr *resume.Error
 			assert.False(t, errors.As(err, &rerr), "not resumed, and no explanation needed")
 			requirePrefixOf(t, eightMiB, got)
 			assert.Equal(t, 1, srv.Attempts())

@@ -2,15 +2,15 @@ package retryhttp
 
 import (
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -41,7 +41,7 @@ func TestDescribe(t *testing.T) {
 		status int
 		fields map[string]string
 		change func(*http.Request, *http.Response)
-		want   ResumeReason
+		want   resume.Reason
 		rep    representation
 	}{
 		{name: "strong ETag", status: 200,
@@ -49,50 +49,50 @@ func TestDescribe(t *testing.T) {
 		{name: "strong Last-Modified", status: 200, fields: map[string]string{"Etag": "", "Last-Modified": lastModified, "Date": aSecondLater},
 			rep: representation{length: 100, complete: 100, validator: lastModified, full: true}},
 		{name: "Last-Modified in the second of Date", status: 200, fields: map[string]string{"Etag": "", "Last-Modified": lastModified, "Date": sameSecond},
-			want: ResumeNoValidator},
+			want: resume.NoValidator},
 		{name: "Last-Modified without Date", status: 200, fields: map[string]string{"Etag": "", "Last-Modified": lastModified},
-			want: ResumeNoValidator},
-		{name: "no validator", status: 200, fields: map[string]string{"Etag": ""}, want: ResumeNoValidator},
-		{name: "weak ETag", status: 200, fields: map[string]string{"Etag": `W/"v1"`}, want: ResumeWeakValidator},
+			want: resume.NoValidator},
+		{name: "no validator", status: 200, fields: map[string]string{"Etag": ""}, want: resume.NoValidator},
+		{name: "weak ETag", status: 200, fields: map[string]string{"Etag": `W/"v1"`}, want: resume.WeakValidator},
 		{name: "weak ETag beside a strong Last-Modified", status: 200,
-			fields: map[string]string{"Etag": `W/"v1"`, "Last-Modified": lastModified, "Date": aSecondLater}, want: ResumeWeakValidator},
+			fields: map[string]string{"Etag": `W/"v1"`, "Last-Modified": lastModified, "Date": aSecondLater}, want: resume.WeakValidator},
 		{name: "a coding the caller asked for", status: 200, fields: map[string]string{"Content-Encoding": "gzip"},
 			rep: representation{length: 100, complete: 100, validator: `"v1"`, byETag: true, encoding: "gzip", full: true}},
-		{name: "decoded", status: 200, change: func(_ *http.Request, r *http.Response) { r.Uncompressed = true }, want: ResumeDecoded},
-		{name: "no length", status: 200, change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: ResumeUnknownLength},
-		{name: "POST", status: 200, change: func(q *http.Request, _ *http.Response) { q.Method = http.MethodPost }, want: ResumeMethod},
-		{name: "GET with a body", status: 200, change: func(q *http.Request, _ *http.Response) { q.Body = http.NoBody; q.Body = nopBody{} }, want: ResumeMethod},
+		{name: "decoded", status: 200, change: func(_ *http.Request, r *http.Response) { r.Uncompressed = true }, want: resume.Decoded},
+		{name: "no length", status: 200, change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: resume.UnknownLength},
+		{name: "POST", status: 200, change: func(q *http.Request, _ *http.Response) { q.Method = http.MethodPost }, want: resume.Method},
+		{name: "GET with a body", status: 200, change: func(q *http.Request, _ *http.Response) { q.Body = http.NoBody; q.Body = nopBody{} }, want: resume.Method},
 		{name: "the caller's range", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1099/5000"},
 			rep: representation{start: 1000, length: 100, complete: 5000, validator: `"v1"`, byETag: true}},
 		{name: "a range of unknown total", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1099/*"},
 			rep: representation{start: 1000, length: 100, complete: -1, validator: `"v1"`, byETag: true}},
-		{name: "a range whose length disagrees", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1199/5000"}, want: ResumeUnknownLength},
-		{name: "several ranges", status: 206, fields: map[string]string{"Content-Type": "multipart/byteranges; boundary=x"}, want: ResumeUnknownLength},
+		{name: "a range whose length disagrees", status: 206, fields: map[string]string{"Content-Range": "bytes 1000-1199/5000"}, want: resume.UnknownLength},
+		{name: "several ranges", status: 206, fields: map[string]string{"Content-Type": "multipart/byteranges; boundary=x"}, want: resume.UnknownLength},
 		{name: "two ETag fields", status: 200, change: func(_ *http.Request, r *http.Response) { r.Header["Etag"] = []string{`"v0"`, `"v1"`} },
-			want: ResumeBadValidator},
-		{name: "a malformed ETag", status: 200, fields: map[string]string{"Etag": `"v1", "v2"`}, want: ResumeBadValidator},
-		{name: "an unquoted ETag", status: 200, fields: map[string]string{"Etag": `v1`}, want: ResumeBadValidator},
-		{name: "the empty ETag alone", status: 200, fields: map[string]string{"Etag": `""`}, want: ResumeNoValidator},
+			want: resume.BadValidator},
+		{name: "a malformed ETag", status: 200, fields: map[string]string{"Etag": `"v1", "v2"`}, want: resume.BadValidator},
+		{name: "an unquoted ETag", status: 200, fields: map[string]string{"Etag": `v1`}, want: resume.BadValidator},
+		{name: "the empty ETag alone", status: 200, fields: map[string]string{"Etag": `""`}, want: resume.NoValidator},
 		{name: "the empty ETag beside a strong Last-Modified", status: 200, fields: map[string]string{"Etag": `""`, "Last-Modified": lastModified, "Date": aSecondLater},
 			rep: representation{length: 100, complete: 100, validator: lastModified, full: true}},
 		{name: "two Last-Modified fields", status: 200, fields: map[string]string{"Etag": "", "Date": aSecondLater},
 			change: func(_ *http.Request, r *http.Response) {
 				r.Header["Last-Modified"] = []string{lastModified, lastModified}
 			},
-			want: ResumeBadValidator},
+			want: resume.BadValidator},
 		{name: "two Content-Range fields", status: 206, change: func(_ *http.Request, r *http.Response) {
 			r.Header["Content-Range"] = []string{"bytes 0-99/100", "bytes 0-99/100"}
-		}, want: ResumeUnknownLength},
+		}, want: resume.UnknownLength},
 		{name: "a range to the largest int64, no Content-Length", status: 206, fields: map[string]string{"Content-Range": "bytes 0-9223372036854775807/*"},
-			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: ResumeUnknownLength},
+			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: resume.UnknownLength},
 		{name: "a range past the largest int64, no Content-Length", status: 206, fields: map[string]string{"Content-Range": "bytes 0-99999999999999999999999/*"},
-			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: ResumeUnknownLength},
+			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 }, want: resume.UnknownLength},
 		{name: "a range ending before the largest int64, no Content-Length", status: 206, fields: map[string]string{"Content-Range": "bytes 0-9223372036854775806/*"},
 			change: func(_ *http.Request, r *http.Response) { r.ContentLength = -1 },
 			rep:    representation{length: math.MaxInt64, complete: -1, validator: `"v1"`, byETag: true}},
 		{name: "signed Range", status: 200, change: func(q *http.Request, _ *http.Response) {
 			q.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-date, Signature=abc")
-		}, want: ResumeSignedRange},
+		}, want: resume.SignedRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,23 +237,23 @@ func TestContinues(t *testing.T) {
 		off    int64
 		fields map[string]string
 		length int64
-		want   ResumeReason
+		want   resume.Reason
 	}{
 		{"the rest", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, 60, ""},
 		{"the rest, no Content-Length", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, -1, ""},
 		{"the rest of the caller's range", part, 40, map[string]string{"Content-Range": "bytes 1040-1099/5000"}, 60, ""},
 		{"by Last-Modified", byDate, 40, map[string]string{"Etag": "", "Last-Modified": lastModified, "Content-Range": "bytes 40-99/100"}, 60, ""},
-		{"another ETag", full, 40, map[string]string{"Etag": `"v2"`, "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
-		{"the ETag made weak", full, 40, map[string]string{"Etag": `W/"v1"`, "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
-		{"no ETag", full, 40, map[string]string{"Etag": "", "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
-		{"another Last-Modified", byDate, 40, map[string]string{"Etag": "", "Last-Modified": aSecondLater, "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
-		{"another complete length", full, 40, map[string]string{"Content-Range": "bytes 40-99/101"}, 60, ResumeChanged},
-		{"another coding", full, 40, map[string]string{"Content-Encoding": "gzip", "Content-Range": "bytes 40-99/100"}, 60, ResumeChanged},
-		{"from elsewhere", full, 40, map[string]string{"Content-Range": "bytes 0-99/100"}, 100, ResumeMisaligned},
-		{"short of the end", full, 40, map[string]string{"Content-Range": "bytes 40-89/100"}, 50, ResumeMisaligned},
-		{"a length that disagrees", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, 61, ResumeMisaligned},
-		{"no Content-Range", full, 40, nil, 60, ResumeMisaligned},
-		{"several ranges", full, 40, map[string]string{"Content-Range": "bytes 40-99/100", "Content-Type": "multipart/byteranges; boundary=b"}, 60, ResumeMisaligned},
+		{"another ETag", full, 40, map[string]string{"Etag": `"v2"`, "Content-Range": "bytes 40-99/100"}, 60, resume.Changed},
+		{"the ETag made weak", full, 40, map[string]string{"Etag": `W/"v1"`, "Content-Range": "bytes 40-99/100"}, 60, resume.Changed},
+		{"no ETag", full, 40, map[string]string{"Etag": "", "Content-Range": "bytes 40-99/100"}, 60, resume.Changed},
+		{"another Last-Modified", byDate, 40, map[string]string{"Etag": "", "Last-Modified": aSecondLater, "Content-Range": "bytes 40-99/100"}, 60, resume.Changed},
+		{"another complete length", full, 40, map[string]string{"Content-Range": "bytes 40-99/101"}, 60, resume.Changed},
+		{"another coding", full, 40, map[string]string{"Content-Encoding": "gzip", "Content-Range": "bytes 40-99/100"}, 60, resume.Changed},
+		{"from elsewhere", full, 40, map[string]string{"Content-Range": "bytes 0-99/100"}, 100, resume.Misaligned},
+		{"short of the end", full, 40, map[string]string{"Content-Range": "bytes 40-89/100"}, 50, resume.Misaligned},
+		{"a length that disagrees", full, 40, map[string]string{"Content-Range": "bytes 40-99/100"}, 61, resume.Misaligned},
+		{"no Content-Range", full, 40, nil, 60, resume.Misaligned},
+		{"several ranges", full, 40, map[string]string{"Content-Range": "bytes 40-99/100", "Content-Type": "multipart/byteranges; boundary=b"}, 60, resume.Misaligned},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,13 +269,13 @@ func TestContinues(t *testing.T) {
 		rep    representation
 		key    string
 		values []string
-		want   ResumeReason
+		want   resume.Reason
 	}{
-		{"two ETag fields", full, "Etag", []string{`"v0"`, `"v1"`}, ResumeChanged},
-		{"the same ETag twice", full, "Etag", []string{`"v1"`, `"v1"`}, ResumeChanged},
-		{"two Last-Modified fields", byDate, "Last-Modified", []string{aSecondLater, lastModified}, ResumeChanged},
-		{"two Content-Range fields", full, "Content-Range", []string{"bytes 0-99/100", "bytes 40-99/100"}, ResumeMisaligned},
-		{"two Content-Encoding fields", full, "Content-Encoding", []string{"", "gzip"}, ResumeChanged},
+		{"two ETag fields", full, "Etag", []string{`"v0"`, `"v1"`}, resume.Changed},
+		{"the same ETag twice", full, "Etag", []string{`"v1"`, `"v1"`}, resume.Changed},
+		{"two Last-Modified fields", byDate, "Last-Modified", []string{aSecondLater, lastModified}, resume.Changed},
+		{"two Content-Range fields", full, "Content-Range", []string{"bytes 0-99/100", "bytes 40-99/100"}, resume.Misaligned},
+		{"two Content-Encoding fields", full, "Content-Encoding", []string{"", "gzip"}, resume.Changed},
 	}
 	for _, tt := range twice {
 		t.Run(tt.name, func(t *testing.T) {
@@ -470,41 +470,15 @@ func FuzzDescribe(f *testing.F) {
 	})
 }
 
-func TestResumeErrorMessage(t *testing.T) {
-	tests := []struct {
-		err  ResumeError
-		want string
-	}{
-		{ResumeError{Reason: ResumeWeakValidator, Offset: 1024, Err: errCut}, "retryhttp: response body not resumed at byte 1024: entity tag is weak: cut"},
-		{ResumeError{Reason: ResumeGaveUp, GiveUp: GiveUpBudgetExhausted, Offset: 7, Resumes: 2, StatusCode: 503, Err: errCut},
-			"retryhttp: response body not resumed at byte 7: resumes given up (retry budget exhausted) (status 503) after 2 resumes: cut"},
-		{ResumeError{Reason: ResumeDigestMismatch, Offset: 100, Resumes: 1}, "retryhttp: response body wrong at byte 100: Repr-Digest does not match the body after 1 resumes"},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, tt.err.Error())
-	}
-	stalled := &ResumeError{Reason: ResumeGaveUp, Err: ErrStalled}
-	assert.True(t, stalled.Timeout())
-	assert.ErrorIs(t, stalled, ErrStalled)
+func TestWithResume(t *testing.T) {
+	tr := New()
+	assert.Equal(t, 10, tr.resumeLimit, "resumes by default")
+	assert.Equal(t, 10*time.Second, tr.stallTimeout)
+	tr = New(WithoutResume(), WithResume(resume.Limit(3), resume.StallTimeout(0)))
+	assert.Equal(t, 3, tr.resumeLimit, "the last option wins")
+	assert.Equal(t, time.Duration(0), tr.stallTimeout)
+	tr = New(WithResume(resume.Limit(3)), WithResume())
+	assert.Equal(t, 10, tr.resumeLimit, "WithResume starts from the defaults")
+	assert.Equal(t, 0, New(WithResume(), WithoutResume()).resumeLimit)
+	assert.PanicsWithValue(t, "retryhttp: WithResume: nil resume.Option", func() { WithResume(nil) })
 }
-
-func TestResumeOptionsPanic(t *testing.T) {
-	assert.PanicsWithValue(t, "retryhttp: WithResumeLimit: limit must be at least 1 (WithoutResume turns resumption off), got 0",
-		func() { WithResumeLimit(0) })
-	assert.PanicsWithValue(t, "retryhttp: WithStallTimeout: negative duration -1ns", func() { WithStallTimeout(-1) })
-	assert.NotPanics(t, func() { WithStallTimeout(0) }, "0 turns stall detection off")
-}
-
-func TestErrStalled(t *testing.T) {
-	assert.EqualError(t, ErrStalled, "retryhttp: response body stalled")
-	var ne net.Error
-	require.ErrorAs(t, ErrStalled, &ne, "a stall is a net.Error")
-	assert.True(t, ne.Timeout())
-}
-
-// errCut stands for the error of a cut body.
-var errCut = errorString("cut")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

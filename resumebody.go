@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/resume"
 )
 
 // A resumeBody is the body of a response that may be resumed: it passes
@@ -17,7 +18,7 @@ import (
 // it asks for the rest with a range request pinned to the first response's
 // validator, checks that the answer continues the body, and reads on from
 // it, within the caller's Read. The caller sees every byte once and in
-// order, or a *ResumeError: never a byte the body did not have.
+// order, or a *resume.Error: never a byte the body did not have.
 //
 // It drives a copy of the request's retry machine, so that each resume is a
 // retry like the others: planned, paid from the budget, reported, and sent
@@ -55,7 +56,7 @@ type bodyReader struct {
 	// The reading goroutine's.
 	mode    bodyMode
 	rep     representation
-	why     ResumeReason   // why the body may not be resumed (modePass)
+	why     resume.Reason  // why the body may not be resumed (modePass)
 	part    *http.Response // the response whose body is being read
 	off     int64          // bytes the caller has received
 	pending error          // a failure that came with bytes, acted on at the next Read
@@ -215,7 +216,7 @@ func (b *resumeBody) whole(n int, err error) (int, error) {
 	r := b.r
 	if r.digest != nil && !r.digest.matches() {
 		r.off -= int64(n)
-		return 0, b.end(r.error(ResumeDigestMismatch, 0, nil))
+		return 0, b.end(r.error(resume.DigestMismatch, 0, nil))
 	}
 	if err != nil {
 		return n, b.complete()
@@ -238,7 +239,7 @@ func (b *resumeBody) readOther(p []byte) (int, error) {
 	if v.Decision != classify.Retry {
 		return n, err
 	}
-	rerr := &ResumeError{Reason: r.why, Offset: r.off, Err: err}
+	rerr := &resume.Error{Reason: r.why, Offset: r.off, Err: err}
 	b.report(GiveUpNotResumable, 0, nil, rerr, v)
 	return n, b.end(rerr)
 }
@@ -259,7 +260,7 @@ func (b *resumeBody) readEnd(p []byte) (int, error) {
 	r.watch.leave()
 	switch {
 	case n > 0:
-		return 0, b.end(r.error(ResumeWrongLength, 0, nil))
+		return 0, b.end(r.error(resume.WrongLength, 0, nil))
 	case err == nil:
 		return 0, nil
 	}
@@ -286,19 +287,19 @@ func (b *resumeBody) complete() error {
 }
 
 // error returns the error that ends the body for reason.
-func (r *bodyReader) error(reason ResumeReason, status int, err error) *ResumeError {
-	return &ResumeError{Reason: reason, Offset: r.off, Resumes: r.resumes, StatusCode: status, Err: err}
+func (r *bodyReader) error(reason resume.Reason, status int, err error) *resume.Error {
+	return &resume.Error{Reason: reason, Offset: r.off, Resumes: r.resumes, StatusCode: status, Err: err}
 }
 
 // end ends the body: every later Read returns err, which end returns. A
-// *ResumeError not logged as a give-up is logged here.
+// *resume.Error not logged as a give-up is logged here.
 func (b *resumeBody) end(err error) error {
 	r := b.r
 	r.mode, r.err = modeEnded, err
 	b.mu.Lock()
 	r.watch.stop()
 	b.mu.Unlock()
-	if rerr, ok := err.(*ResumeError); ok && !r.gaveUp {
+	if rerr, ok := err.(*resume.Error); ok && !r.gaveUp {
 		s := b.state()
 		s.t.logBodyFailure(b.req, s.attempt, rerr, s.info)
 	}
@@ -320,7 +321,7 @@ func (b *resumeBody) fail(err error) error {
 		return b.end(err)
 	}
 	if stalled {
-		err = ErrStalled
+		err = resume.ErrStalled
 	}
 	v := b.state().judge(b.a, nil, err)
 	if v.Decision != classify.Retry {
@@ -358,7 +359,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 		}
 		if reason != "" {
 			s.release(failed, body, err, v, pt)
-			rerr := r.error(ResumeGaveUp, statusOf(answered), joinCause(err, cause))
+			rerr := r.error(resume.GaveUp, statusOf(answered), joinCause(err, cause))
 			rerr.GiveUp = reason
 			b.report(reason, delay, answered, err, v)
 			return b.end(rerr)
@@ -379,7 +380,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 			}
 			reason := waitReason(werr)
 			b.report(reason, 0, answered, err, v)
-			rerr := r.error(ResumeGaveUp, 0, errors.Join(werr, cause))
+			rerr := r.error(resume.GaveUp, 0, errors.Join(werr, cause))
 			rerr.GiveUp = reason
 			return b.end(rerr)
 		}
@@ -395,7 +396,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 				return b.end(errReadClosed)
 			}
 			if v = s.judge(a, nil, err); v.Decision != classify.Retry {
-				return b.end(r.error(ResumeFailed, 0, joinCause(err, cause)))
+				return b.end(r.error(resume.Failed, 0, joinCause(err, cause)))
 			}
 			failed, body, answered = nil, nil, nil
 			continue
@@ -413,11 +414,11 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 			return nil
 		case code/100 == 2 || code == http.StatusNotModified:
 			resp.Body.Close()
-			return b.end(r.error(ResumeChanged, code, cause))
+			return b.end(r.error(resume.Changed, code, cause))
 		}
 		if v = s.judge(a, resp, nil); v.Decision != classify.Retry {
 			resp.Body.Close()
-			return b.end(r.error(ResumeRefused, resp.StatusCode, cause))
+			return b.end(r.error(resume.Refused, resp.StatusCode, cause))
 		}
 		failed, body, answered, err = resp, resp.Body, resp, nil
 	}
@@ -490,7 +491,7 @@ func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *
 		// The stall watch cancelled the resume's context, not the
 		// caller's: the attempt is judged under the caller's, so that
 		// the stall is retried as other timeouts are.
-		a, err = a.WithContext(s.context(b.req.Context())), ErrStalled
+		a, err = a.WithContext(s.context(b.req.Context())), resume.ErrStalled
 	}
 	return a, pt, resp, err
 }
@@ -556,7 +557,7 @@ func (b *resumeBody) checkStall() {
 		if b.cur != nil && !b.curClosed {
 			cur, b.curClosed = b.cur, true
 		} else if b.cur == nil && r.cancel != nil {
-			r.cancel(ErrStalled)
+			r.cancel(resume.ErrStalled)
 		}
 	}
 	r.watch.rearm()

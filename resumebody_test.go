@@ -28,6 +28,7 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -57,6 +58,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 // checks, on synctest's clock, that the read is resumed after the default
 // stall timeout, and no more than a quarter of it later.
 func TestStallIsResumedAfterTheTimeout(t *testing.T) {
+	const stallTimeout = 10 * time.Second // the default, as resume.StallTimeout says
 	synctest.Test(t, func(t *testing.T) {
 		f := newFile(version{body: eightMiB, etag: `"v1"`})
 		base := retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.StallAfter(1<<20)))
@@ -69,12 +71,12 @@ func TestStallIsResumedAfterTheTimeout(t *testing.T) {
 		require.NoError(t, err)
 		requireSame(t, eightMiB, got)
 		require.Len(t, events, 1)
-		assert.GreaterOrEqual(t, at, retryhttp.DefaultStallTimeout)
-		assert.LessOrEqual(t, at, retryhttp.DefaultStallTimeout*5/4)
+		assert.GreaterOrEqual(t, at, stallTimeout)
+		assert.LessOrEqual(t, at, stallTimeout*5/4)
 		e := events[0]
 		assert.True(t, e.Resume)
 		assert.Equal(t, int64(1<<20), e.Offset)
-		assert.ErrorIs(t, e.Err, retryhttp.ErrStalled)
+		assert.ErrorIs(t, e.Err, resume.ErrStalled)
 		assert.True(t, e.Verdict.Timeout, "a stall is a timeout")
 		assert.Equal(t, 1, e.Attempt)
 		ranges, _ := f.requests()
@@ -160,10 +162,10 @@ func TestDeadlineEndsTheRead(t *testing.T) {
 		opts  []retryhttp.Option
 	}{
 		{"stalled, the default stall timeout", retryhttptest.StallAfter(1 << 20), nil},
-		{"stalled, resumed every 500 ms", retryhttptest.StallAfter(1 << 20), []retryhttp.Option{retryhttp.WithStallTimeout(500 * time.Millisecond), retryhttp.WithResumeLimit(100)}},
+		{"stalled, resumed every 500 ms", retryhttptest.StallAfter(1 << 20), []retryhttp.Option{retryhttp.WithResume(resume.StallTimeout(500*time.Millisecond), resume.Limit(100))}},
 		// 128 parts: the default backoff's waits add up to far more
 		// than 2 s, whatever their jitter.
-		{"cut, after backoff", retryhttptest.CloseAfter(1 << 16), []retryhttp.Option{retryhttp.WithResumeLimit(1000), retryhttp.WithoutBudget()}},
+		{"cut, after backoff", retryhttptest.CloseAfter(1 << 16), []retryhttp.Option{retryhttp.WithResume(resume.Limit(1000)), retryhttp.WithoutBudget()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,9 +180,9 @@ func TestDeadlineEndsTheRead(t *testing.T) {
 				require.Error(t, err)
 				requirePrefixOf(t, eightMiB, got)
 				assert.LessOrEqual(t, elapsed, 2*time.Second)
-				var rerr *retryhttp.ResumeError
+				var rerr *resume.Error
 				if errors.As(err, &rerr) {
-					assert.Equal(t, retryhttp.ResumeGaveUp, rerr.Reason)
+					assert.Equal(t, resume.GaveUp, rerr.Reason)
 					assert.Contains(t, []retryhttp.GiveUpReason{retryhttp.GiveUpDeadline, retryhttp.GiveUpCanceled}, rerr.GiveUp)
 					if rerr.GiveUp == retryhttp.GiveUpDeadline {
 						// Given up before the deadline: the wait
@@ -222,13 +224,13 @@ func TestCloseStopsEverything(t *testing.T) {
 	}{
 		{"waiting on the server", func() http.RoundTripper {
 			return retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.StallAfter(1000))
-		}, []retryhttp.Option{retryhttp.WithStallTimeout(0)}},
+		}, []retryhttp.Option{retryhttp.WithResume(resume.StallTimeout(0))}},
 		{"waiting out a resume's backoff", func() http.RoundTripper {
 			return retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))
 		}, []retryhttp.Option{retryhttp.WithBackoff(backoff.Constant(time.Hour))}},
 		{"waiting on a resume's headers", func() http.RoundTripper {
 			return &gate{first: retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))}
-		}, []retryhttp.Option{retryhttp.WithStallTimeout(0)}},
+		}, []retryhttp.Option{retryhttp.WithResume(resume.StallTimeout(0))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,8 +309,7 @@ func TestReadAndCloseRace(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFile(version{body: oneMiB, etag: `"v1"`})
 			base := &countingBase{base: retryhttptest.NewTransport(f, retryhttptest.Sequence(retryhttptest.CloseAfter(1000), retryhttptest.StallAfter(1000)))}
-			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
-				retryhttp.WithStallTimeout(2*time.Second))
+			tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(time.Millisecond)), retryhttp.WithResume(resume.StallTimeout(2*time.Second)))
 			resp := fetch(t, t.Context(), tr, "http://files.test/")
 			done := make(chan struct{})
 			go func() {
@@ -368,9 +369,9 @@ func TestDigestOfTheJoinedBody(t *testing.T) {
 			// bytes are held back, so the caller never has them all.
 			requirePrefixOf(t, oneMiB, got)
 			assert.Less(t, len(got), len(oneMiB))
-			var rerr *retryhttp.ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
-			assert.Equal(t, retryhttp.ResumeDigestMismatch, rerr.Reason)
+			assert.Equal(t, resume.DigestMismatch, rerr.Reason)
 			assert.Equal(t, int64(len(got)), rerr.Offset, "the bytes the caller received")
 		})
 	}
@@ -403,9 +404,9 @@ func TestLengthOfTheJoinedBody(t *testing.T) {
 	})
 	tr = retryhttp.New(retryhttp.WithBase(long))
 	got, err = readBody(fetch(t, t.Context(), tr, "http://files.test/"))
-	var rerr *retryhttp.ResumeError
+	var rerr *resume.Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, retryhttp.ResumeWrongLength, rerr.Reason)
+	assert.Equal(t, resume.WrongLength, rerr.Reason)
 	assert.Equal(t, body[:6], got, "the announced bytes, and no more")
 }
 
@@ -432,7 +433,7 @@ func TestResumeAnswers(t *testing.T) {
 	tests := []struct {
 		name   string
 		answer http.HandlerFunc // answers requests for the rest; nil: the file does
-		reason retryhttp.ResumeReason
+		reason resume.Reason
 		status int
 		sent   int
 	}{
@@ -443,25 +444,25 @@ func TestResumeAnswers(t *testing.T) {
 		{"416", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Range", "bytes */10")
 			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
-		}, retryhttp.ResumeRefused, 416, 2},
+		}, resume.Refused, 416, 2},
 		{"403, a signature refused", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "SignatureDoesNotMatch", http.StatusForbidden)
-		}, retryhttp.ResumeRefused, 403, 2},
+		}, resume.Refused, 403, 2},
 		{"206 of another representation, If-Range ignored", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("ETag", `"v2"`)
 			w.Header().Set("Content-Range", "bytes 1000-"+strconv.Itoa(len(oneMiB)-1)+"/"+strconv.Itoa(len(oneMiB)))
 			w.WriteHeader(http.StatusPartialContent)
 			w.Write(eightMiB[1000:len(oneMiB)])
-		}, retryhttp.ResumeChanged, 206, 2},
+		}, resume.Changed, 206, 2},
 		{"206 from the start", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("ETag", `"v1"`)
 			w.Header().Set("Content-Range", "bytes 0-"+strconv.Itoa(len(oneMiB)-1)+"/"+strconv.Itoa(len(oneMiB)))
 			w.WriteHeader(http.StatusPartialContent)
 			w.Write(oneMiB)
-		}, retryhttp.ResumeMisaligned, 206, 2},
+		}, resume.Misaligned, 206, 2},
 		{"304", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNotModified)
-		}, retryhttp.ResumeChanged, 304, 2},
+		}, resume.Changed, 304, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -485,7 +486,7 @@ func TestResumeAnswers(t *testing.T) {
 			}
 			requirePrefixOf(t, oneMiB, got)
 			assert.Len(t, got, 1000, "no byte of the answer reaches the caller")
-			var rerr *retryhttp.ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, tt.reason, rerr.Reason)
 			assert.Equal(t, tt.status, rerr.StatusCode)
@@ -505,9 +506,9 @@ func TestSignedRangeIsToldInAdvance(t *testing.T) {
 	resp := fetch(t, t.Context(), tr, "http://bucket.test/key", "Range", "bytes=0-99999",
 		"Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=0f")
 	_, err := readBody(resp)
-	var rerr *retryhttp.ResumeError
+	var rerr *resume.Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, retryhttp.ResumeSignedRange, rerr.Reason)
+	assert.Equal(t, resume.SignedRange, rerr.Reason)
 	assert.Equal(t, 1, base.Attempts())
 }
 
@@ -518,12 +519,11 @@ func TestResumesAreRetries(t *testing.T) {
 	t.Run("limit", func(t *testing.T) {
 		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))
 		var gaveUp []retryhttp.GiveUpEvent
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithResumeLimit(3),
-			retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp = append(gaveUp, e) }))
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithResume(resume.Limit(3)), retryhttp.WithOnGiveUp(func(e retryhttp.GiveUpEvent) { gaveUp = append(gaveUp, e) }))
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 		requirePrefixOf(t, oneMiB, got)
 		assert.Len(t, got, 4000, "each part gives 1000 bytes")
-		var rerr *retryhttp.ResumeError
+		var rerr *resume.Error
 		require.ErrorAs(t, err, &rerr)
 		assert.Equal(t, retryhttp.GiveUpResumeLimit, rerr.GiveUp)
 		assert.Equal(t, 3, rerr.Resumes)
@@ -647,18 +647,18 @@ func TestBytesThatComeWithAFailure(t *testing.T) {
 
 // TestResumeRequestFails checks what a request for the rest that fails
 // with an error, not a status, brings: another resume when the error is
-// worth retrying, the end of the read with ResumeFailed when it is not.
+// worth retrying, the end of the read with resume.Failed when it is not.
 func TestResumeRequestFails(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.OpError{Op: "connect", Err: syscall.ECONNREFUSED}}
 	untrusted := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
 	for _, tt := range []struct {
 		name   string
 		err    error
-		reason retryhttp.ResumeReason
+		reason resume.Reason
 		sent   int
 	}{
 		{"a refused dial", refused, "", 3},
-		{"a certificate not trusted", untrusted, retryhttp.ResumeFailed, 2},
+		{"a certificate not trusted", untrusted, resume.Failed, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			inner := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
@@ -678,7 +678,7 @@ func TestResumeRequestFails(t *testing.T) {
 				return
 			}
 			assert.Len(t, got, 1000)
-			var rerr *retryhttp.ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, tt.reason, rerr.Reason)
 			assert.Equal(t, 1, rerr.Resumes)
@@ -691,19 +691,18 @@ func TestResumeRequestFails(t *testing.T) {
 // TestResumeStallsOnItsHeaders checks that the stall timeout bounds a
 // resume's wait for its response headers as it bounds a read: with one
 // resume allowed, a request for the rest that gets no answer ends the read
-// after the timeout, with ErrStalled.
+// after the timeout, with resume.ErrStalled.
 func TestResumeStallsOnItsHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &gate{first: retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.CloseAfter(1000))}
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
-			retryhttp.WithStallTimeout(time.Second), retryhttp.WithResumeLimit(1))
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithResume(resume.StallTimeout(time.Second), resume.Limit(1)))
 		start := time.Now()
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 		elapsed := time.Since(start)
 		assert.Len(t, got, 1000)
-		var rerr *retryhttp.ResumeError
+		var rerr *resume.Error
 		require.ErrorAs(t, err, &rerr)
-		assert.ErrorIs(t, err, retryhttp.ErrStalled)
+		assert.ErrorIs(t, err, resume.ErrStalled)
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the error that cut the body")
 		assert.Equal(t, 1, rerr.Resumes)
 		assert.Equal(t, int32(2), base.sent.Load())
@@ -727,7 +726,7 @@ func TestResumeStalledOnItsHeadersIsRetried(t *testing.T) {
 			}
 			return inner.RoundTrip(r)
 		})
-		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithStallTimeout(time.Second))
+		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithResume(resume.StallTimeout(time.Second)))
 		start := time.Now()
 		got, err := readBody(fetch(t, t.Context(), tr, "http://files.test/"))
 		elapsed := time.Since(start)
@@ -777,9 +776,9 @@ func TestResumeEndsInItsBackoff(t *testing.T) {
 				assert.Empty(t, gaveUp, "the caller closed the body: nothing given up")
 				return
 			}
-			var rerr *retryhttp.ResumeError
+			var rerr *resume.Error
 			require.ErrorAs(t, err, &rerr)
-			assert.Equal(t, retryhttp.ResumeGaveUp, rerr.Reason)
+			assert.Equal(t, resume.GaveUp, rerr.Reason)
 			assert.Equal(t, retryhttp.GiveUpCanceled, rerr.GiveUp)
 			assert.ErrorIs(t, err, context.Canceled)
 			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/resume"
 )
 
 // fuzzResumeLimit is the resumes a body gets in FuzzResumeBody: with the
@@ -111,7 +112,7 @@ func fuzzBody(n int, seed byte) []byte {
 // that holds at least a byte; that a read that ends without error returned
 // the body exactly, unless a server lied undetectably (the same validator
 // over other bytes, with no Repr-Digest); that, but for such a lie, every
-// byte returned before an error is the body's; and that a *ResumeError's
+// byte returned before an error is the body's; and that a *resume.Error's
 // Offset counts the bytes the caller received.
 func FuzzResumeBody(f *testing.F) {
 	f.Add(uint16(1000), uint16(300), uint8(0), false, false, []byte{answerHonest, 255, 0, 0})
@@ -225,8 +226,7 @@ func checkResumeScript(t *testing.T, n, cut int, firstFlags byte, digest, readFu
 		}
 		return scripted(r, http.StatusPartialContent, h, rest, cutAt, op[2]), nil
 	}
-	tr := retryhttp.New(retryhttp.WithBase(roundTripperFunc(answer)), retryhttp.WithBackoff(backoff.Constant(0)),
-		retryhttp.WithResumeLimit(fuzzResumeLimit), retryhttp.WithStallTimeout(time.Second))
+	tr := retryhttp.New(retryhttp.WithBase(roundTripperFunc(answer)), retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithResume(resume.Limit(fuzzResumeLimit), resume.StallTimeout(time.Second)))
 	// A body that cannot be resumed is not watched for stalls: as through
 	// any transport, the caller's deadline ends its stalled read.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -253,7 +253,7 @@ func checkResumeScript(t *testing.T, n, cut int, firstFlags byte, digest, readFu
 	case err != nil && !lied && !bytes.Equal(got, body[:min(len(got), n)]):
 		t.Fatalf("a byte not the body's before %v", err)
 	}
-	var rerr *retryhttp.ResumeError
+	var rerr *resume.Error
 	if errors.As(err, &rerr) && rerr.Offset != int64(len(got)) {
 		t.Fatalf("%v: Offset %d, the caller received %d", err, rerr.Offset, len(got))
 	}

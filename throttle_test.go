@@ -20,6 +20,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -825,7 +826,7 @@ func TestThrottleDoesNotCountABodyGivenUpOn(t *testing.T) {
 			return &http.Response{StatusCode: status, ContentLength: length, Header: h, Body: body, Request: r}, nil
 		})
 		var gaveUp []GiveUpEvent
-		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(throttle.MinRequests(1)), WithResumeLimit(1), WithBackoff(backoff.Constant(0)),
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(throttle.MinRequests(1)), WithResume(resume.Limit(1)), WithBackoff(backoff.Constant(0)),
 			WithOnGiveUp(func(e GiveUpEvent) { gaveUp = append(gaveUp, e) }))
 		req, err := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -93,6 +94,7 @@ var _ http.RoundTripper = (*Transport)(nil)
 // package documentation. It panics, naming the option, when an option's
 // value is invalid.
 func New(opts ...Option) *Transport {
+	rc := config.NewResume()
 	t := &Transport{
 		maxAttempts:     DefaultMaxAttempts,
 		backoff:         backoff.Default(),
@@ -101,8 +103,8 @@ func New(opts ...Option) *Transport {
 		budget:          NewHostBudget(),
 		retryAfterLimit: DefaultRetryAfterLimit,
 		bodyBufferLimit: DefaultBodyBufferLimit,
-		resumeLimit:     DefaultResumeLimit,
-		stallTimeout:    DefaultStallTimeout,
+		resumeLimit:     rc.Limit,
+		stallTimeout:    rc.StallTimeout,
 		now:             time.Now,
 		rand:            rand.Float64,
 	}

@@ -52,10 +52,10 @@ func FuzzServerSignal(f *testing.F) {
 		req := &http.Request{Method: http.MethodGet, Header: http.Header{}}
 		verdicts := map[wire.Signal]Verdict{wire.SignalNone: {}, wire.SignalRetry: {Decision: Retry}, wire.SignalFinal: {Decision: DontRetry}}
 		if v := ShouldRetry(names...).Classify(req, &http.Response{StatusCode: 500, Header: h}, nil); v != verdicts[got] {
-			t.Fatalf("ServerSignalClassifier(%q) on a 500 with %q: got %+v, want %+v", names, values, v, verdicts[got])
+			t.Fatalf("ShouldRetry(%q) on a 500 with %q: got %+v, want %+v", names, values, v, verdicts[got])
 		}
 		if v := ShouldRetry(names...).Classify(req, &http.Response{StatusCode: 200, Header: h}, nil); v != (Verdict{}) {
-			t.Fatalf("ServerSignalClassifier(%q) on a 200 with %q: got %+v, want no opinion", names, values, v)
+			t.Fatalf("ShouldRetry(%q) on a 200 with %q: got %+v, want it to abstain", names, values, v)
 		}
 	})
 }

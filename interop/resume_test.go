@@ -20,6 +20,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/interop/internal/nginx"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,7 +141,7 @@ func TestNginxResumesCutBodies(t *testing.T) {
 // the first response from the old one), then the proxy cuts the body. The
 // request for the rest carries the old ETag in If-Range; nginx answers
 // with the new file whole (200), and retryhttp ends the read with a
-// *ResumeError (ResumeChanged) after the old file's bytes: never a byte of
+// *resume.Error (resume.Changed) after the old file's bytes: never a byte of
 // the new file spliced onto the old.
 func TestNginxChangedFileIsNeverSpliced(t *testing.T) {
 	t.Parallel()
@@ -161,9 +162,9 @@ func TestNginxChangedFileIsNeverSpliced(t *testing.T) {
 	require.NoError(t, os.Rename(tmp, filepath.Join(s.Root, "changing.bin")))
 
 	rest, err := io.ReadAll(resp.Body)
-	var re *retryhttp.ResumeError
+	var re *resume.Error
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, retryhttp.ResumeChanged, re.Reason, "%v", err)
+	assert.Equal(t, resume.Changed, re.Reason, "%v", err)
 	assert.Equal(t, int64(5<<20), re.Offset)
 	assert.Equal(t, 1, re.Resumes)
 	assert.Equal(t, http.StatusOK, re.StatusCode)
@@ -194,7 +195,8 @@ func TestNginxResumesStalledBody(t *testing.T) {
 	elapsed := time.Since(start)
 	require.NoError(t, err, "read whole within the deadline")
 	require.True(t, slices.Equal(data, got), "the caller read the file, byte for byte")
-	assert.GreaterOrEqual(t, elapsed, retryhttp.DefaultStallTimeout, "a stall is a stall timeout's silence")
+	const stallTimeout = 10 * time.Second // the default, as resume.StallTimeout says
+	assert.GreaterOrEqual(t, elapsed, stallTimeout, "a stall is a stall timeout's silence")
 	t.Logf("read whole in %v", elapsed.Round(time.Millisecond))
 	reqs := requestsFor(t, s, "/stalls.bin", 2)
 	assert.Equal(t, "bytes=1048576-", reqs[1].Range)

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/otelretry"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -76,7 +76,7 @@ func TestResumeGiveUp(t *testing.T) {
 		require.NoError(t, err)
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		var rerr *retryhttp.ResumeError
+		var rerr *resume.Error
 		require.ErrorAs(t, err, &rerr)
 		op.End()
 
@@ -89,6 +89,6 @@ func TestResumeGiveUp(t *testing.T) {
 		assert.Equal(t, int64(1000), v.AsInt64())
 		giveUps := tel.metrics(t)[otelretry.GiveUpsName]
 		assert.EqualValues(t, 1, sum(t, giveUps, semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80),
-			otelretry.ReasonKey.String("not_resumable"), semconv.ErrorTypeKey.String("*retryhttp.ResumeError"), otelretry.ResumeKey.Bool(true)))
+			otelretry.ReasonKey.String("not_resumable"), semconv.ErrorTypeKey.String("*resume.Error"), otelretry.ResumeKey.Bool(true)))
 	})
 }

@@ -97,9 +97,9 @@ const (
 	ruleRetryAfter  = "a Retry-After beyond the limit (WithRetryAfterLimit, 1 minute) is not waited for"
 	ruleNetworkAuth = "511 asks for a login to the network (a captive portal): final"
 	ruleBaseResend  = "net/http's own resend of a POST without a key after PROTOCOL_ERROR is stopped (ErrBaseResend): the server may have run it"
-	ruleWeakETag    = "a weak ETag may name other bytes: the body is not resumed (ResumeWeakValidator)"
-	ruleNoValidator = "nothing tells this body's rest from another's (no ETag, no Last-Modified a second before Date): not resumed (ResumeNoValidator)"
-	ruleDecoded     = "net/http decoded the body: its offsets are not the server's, so it is not resumed (ResumeDecoded)"
+	ruleWeakETag    = "a weak ETag may name other bytes: the body is not resumed (resume.WeakValidator)"
+	ruleNoValidator = "nothing tells this body's rest from another's (no ETag, no Last-Modified a second before Date): not resumed (resume.NoValidator)"
+	ruleDecoded     = "net/http decoded the body: its offsets are not the server's, so it is not resumed (resume.Decoded)"
 )
 
 // a rescueCase is a row before it is run: how to run one library against

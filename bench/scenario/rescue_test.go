@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench/peers"
+	"github.com/retryhttp/retryhttp/resume"
 )
 
 // rescueRows runs the rescue matrix once for the tests that read it.
@@ -95,11 +95,11 @@ func TestRescueRowsThatMatter(t *testing.T) {
 // retryhttp made of each: the rest fetched by one more request, or the
 // typed error that says why not.
 func TestRescueBodyRows(t *testing.T) {
-	notResumed := map[string]retryhttp.ResumeReason{
-		"GET 1 MiB, weak ETag: body cut at 256 KiB":                             retryhttp.ResumeWeakValidator,
-		"GET 1 MiB, no validator: body cut at 256 KiB":                          retryhttp.ResumeNoValidator,
-		"GET 1 MiB, strong ETag, gzip decoded by net/http: body cut at 256 KiB": retryhttp.ResumeDecoded,
-		"POST without a key, strong ETag: response body cut at 256 KiB":         retryhttp.ResumeMethod,
+	notResumed := map[string]resume.Reason{
+		"GET 1 MiB, weak ETag: body cut at 256 KiB":                             resume.WeakValidator,
+		"GET 1 MiB, no validator: body cut at 256 KiB":                          resume.NoValidator,
+		"GET 1 MiB, strong ETag, gzip decoded by net/http: body cut at 256 KiB": resume.Decoded,
+		"POST without a key, strong ETag: response body cut at 256 KiB":         resume.Method,
 	}
 	n := 0
 	for _, r := range rescueRows() {
@@ -120,7 +120,7 @@ func TestRescueBodyRows(t *testing.T) {
 			assert.Equal(t, int64(2), ours.Executions, "%s: one request for the rest", r.Name)
 			continue
 		}
-		var re *retryhttp.ResumeError
+		var re *resume.Error
 		if assert.ErrorAs(t, ours.BodyErr, &re, r.Name) {
 			assert.Equal(t, reason, re.Reason, r.Name)
 			assert.Zero(t, re.Resumes, r.Name)

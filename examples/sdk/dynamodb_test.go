@@ -79,7 +79,7 @@ func TestDynamoDB(t *testing.T) {
 			fault: retryhttptest.First(2, dynamoDBThrottling), attempts: 3, executions: 1},
 		{name: "GetItem, reset after the read, declared", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
 			fault: retryhttptest.First(1, retryhttptest.ResetAfterRead()), attempts: 2, executions: 2},
-		{name: "GetItem, throttling without AWSErrorClassifier", opts: []retryhttp.Option{dynamoDBReads},
+		{name: "GetItem, throttling without awsretry.Classifier", opts: []retryhttp.Option{dynamoDBReads},
 			fault: retryhttptest.First(1, dynamoDBThrottling), attempts: 1, executions: 0, wantErr: "ThrottlingException"},
 		{name: "GetItem, validation error", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
 			fault: retryhttptest.First(1, dynamoDBValidation), attempts: 1, executions: 0, wantErr: "ValidationException"},

@@ -21,6 +21,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/awsretry"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -265,7 +266,7 @@ func TestS3GetObjectResumesCutBody(t *testing.T) {
 // object: the SDK signs the Range header, so a request for the rest of the
 // range would fail S3's signature check. retryhttp sees the signed Range
 // in the Authorization header (SignedHeaders) and does not send it: the
-// caller's read ends in a *ResumeError (ResumeSignedRange) after the bytes
+// caller's read ends in a *resume.Error (resume.SignedRange) after the bytes
 // of the range that arrived, every one of them right.
 func TestS3GetObjectSignedRangeNotResumed(t *testing.T) {
 	store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
@@ -276,9 +277,9 @@ func TestS3GetObjectSignedRangeNotResumed(t *testing.T) {
 	require.NoError(t, err)
 	defer out.Body.Close()
 	got, err := readAll(out.Body)
-	var re *retryhttp.ResumeError
+	var re *resume.Error
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, retryhttp.ResumeSignedRange, re.Reason)
+	assert.Equal(t, resume.SignedRange, re.Reason)
 	assert.Zero(t, re.Resumes)
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Equal(t, object[4096:4096+cutAt], got)
@@ -291,7 +292,7 @@ func TestS3GetObjectSignedRangeNotResumed(t *testing.T) {
 // minutes after its X-Amz-Date, and the request for the rest carries the
 // SDK's signature, made when the call began. Within the window the rest is
 // fetched and the read is whole; after it S3 answers 403
-// RequestTimeTooSkewed, and the read ends in ResumeRefused after the bytes
+// RequestTimeTooSkewed, and the read ends in resume.Refused after the bytes
 // that arrived, every one right.
 func TestS3ResumeWithinSignatureWindow(t *testing.T) {
 	for _, tt := range []struct {
@@ -317,9 +318,9 @@ func TestS3ResumeWithinSignatureWindow(t *testing.T) {
 				assert.True(t, bytes.Equal(object, got), "the object, byte for byte")
 				return
 			}
-			var re *retryhttp.ResumeError
+			var re *resume.Error
 			require.ErrorAs(t, err, &re)
-			assert.Equal(t, retryhttp.ResumeRefused, re.Reason)
+			assert.Equal(t, resume.Refused, re.Reason)
 			assert.Equal(t, http.StatusForbidden, re.StatusCode)
 			assert.True(t, bytes.Equal(object[:cutAt], got), "the bytes before the cut, and no other")
 		})
@@ -339,8 +340,8 @@ func azureRecipe(t *testing.T) (*http.Client, *rangeRecorder) {
 // Shared Key credential while the proxy cuts its body. Shared Key signs
 // the Range header, empty or not (Azurite, as Azure Storage, answers a
 // request with another Range 403 AuthorizationFailure), so retryhttp does
-// not ask for the rest: the read ends in a *ResumeError
-// (ResumeSignedRange) after the bytes that arrived, every one right.
+// not ask for the rest: the read ends in a *resume.Error
+// (resume.SignedRange) after the bytes that arrived, every one right.
 func TestAzureSharedKeyNotResumed(t *testing.T) {
 	blob, proxy := blobBehindProxy(t, "sharedkey.bin", retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 	hc, rec := azureRecipe(t)
@@ -348,9 +349,9 @@ func TestAzureSharedKeyNotResumed(t *testing.T) {
 	require.NoError(t, err)
 
 	got, err := downloadBlob(t.Context(), c, "sharedkey.bin")
-	var re *retryhttp.ResumeError
+	var re *resume.Error
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, retryhttp.ResumeSignedRange, re.Reason)
+	assert.Equal(t, resume.SignedRange, re.Reason)
 	assert.Equal(t, blob[:cutAt], got)
 	assert.Equal(t, 1, proxy.Attempts())
 	assert.Equal(t, []rangeHeader{{}}, rec.requests())
@@ -398,7 +399,7 @@ func TestAzureSASResumesCutBody(t *testing.T) {
 // the body; retryhttp asks for the rest of the caller's range, which the
 // signature does not cover, and the caller reads the range whole. A URL
 // presigned with the Range in it (X-Amz-SignedHeaders names range) is not
-// resumed: ResumeSignedRange.
+// resumed: resume.SignedRange.
 func TestS3PresignedRangeResumes(t *testing.T) {
 	const from = 4096
 	t.Run("Range added after signing", func(t *testing.T) {
@@ -418,9 +419,9 @@ func TestS3PresignedRangeResumes(t *testing.T) {
 		store, object, proxy := objectBehindProxy(t, retryhttptest.First(1, retryhttptest.CloseAfter(cutAt)))
 		url := presignGetObject(t, proxy.URL, aws.String("bytes=4096-"))
 		_, got, err := getRange(t, url, from)
-		var re *retryhttp.ResumeError
+		var re *resume.Error
 		require.ErrorAs(t, err, &re)
-		assert.Equal(t, retryhttp.ResumeSignedRange, re.Reason)
+		assert.Equal(t, resume.SignedRange, re.Reason)
 		assert.Equal(t, object[from:from+cutAt], got)
 		assert.Len(t, store.Gets(), 1)
 		assert.Zero(t, store.Rejected())

@@ -47,8 +47,8 @@ import (
 // onto what the caller read; the SDK's checksum validation, over every byte
 // the caller reads, passes. A GetObject with a Range of its own is not
 // resumed: the SDK signs that Range, so a request for the rest would fail
-// S3's check, and the caller's read ends in a *retryhttp.ResumeError
-// (ResumeSignedRange) after the bytes that arrived.
+// S3's check, and the caller's read ends in a *resume.Error
+// (resume.SignedRange) after the bytes that arrived.
 func runS3(w io.Writer, opts ...retryhttp.Option) error {
 	classifier := retryhttp.WithClassifier(classify.First(awsretry.Classifier(), classify.Default()))
 	tr := retryhttp.New(append([]retryhttp.Option{classifier, printRetries(w)}, opts...)...)

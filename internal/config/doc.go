@@ -1,4 +1,4 @@
-// Package config holds the configurations of the Transport's features: the
-// root package reads them, and each feature's package sets them through its
-// options, so that neither imports the other for them.
+// Package config holds the configuration of each optional feature, one
+// file a feature: the feature's package builds its options on it, and the
+// root package reads it, without either importing the other.
 package config
