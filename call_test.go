@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,10 +93,10 @@ func TestWithResendable(t *testing.T) {
 func TestResendableStillNeedsBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: statuses(503)}
-		budget := NewBucket(BucketCapacity(5), BucketTimeoutCost(5))
+		bucket := budget.NewBucket(budget.Capacity(5), budget.TimeoutCost(5))
 		req, err := http.NewRequestWithContext(Resendable(t.Context()), http.MethodPost, "http://svc.test/", nil)
 		require.NoError(t, err)
-		resp, err := newTestTransport(base, 0, WithBudget(budget)).RoundTrip(req)
+		resp, err := newTestTransport(base, 0, WithBudget(bucket)).RoundTrip(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 2, base.count(), "one retry paid for, then the budget is empty")

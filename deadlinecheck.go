@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // Before each retry and each hedge of a request with a deadline, the
@@ -58,7 +60,7 @@ func (t *Transport) typicalAnswer(req *http.Request) time.Duration {
 	if t.hedge != nil {
 		table = t.hedge.table
 	}
-	hl := (*table.hosts.Load())[requestKey(req)]
+	hl := (*table.hosts.Load())[wire.RequestKey(req)]
 	if hl == nil {
 		return 0
 	}
@@ -125,7 +127,7 @@ func (t *Transport) sendTimed(a *http.Request) (*http.Response, error) {
 // start (monotonic), when it has a response.
 func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *http.Response) {
 	if resp != nil {
-		t.answers.host(requestKey(a)).add(monotonic()-start, fitWindow)
+		t.answers.host(wire.RequestKey(a)).add(monotonic()-start, fitWindow)
 	}
 }
 

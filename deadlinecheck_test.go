@@ -13,8 +13,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,8 +67,8 @@ func TestRetryNeedsTheHostsTypicalAnswer(t *testing.T) {
 					return latency, 200
 				}}
 				var events []GiveUpEvent
-				budget := NewBucket()
-				tr := newTestTransport(base, 0, WithBudget(budget), WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+				bucket := budget.NewBucket()
+				tr := newTestTransport(base, 0, WithBudget(bucket), WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
 				warm(t, tr, tt.warm)
 				calls := base.calls()
 				fail.Store(true)
@@ -87,7 +89,7 @@ func TestRetryNeedsTheHostsTypicalAnswer(t *testing.T) {
 				require.NoError(t, err)
 				resp.Body.Close()
 				assert.Equal(t, 503, resp.StatusCode)
-				assert.Equal(t, 500*Token, budget.Balance(), "no token spent")
+				assert.Equal(t, 500*budget.Token, bucket.Balance(), "no token spent")
 				require.Len(t, events, 1)
 				e := events[0]
 				assert.Equal(t, GiveUpDeadline, e.Reason)
@@ -161,7 +163,7 @@ func TestAnswerTimesOnlyWithADeadline(t *testing.T) {
 	require.NoError(t, err)
 	hosts := *tr.answers.hosts.Load()
 	require.Len(t, hosts, 1)
-	assert.Contains(t, hosts, hostKey{"http", "b.test"})
+	assert.Contains(t, hosts, wire.HostKey{Scheme: "http", Host: "b.test"})
 	assert.Nil(t, New(WithHedging()).answers, "hedging keeps answer times")
 }
 
@@ -254,13 +256,13 @@ func TestDeadlineCheckFigures(t *testing.T) {
 				}
 				return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 			})
-			budget := &countingBudget{Budget: NewBucket(BucketCapacity(1e9))}
+			bucket := &countingBudget{Budget: budget.NewBucket(budget.Capacity(1e9))}
 			var sent atomic.Int32
 			counted := rtFunc(func(r *http.Request) (*http.Response, error) {
 				sent.Add(1)
 				return base.RoundTrip(r)
 			})
-			tr := New(WithBase(counted), WithBudget(budget))
+			tr := New(WithBase(counted), WithBudget(bucket))
 			tr.rand = rand.New(rand.NewPCG(3, 4)).Float64
 			tr.noFitCheck = !check
 			for range 1000 {
@@ -274,7 +276,7 @@ func TestDeadlineCheckFigures(t *testing.T) {
 			}
 			f.sent, f.cut = int(sent.Load()), int(cut.Load())
 			f.cutTokens = f.cut * 5 // every attempt cut off was a retry, at 5 tokens
-			require.LessOrEqual(t, f.cut, int(budget.withdrawals.Load()), "only retries are cut off")
+			require.LessOrEqual(t, f.cut, int(bucket.withdrawals.Load()), "only retries are cut off")
 		})
 		return f
 	}
@@ -294,11 +296,12 @@ func TestDeadlineCheckFigures(t *testing.T) {
 
 // countingBudget counts the withdrawals of a Budget.
 type countingBudget struct {
-	Budget
+	budget.Budget
+
 	withdrawals atomic.Int32
 }
 
-func (b *countingBudget) Withdraw(req *http.Request, v classify.Verdict) (Tokens, error) {
+func (b *countingBudget) Withdraw(req *http.Request, v classify.Verdict) (budget.Millitokens, error) {
 	took, err := b.Budget.Withdraw(req, v)
 	if err == nil {
 		b.withdrawals.Add(1)

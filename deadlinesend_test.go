@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
@@ -232,9 +233,9 @@ func TestRetryNotSentWhenTheWaitLeftTooLittle(t *testing.T) {
 		base := &script{steps: statuses(503)}
 		var skew time.Duration
 		var events []GiveUpEvent
-		budget := NewBucket(BucketCapacity(100))
+		bucket := budget.NewBucket(budget.Capacity(100))
 		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
-			WithBudget(budget),
+			WithBudget(bucket),
 			WithOnRetry(func(RetryEvent) { skew = 89500 * time.Microsecond }),
 			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
 		tr.now = func() time.Time { return time.Now().Add(skew) }
@@ -248,7 +249,7 @@ func TestRetryNotSentWhenTheWaitLeftTooLittle(t *testing.T) {
 		assert.Equal(t, 1, rerr.Attempts)
 		assert.Equal(t, 1, base.count())
 		base.requireDiscardedClosed(t, nil)
-		assert.Equal(t, 100*Token, budget.Balance(), "the retry's tokens came back")
+		assert.Equal(t, 100*budget.Token, bucket.Balance(), "the retry's tokens came back")
 		require.Len(t, events, 1)
 		assert.Equal(t, GiveUpDeadline, events[0].Reason)
 		assert.Equal(t, 503, events[0].StatusCode)

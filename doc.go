@@ -131,7 +131,7 @@
 //
 // # How much it retries
 //
-// Retries are paid from a Budget: by default a HostBudget, one token bucket
+// Retries are paid from a Budget: by default a budget.PerHost, one token bucket
 // per scheme and host. A retry costs 5 tokens (10 after a timeout); a
 // request that succeeds first time returns 1, and a retry that succeeds
 // returns its cost. With 500 tokens a host that fails outright gets 100
@@ -212,7 +212,7 @@
 // and, for a response body, not resumable or its resume limit reached. Each of these options adds a hook;
 // several are called in order. A base transport reads each attempt's number
 // with AttemptFromContext, and a gauge reads the budget with Transport.Budget
-// and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
+// and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
 //
 // WithLogger logs by slog's levels. INFO has what an operator acts on, at

@@ -29,6 +29,7 @@ var docNames = map[string]string{
 	"time":          "time",
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
+	"budget":        "github.com/retryhttp/retryhttp/budget",
 	"classify":      "github.com/retryhttp/retryhttp/classify",
 	"awsretry":      "github.com/retryhttp/retryhttp/awsretry",
 	"githubretry":   "github.com/retryhttp/retryhttp/githubretry",

@@ -89,39 +89,6 @@ func ExampleWithRetryAfterLimit() {
 	// 503 Retry-After: 3600 attempts: 1 waited: false
 }
 
-func ExampleNewHostBudget() {
-	down := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
-	defer down.Close()
-	flaky := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)),
-		retryhttptest.KeyHeader("X-Request-Id"))
-	defer flaky.Close()
-
-	// Each host has its own bucket of 10 tokens; a retry costs 5. The host
-	// that is down spends its own bucket, not the flaky host's.
-	budget := retryhttp.NewHostBudget(retryhttp.BucketCapacity(10))
-	client := &http.Client{Transport: retryhttp.New(
-		retryhttp.WithBudget(budget),
-		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
-	)}
-	for range 4 {
-		get(client, down.URL)
-	}
-	req, _ := http.NewRequest(http.MethodGet, flaky.URL, nil)
-	req.Header.Set("X-Request-Id", "1")
-	resp, err := client.Do(req)
-	if err != nil {
-		log.Fatal(err)
-	}
-	resp.Body.Close()
-	fmt.Println("down: 4 requests,", down.Attempts(), "attempts")
-	fmt.Println("flaky:", resp.StatusCode, "after", retryhttp.Attempts(resp), "attempts")
-	fmt.Println("hosts with a bucket:", budget.Hosts())
-	// Output:
-	// down: 4 requests, 6 attempts
-	// flaky: 200 after 2 attempts
-	// hosts with a bucket: 2
-}
-
 func ExampleWithoutBudget() {
 	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()

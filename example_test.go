@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -129,9 +130,9 @@ func ExampleWithBudget() {
 
 	// One budget shared by two clients of the same dependency: 10 tokens pay
 	// for two retries at 5 each, then only first attempts go out.
-	budget := retryhttp.NewHostBudget(retryhttp.BucketCapacity(10))
-	a := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget), retryhttp.WithBackoff(backoff.Constant(0)))}
-	b := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(budget), retryhttp.WithBackoff(backoff.Constant(0)))}
+	bucket := budget.NewPerHost(budget.Capacity(10))
+	a := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(bucket), retryhttp.WithBackoff(backoff.Constant(0)))}
+	b := &http.Client{Transport: retryhttp.New(retryhttp.WithBudget(bucket), retryhttp.WithBackoff(backoff.Constant(0)))}
 	for _, c := range []*http.Client{a, b, a, b} {
 		resp, err := c.Get(srv.URL)
 		if err != nil {

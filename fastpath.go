@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"net/http"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -23,8 +24,8 @@ func (t *Transport) classify(a *http.Request, resp *http.Response, err error) cl
 }
 
 // deposit is t.budget.Deposit, called directly on the default budget.
-func (t *Transport) deposit(req *http.Request, spent Tokens) {
-	if h, ok := t.budget.(*HostBudget); ok {
+func (t *Transport) deposit(req *http.Request, spent budget.Millitokens) {
+	if h, ok := t.budget.(*budget.PerHost); ok {
 		h.Deposit(req, spent)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -151,9 +152,9 @@ func (h *hedging) delay(hl *hostLatency) (time.Duration, bool) {
 // delay is known; otherwise it sends a alone, recording its latency. It
 // returns the outcome, its attempt request, the attempts sent and what the
 // budget took for a hedge that won.
-func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Response, *http.Request, int, Tokens, error) {
+func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Response, *http.Request, int, budget.Millitokens, error) {
 	h := t.hedge
-	hl := h.table.host(requestKey(req))
+	hl := h.table.host(wire.RequestKey(req))
 	if hl == nil {
 		resp, err := t.send(a)
 		return resp, a, 1, 0, err

@@ -10,8 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -246,21 +248,21 @@ func TestHedgeOnlyWhatMaySendTwice(t *testing.T) {
 // that an empty budget sends none without failing the request.
 func TestHedgePaidFromBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := NewBucket(BucketCapacity(5), BucketTimeoutCost(5))
+		bucket := budget.NewBucket(budget.Capacity(5), budget.TimeoutCost(5))
 		base := &slowBase{answer: func(n int) (time.Duration, int) {
 			if n%2 == 1 {
 				return 50 * time.Millisecond, 200
 			}
 			return time.Millisecond, 200
 		}}
-		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithBudget(budget))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithBudget(bucket))
 		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 2, base.calls(), "hedged")
-		assert.Equal(t, 5*Token, budget.Balance(), "the winning hedge's cost went back")
+		assert.Equal(t, 5*budget.Token, bucket.Balance(), "the winning hedge's cost went back")
 
-		budget.Withdraw(nil, classify.Verdict{Decision: classify.Retry}) // empty it
+		bucket.Withdraw(nil, classify.Verdict{Decision: classify.Retry}) // empty it
 		start := time.Now()
 		resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
@@ -427,7 +429,7 @@ func TestHedgeScarce(t *testing.T) {
 		}}
 		var hedges hedgeEvents
 		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
-		hl := tr.hedge.table.host(requestKey(get(t, "http://svc.test/")))
+		hl := tr.hedge.table.host(wire.RequestKey(get(t, "http://svc.test/")))
 		do := func() time.Duration {
 			base.mu.Lock()
 			base.n = 0

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -48,7 +49,7 @@ type hedgeRace struct {
 type hedgeState struct {
 	cancel   context.CancelFunc
 	returned bool // its base round trip has returned: cancelling would cut its body
-	took     Tokens
+	took     budget.Millitokens
 }
 
 // hedgeOutcome is how one attempt of a hedged request ended.
@@ -100,7 +101,7 @@ func (h *hedging) disarm(ht *hedgeTimer) {
 // host's cap and the budget allow. It returns the winning outcome (or, when
 // none won, the last response or the last error), its attempt request, how
 // many attempts were sent, and what the budget took for a hedge that won.
-func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, Tokens, error) {
+func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, budget.Millitokens, error) {
 	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1}
 	c.ctx.parent = orig.Context()
 	c.first = *orig.WithContext(&c.ctx)
@@ -166,7 +167,7 @@ func withSent(resp *http.Response, sent int) {
 // the first attempt has returned (lost: to a hedge that already won), and
 // picks the outcome: the winner's, or when none won, the last response to
 // arrive, or the last error.
-func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) (*http.Response, *http.Request, int, Tokens, error) {
+func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) (*http.Response, *http.Request, int, budget.Millitokens, error) {
 	if !lost && wins(c.t.classifier, &c.first, resp, err) {
 		c.win(1)
 	}
@@ -204,7 +205,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 	if o.n != sent {
 		withSent(o.resp, sent)
 	}
-	spent := Tokens(0)
+	spent := budget.Millitokens(0)
 	if o.n == winner {
 		spent = hs.took // refunded, as a retry's, if it succeeded
 	}
@@ -344,12 +345,12 @@ func (c *hedgeCall) run(h *http.Request, n int) {
 // time left before the request's deadline, the host's cap and the budget
 // allow one: its request, with its own body, attempt number, attempt and
 // deadline headers, and what the budget took.
-func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAttempts int) (*http.Request, Tokens, bool) {
+func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
 	left, timely := t.hedgeTime(req, hl)
 	if req.Context().Err() != nil || !timely || !hl.mayHedge() {
 		return nil, 0, false
 	}
-	var took Tokens
+	var took budget.Millitokens
 	if t.budget != nil {
 		var err error
 		if took, err = t.budget.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
@@ -381,7 +382,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 }
 
 // unprepareHedge undoes prepareHedge for a hedge h that will not be sent.
-func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *hostLatency, took Tokens) {
+func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *hostLatency, took budget.Millitokens) {
 	if h.Body != nil && h.Body != a.Body {
 		h.Body.Close()
 	}

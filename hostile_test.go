@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
@@ -644,7 +645,7 @@ func TestHostileCloseRefundsTheResumeInFlight(t *testing.T) {
 			<-r.Context().Done()
 			return nil, r.Context().Err()
 		})
-		bucket := NewBucket(BucketCapacity(20))
+		bucket := budget.NewBucket(budget.Capacity(20))
 		tr := New(WithBase(base), WithBudget(bucket), WithBackoff(backoff.Constant(0)), WithResume(resume.StallTimeout(0)))
 		resp, err := tr.RoundTrip(get(t, "http://files.test/"))
 		require.NoError(t, err)

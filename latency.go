@@ -5,6 +5,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/lru"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // Latency buckets: below 1 µs, then eight per doubling from 1 µs to about
@@ -83,7 +86,7 @@ type hostLatency struct {
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
 
-	used lastUse // by the latencyTable
+	used lru.Use // by the latencyTable
 }
 
 // record adds the latency of a request sent at start and answered at end
@@ -247,24 +250,24 @@ func (h *hostLatency) unhedge() { h.credit.Add(hedgeUnit) }
 // hedgeBurst, which is all a new host would have.
 type latencyTable struct {
 	max   int
-	hosts atomic.Pointer[map[hostKey]*hostLatency] // never modified once stored
-	clock lruClock
+	hosts atomic.Pointer[map[wire.HostKey]*hostLatency] // never modified once stored
+	clock lru.Clock
 	mu    sync.Mutex
 }
 
 func newLatencyTable(max int) *latencyTable {
 	t := &latencyTable{max: max}
-	t.hosts.Store(&map[hostKey]*hostLatency{})
+	t.hosts.Store(&map[wire.HostKey]*hostLatency{})
 	return t
 }
 
-func hostLatencyUse(h *hostLatency) *lastUse { return &h.used }
+func hostLatencyUse(h *hostLatency) *lru.Use { return &h.used }
 
 // host returns k's tracker, making it, in the place of the host least
 // recently used if the table is full, if k has none.
-func (t *latencyTable) host(k hostKey) *hostLatency {
+func (t *latencyTable) host(k wire.HostKey) *hostLatency {
 	if h := (*t.hosts.Load())[k]; h != nil {
-		h.used.touch(&t.clock)
+		h.used.Touch(&t.clock)
 		return h
 	}
 	t.mu.Lock()
@@ -274,7 +277,7 @@ func (t *latencyTable) host(k hostKey) *hostLatency {
 		return h
 	}
 	h := newHostLatency()
-	next, _, _, _ := insertLRU(m, k, h, t.max, &t.clock, hostLatencyUse)
+	next, _, _, _ := lru.Insert(m, k, h, t.max, &t.clock, hostLatencyUse)
 	t.hosts.Store(&next)
 	return h
 }

@@ -111,7 +111,7 @@ func (t *Transport) logThrottleChange(ctx context.Context, h *hostThrottle, c th
 	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelInfo) {
 		return true
 	}
-	host := []slog.Attr{slog.String("scheme", h.key.scheme), slog.String("host", h.key.host)}
+	host := []slog.Attr{slog.String("scheme", h.key.Scheme), slog.String("host", h.key.Host)}
 	if c == throttleStarted {
 		t.logger.LogAttrs(ctx, slog.LevelInfo, "retryhttp: throttling started", append(host, slog.Float64("rejection_probability", p))...)
 	} else {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/resume"
 	rhttptest "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/retryhttp/retryhttp/throttle"
@@ -146,7 +147,7 @@ func TestLogLevels(t *testing.T) {
 		},
 		{
 			name:     "budget exhausted",
-			opts:     []Option{WithBudget(NewBucket(BucketCapacity(5), BucketRetryCost(5), BucketTimeoutCost(5)))},
+			opts:     []Option{WithBudget(budget.NewBucket(budget.Capacity(5), budget.RetryCost(5), budget.TimeoutCost(5)))},
 			base:     func() http.RoundTripper { return &script{steps: statuses(503)} },
 			info:     "retryhttp: not retrying",
 			reason:   string(GiveUpBudgetExhausted),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,7 +51,7 @@ func TestGiveUpReasons(t *testing.T) {
 		},
 		{
 			name:    "budget exhausted",
-			opts:    []Option{WithBudget(NewBucket(BucketCapacity(5), BucketRetryCost(5), BucketTimeoutCost(5)))},
+			opts:    []Option{WithBudget(budget.NewBucket(budget.Capacity(5), budget.RetryCost(5), budget.TimeoutCost(5)))},
 			steps:   statuses(503),
 			reason:  GiveUpBudgetExhausted,
 			attempt: 2,
@@ -209,7 +210,7 @@ func TestAttemptFromContext(t *testing.T) {
 }
 
 func TestHostBudgetBalances(t *testing.T) {
-	h := NewHostBudget(BucketCapacity(10), BucketRetryCost(2), BucketMaxHosts(4))
+	h := budget.NewPerHost(budget.Capacity(10), budget.RetryCost(2), budget.MaxHosts(4))
 	assert.Empty(t, slices.Collect(h.Balances()), "no bucket before a retry")
 	a, err := http.NewRequest(http.MethodGet, "https://A.example:443/x", nil)
 	require.NoError(t, err)
@@ -223,10 +224,10 @@ func TestHostBudgetBalances(t *testing.T) {
 	require.NoError(t, err)
 
 	got := slices.Collect(h.Balances())
-	slices.SortFunc(got, func(x, y HostBalance) int { return cmp.Compare(x.Host, y.Host) })
-	assert.Equal(t, []HostBalance{
-		{Scheme: "https", Host: "a.example", Balance: 6 * Token},
-		{Scheme: "http", Host: "b.example:8080", Balance: 8 * Token},
+	slices.SortFunc(got, func(x, y budget.HostBalance) int { return cmp.Compare(x.Host, y.Host) })
+	assert.Equal(t, []budget.HostBalance{
+		{Scheme: "https", Host: "a.example", Balance: 6 * budget.Token},
+		{Scheme: "http", Host: "b.example:8080", Balance: 8 * budget.Token},
 	}, got)
 	for _, hb := range got {
 		assert.Equal(t, h.Balance(&url.URL{Scheme: hb.Scheme, Host: hb.Host}), hb.Balance)
@@ -261,9 +262,9 @@ func TestWithOnGiveUpPanicsOnNil(t *testing.T) {
 }
 
 func TestTransportBudget(t *testing.T) {
-	_, ok := New().Budget().(*HostBudget)
+	_, ok := New().Budget().(*budget.PerHost)
 	assert.True(t, ok, "default budget")
-	b := NewBucket()
+	b := budget.NewBucket()
 	assert.Same(t, b, New(WithBudget(b)).Budget())
 	assert.Nil(t, New(WithoutBudget()).Budget())
 }

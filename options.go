@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/throttle"
 )
@@ -99,9 +100,9 @@ func WithClassifier(c classify.Classifier) Option {
 
 // WithBudget sets the budget retries are paid from. Pass the same budget to
 // several Transports to share it, or a *Bucket for one budget over all
-// hosts. The default is a NewHostBudget() of the Transport's own: one bucket
+// hosts. The default is a budget.NewPerHost() of the Transport's own: one bucket
 // of 500 tokens per scheme and host, a retry costing 5.
-func WithBudget(b Budget) Option {
+func WithBudget(b budget.Budget) Option {
 	if b == nil {
 		panic("retryhttp: WithBudget: nil Budget (use WithoutBudget to retry without one)")
 	}

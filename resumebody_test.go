@@ -26,6 +26,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/resume"
@@ -533,19 +534,19 @@ func TestResumesAreRetries(t *testing.T) {
 			Err: io.ErrUnexpectedEOF, Verdict: classify.Verdict{Decision: classify.Retry}, Resume: true, Offset: 4000}, gaveUp[0])
 	})
 	t.Run("budget", func(t *testing.T) {
-		bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
+		bucket := budget.NewBucket(budget.Capacity(20))
 		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 		tr := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBudget(bucket), retryhttp.WithBackoff(backoff.Constant(0)))
 		resp := fetch(t, t.Context(), tr, "http://files.test/")
 		buf := make([]byte, 1500)
 		_, err := io.ReadFull(resp.Body, buf)
 		require.NoError(t, err)
-		assert.Equal(t, 15*retryhttp.Token, bucket.Balance(), "one resume paid for")
+		assert.Equal(t, 15*budget.Token, bucket.Balance(), "one resume paid for")
 		got, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		resp.Body.Close()
 		requireSame(t, oneMiB, append(buf, got...))
-		assert.Equal(t, 20*retryhttp.Token, bucket.Balance(), "the resume refunded once the body is whole")
+		assert.Equal(t, 20*budget.Token, bucket.Balance(), "the resume refunded once the body is whole")
 	})
 	t.Run("hedged", func(t *testing.T) {
 		for _, tt := range []struct {
@@ -751,7 +752,7 @@ func TestResumeEndsInItsBackoff(t *testing.T) {
 		{"body closed", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
+			bucket := budget.NewBucket(budget.Capacity(20))
 			base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.CloseAfter(1000)))
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -771,7 +772,7 @@ func TestResumeEndsInItsBackoff(t *testing.T) {
 			assert.Len(t, got, 1000)
 			require.Error(t, err)
 			assert.Equal(t, 1, base.Attempts(), "no request for the rest")
-			assert.Equal(t, 20*retryhttp.Token, bucket.Balance(), "the resume refunded")
+			assert.Equal(t, 20*budget.Token, bucket.Balance(), "the resume refunded")
 			if !tt.cancel {
 				assert.Empty(t, gaveUp, "the caller closed the body: nothing given up")
 				return

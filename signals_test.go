@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
@@ -320,7 +321,7 @@ func TestGiveUpMarksServedRequest(t *testing.T) {
 		{"not found", statuses(404), nil, false},
 		{"attempts exhausted", statuses(503), nil, true},
 		{"dependency said no", []step{{status: 503, header: http.Header{"X-Should-Retry": {"false"}}}}, nil, true},
-		{"budget empty", statuses(503), []Option{WithBudget(NewBucket(BucketCapacity(5), BucketTimeoutCost(5)))}, true},
+		{"budget empty", statuses(503), []Option{WithBudget(budget.NewBucket(budget.Capacity(5), budget.TimeoutCost(5)))}, true},
 		{"error", []step{{err: dialRefused}}, nil, true},
 		{"recovered", statuses(503, 200), nil, false},
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -44,12 +45,12 @@ type retryState struct {
 	// before it is sent; 0 when none are sent.
 	left time.Duration
 
-	attempt int              // the current attempt's number, from 1
-	spent   Tokens           // what the budget took for the current retry
-	prev    time.Duration    // the previous retry's delay
-	failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
-	retire  bool             // an HTTP/2 attempt failed: retries retire their connection
-	info    bool             // the call has logged its one line at INFO
+	attempt int                // the current attempt's number, from 1
+	spent   budget.Millitokens // what the budget took for the current retry
+	prev    time.Duration      // the previous retry's delay
+	failed  []netip.AddrPort   // where earlier attempts failed, for a Dialer
+	retire  bool               // an HTTP/2 attempt failed: retries retire their connection
+	info    bool               // the call has logged its one line at INFO
 }
 
 // start readies the retries of req, a valid request, through t. It

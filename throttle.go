@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/throttle"
 )
 
@@ -88,7 +89,7 @@ func newThrottling(opts []throttle.Option) *throttling {
 // bucket when the clock is next read, on a failure, a refusal, or every
 // throttleCheckEvery accepts.
 type hostThrottle struct {
-	key     hostKey       // normalised, as HostBudget keys a destination
+	key     wire.HostKey  // normalised, as budget.PerHost keys a destination
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
 	pending atomic.Int64  // accepts not yet in a bucket
 	last    atomic.Int64  // when the host last failed or refused, on th.clock: the LRU order
@@ -351,7 +352,7 @@ func (t *Transport) Rejections() iter.Seq[throttle.Rejection] {
 			h.mu.Lock()
 			p := th.update(h, now)
 			h.mu.Unlock()
-			if !yield(throttle.Rejection{Scheme: h.key.scheme, Host: h.key.host, Probability: p}) {
+			if !yield(throttle.Rejection{Scheme: h.key.Scheme, Host: h.key.Host, Probability: p}) {
 				return
 			}
 		}

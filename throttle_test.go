@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/throttle"
@@ -288,7 +289,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 		accepts  int64
 	}{
 		{name: "attempts exhausted", answer: status(503), requests: 3},
-		{name: "budget exhausted", opts: []Option{WithBudget(NewHostBudget(BucketCapacity(5), BucketTimeoutCost(5)))}, answer: status(503), requests: 2},
+		{name: "budget exhausted", opts: []Option{WithBudget(budget.NewPerHost(budget.Capacity(5), budget.TimeoutCost(5)))}, answer: status(503), requests: 2},
 		{name: "not resendable", method: http.MethodPost, answer: status(503), requests: 1},
 		{name: "Retry-After beyond the limit", answer: retryAfter("3600"), requests: 1},
 		{name: "delay past the deadline", answer: retryAfter("10"), requests: 1,

@@ -3,6 +3,8 @@ package retryhttp
 import (
 	"hash/maphash"
 	"net/http"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A throttleTable maps the destinations of requests, spelled as their
@@ -92,7 +94,7 @@ func (th *throttling) host(req *http.Request, now int64) *hostThrottle {
 	if h := tb.lookup(scheme, host, hash); h != nil {
 		return h
 	}
-	k := makeKey(scheme, host)
+	k := wire.MakeKey(scheme, host)
 	var h, oldest *hostThrottle
 	for _, e := range tb.slots {
 		switch {

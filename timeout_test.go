@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,8 +29,8 @@ func hangingBase(attempts *atomic.Int32) http.RoundTripper {
 func TestAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var attempts atomic.Int32
-		var budget = NewBucket()
-		tr := newTestTransport(hangingBase(&attempts), 0, WithAttemptTimeout(time.Second), WithBudget(budget))
+		var bucket = budget.NewBucket()
+		tr := newTestTransport(hangingBase(&attempts), 0, WithAttemptTimeout(time.Second), WithBudget(bucket))
 		start := time.Now()
 		_, err := tr.RoundTrip(get(t, "http://svc.test/"))
 		require.ErrorIs(t, err, ErrAttemptTimeout)
@@ -38,7 +39,7 @@ func TestAttemptTimeout(t *testing.T) {
 		assert.True(t, timeout.Timeout())
 		assert.EqualValues(t, 3, attempts.Load())
 		assert.Equal(t, 3*time.Second, time.Since(start))
-		assert.Equal(t, 480*Token, budget.Balance(), "two retries after timeouts cost 10 each")
+		assert.Equal(t, 480*budget.Token, bucket.Balance(), "two retries after timeouts cost 10 each")
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -55,7 +56,7 @@ type Transport struct {
 	backoff         backoff.Func
 	throttleBackoff backoff.Func
 	classifier      classify.Classifier
-	budget          Budget // nil: retries are not budgeted
+	budget          budget.Budget // nil: retries are not budgeted
 	retryAfterLimit time.Duration
 	attemptTimeout  time.Duration
 	bodyBufferLimit int64
@@ -100,7 +101,7 @@ func New(opts ...Option) *Transport {
 		backoff:         backoff.Default(),
 		throttleBackoff: backoff.DefaultThrottle(),
 		classifier:      classify.Default(),
-		budget:          NewHostBudget(),
+		budget:          budget.NewPerHost(),
 		retryAfterLimit: DefaultRetryAfterLimit,
 		bodyBufferLimit: DefaultBodyBufferLimit,
 		resumeLimit:     rc.Limit,
@@ -161,8 +162,8 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // Budget returns the budget the Transport's retries are paid from, nil after
-// WithoutBudget: by default a HostBudget of its own, which a gauge can read.
-func (t *Transport) Budget() Budget { return t.ready().budget }
+// WithoutBudget: by default a budget.PerHost of its own, which a gauge can read.
+func (t *Transport) Budget() budget.Budget { return t.ready().budget }
 
 // An Error reports a request that ended without any response: every attempt
 // failed with an error, or the request could not be sent. Unwrap returns the

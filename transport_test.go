@@ -23,6 +23,7 @@ import (
 
 	"github.com/jarcoal/httpmock"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,7 +67,7 @@ func TestFinalResponseReturnedUnread(t *testing.T) {
 	}{
 		{"attempts exhausted", nil, statuses(503), 3},
 		{"not retryable", nil, statuses(404), 1},
-		{"budget exhausted", []Option{WithBudget(NewBucket(BucketCapacity(5), BucketTimeoutCost(5)))}, statuses(503), 2},
+		{"budget exhausted", []Option{WithBudget(budget.NewBucket(budget.Capacity(5), budget.TimeoutCost(5)))}, statuses(503), 2},
 		{"Retry-After over limit", nil, []step{{status: 503, header: http.Header{"Retry-After": {"3600"}}, body: "later"}}, 1},
 	}
 	for _, tt := range tests {
@@ -193,7 +194,7 @@ func TestRequestBodyClosedOnce(t *testing.T) {
 		{"not retryable", statuses(400), true, nil, false},
 		{"retried then success", statuses(503, 200), true, nil, false},
 		{"attempts exhausted", statuses(503), true, nil, false},
-		{"budget exhausted", statuses(503), true, []Option{WithBudget(NewBucket(BucketCapacity(5), BucketTimeoutCost(5)))}, false},
+		{"budget exhausted", statuses(503), true, []Option{WithBudget(budget.NewBucket(budget.Capacity(5), budget.TimeoutCost(5)))}, false},
 		{"cancelled while waiting", statuses(503), true, nil, true},
 		{"buffered, retried", statuses(503, 200), false, nil, false},
 		{"streamed once", statuses(503), false, []Option{WithBodyBufferLimit(2)}, false},
@@ -247,10 +248,10 @@ func TestGetBodyBodyClosedWhenRetryAbandoned(t *testing.T) {
 			made = append(made, b)
 			return b, nil
 		}
-		budget := NewBucket(BucketCapacity(5), BucketTimeoutCost(5))
-		_, err := budget.Withdraw(req, classify.Verdict{Decision: classify.Retry})
+		bucket := budget.NewBucket(budget.Capacity(5), budget.TimeoutCost(5))
+		_, err := bucket.Withdraw(req, classify.Verdict{Decision: classify.Retry})
 		require.NoError(t, err)
-		resp, err := newTestTransport(base, 0.5, WithBudget(budget)).RoundTrip(req)
+		resp, err := newTestTransport(base, 0.5, WithBudget(bucket)).RoundTrip(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Len(t, made, 1)
@@ -609,13 +610,13 @@ func TestBudgetLimitsAmplification(t *testing.T) {
 
 func TestSuccessRefillsBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := NewBucket(BucketCapacity(10))
+		bucket := budget.NewBucket(budget.Capacity(10))
 		base := &script{steps: statuses(503, 200)}
-		tr := newTestTransport(base, 0, WithBudget(budget))
+		tr := newTestTransport(base, 0, WithBudget(bucket))
 		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
 		resp.Body.Close()
-		assert.Equal(t, 10*Token, budget.Balance(), "a successful retry refunds its cost")
+		assert.Equal(t, 10*budget.Token, bucket.Balance(), "a successful retry refunds its cost")
 	})
 }
 
@@ -1013,13 +1014,13 @@ func (b *stallingBody) Close() error {
 
 func TestCancelledWaitRefundsBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := NewBucket(BucketCapacity(10))
+		bucket := budget.NewBucket(budget.Capacity(10))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		base := &script{steps: statuses(503, 200)}
 		// The hook runs after the retry was paid for, before its wait.
-		tr := newTestTransport(base, 1, WithBudget(budget), WithOnRetry(func(RetryEvent) {
-			assert.Equal(t, 5*Token, budget.Balance(), "paid")
+		tr := newTestTransport(base, 1, WithBudget(bucket), WithOnRetry(func(RetryEvent) {
+			assert.Equal(t, 5*budget.Token, bucket.Balance(), "paid")
 			cancel()
 		}))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
@@ -1027,7 +1028,7 @@ func TestCancelledWaitRefundsBudget(t *testing.T) {
 		_, err = tr.RoundTrip(req)
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, 1, base.count(), "the retry was never sent")
-		assert.Equal(t, 10*Token, budget.Balance(), "its tokens are back")
+		assert.Equal(t, 10*budget.Token, bucket.Balance(), "its tokens are back")
 	})
 }
 
@@ -1049,22 +1050,22 @@ func TestOnlyHealthyResponsesRefillBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			budget := NewBucket(BucketCapacity(10))
+			bucket := budget.NewBucket(budget.Capacity(10))
 			for range 2 {
-				_, err := budget.Withdraw(nil, retryVerdict)
+				_, err := bucket.Withdraw(nil, classify.Verdict{Decision: classify.Retry})
 				require.NoError(t, err)
 			}
-			require.Zero(t, budget.Balance())
-			tr := newTestTransport(&script{steps: []step{tt.step}}, 0, WithBudget(budget), WithMaxAttempts(1))
+			require.Zero(t, bucket.Balance())
+			tr := newTestTransport(&script{steps: []step{tt.step}}, 0, WithBudget(bucket), WithMaxAttempts(1))
 			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
 			if err == nil {
 				resp.Body.Close()
 			}
-			want := Tokens(0)
+			want := budget.Millitokens(0)
 			if tt.refills {
-				want = Token
+				want = budget.Token
 			}
-			assert.Equal(t, want, budget.Balance())
+			assert.Equal(t, want, bucket.Balance())
 		})
 	}
 }
@@ -1119,7 +1120,7 @@ func TestZeroTransportMethods(t *testing.T) {
 	tests := map[string]func(t *testing.T, tr *Transport){
 		"CloseIdleConnections": func(_ *testing.T, tr *Transport) { tr.CloseIdleConnections() },
 		"Budget": func(t *testing.T, tr *Transport) {
-			assert.IsType(t, &HostBudget{}, tr.Budget())
+			assert.IsType(t, &budget.PerHost{}, tr.Budget())
 		},
 		"Rejections": func(t *testing.T, tr *Transport) {
 			for r := range tr.Rejections() {

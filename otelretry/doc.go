@@ -128,8 +128,8 @@
 //	retry.delay  http.request.method, server.address, server.port,
 //	             retryhttp.verdict.throttle
 //	balance      url.scheme, server.address, server.port, for each host
-//	             with a bucket in a retryhttp.HostBudget; none for a
-//	             retryhttp.Bucket
+//	             with a bucket in a budget.PerHost; none for a
+//	             budget.Bucket
 //	throttled    http.request.method, server.address, server.port
 //	rejection_probability
 //	             url.scheme, server.address, server.port, for each host
@@ -154,7 +154,7 @@
 //
 // The budget gauge reads the Transport's own budget (Transport.Budget) when
 // it is collected, without a lock: a per-host budget reports at most its
-// BucketMaxHosts hosts (1024 by default), so its cardinality is bounded;
+// budget.MaxHosts hosts (1024 by default), so its cardinality is bounded;
 // hosts that never retried have no bucket and no point; the gauge has no
 // point until the Transport's first request. Transports that share a budget
 // report it each.

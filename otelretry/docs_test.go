@@ -18,6 +18,7 @@ func TestDocs(t *testing.T) {
 		"propagation": "go.opentelemetry.io/otel/propagation",
 		"trace":       "go.opentelemetry.io/otel/trace",
 		"retryhttp":   "github.com/retryhttp/retryhttp",
+		"budget":      "github.com/retryhttp/retryhttp/budget",
 		"backoff":     "github.com/retryhttp/retryhttp/backoff",
 		"classify":    "github.com/retryhttp/retryhttp/classify",
 		"awsretry":    "github.com/retryhttp/retryhttp/awsretry",

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // Instrument names, as the package documentation lists them.
@@ -304,20 +305,20 @@ func (o *observer) giveUp(e retryhttp.GiveUpEvent) {
 }
 
 // observeBudget reports the balance of the Transport's budget: one point
-// per host with a bucket for a HostBudget (at most its BucketMaxHosts), one
+// per host with a bucket for a budget.PerHost (at most its budget.MaxHosts), one
 // point without attributes for a Bucket, and none for other budgets.
 func (o *observer) observeBudget(_ context.Context, obs metric.Float64Observer) error {
 	if !o.ready.Load() {
 		return nil
 	}
 	switch b := o.transport.Budget().(type) {
-	case *retryhttp.HostBudget:
+	case *budget.PerHost:
 		for hb := range b.Balances() {
 			host, port := splitHost(hb.Scheme, hb.Host)
 			obs.Observe(tokens(hb.Balance), metric.WithAttributes(
 				semconv.URLScheme(hb.Scheme), semconv.ServerAddress(host), semconv.ServerPort(port)))
 		}
-	case *retryhttp.Bucket:
+	case *budget.Bucket:
 		obs.Observe(tokens(b.Balance()))
 	}
 	return nil
@@ -338,7 +339,7 @@ func (o *observer) observeRejections(_ context.Context, obs metric.Float64Observ
 	return nil
 }
 
-func tokens(t retryhttp.Tokens) float64 { return float64(t) / float64(retryhttp.Token) }
+func tokens(t budget.Millitokens) float64 { return float64(t) / float64(budget.Token) }
 
 // requestAttrs appends the attributes that identify a request's destination
 // in every instrument: http.request.method, server.address, server.port.

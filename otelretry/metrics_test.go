@@ -15,6 +15,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/otelretry"
 	"github.com/retryhttp/retryhttp/throttle"
 )
@@ -75,7 +76,7 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 		assert.Equal(t, 486.0, gauge.DataPoints[0].Value)
 		assert.True(t, gauge.DataPoints[0].Attributes.Equals(ptr(attribute.NewSet(
 			semconv.URLScheme("http"), semconv.ServerAddress("svc.test"), semconv.ServerPort(80)))))
-		assert.Equal(t, 486*retryhttp.Token, tr.Budget().(*retryhttp.HostBudget).Balance(mustURL(t, "http://svc.test/")))
+		assert.Equal(t, 486*budget.Token, tr.Budget().(*budget.PerHost).Balance(mustURL(t, "http://svc.test/")))
 	})
 }
 
@@ -111,7 +112,7 @@ func TestBalancePerHost(t *testing.T) {
 func TestBalanceOfBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry(t)
-		bucket := retryhttp.NewBucket(retryhttp.BucketCapacity(20))
+		bucket := budget.NewBucket(budget.Capacity(20))
 		tr := newTransport(tel, newScript(map[string][]step{"/": statuses(503)}), retryhttp.WithBudget(bucket))
 		_, err := do(t, tr, newRequest(t, t.Context(), "", ""))
 		require.NoError(t, err)

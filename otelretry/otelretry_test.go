@@ -21,6 +21,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/otelretry"
@@ -128,7 +129,7 @@ func TestGiveUpReasons(t *testing.T) {
 		{name: "attempts exhausted", steps: statuses(503), reason: "attempts_exhausted", attempt: 3},
 		{
 			name:    "budget exhausted",
-			opts:    []retryhttp.Option{retryhttp.WithBudget(retryhttp.NewBucket(retryhttp.BucketCapacity(5), retryhttp.BucketRetryCost(5), retryhttp.BucketTimeoutCost(5)))},
+			opts:    []retryhttp.Option{retryhttp.WithBudget(budget.NewBucket(budget.Capacity(5), budget.RetryCost(5), budget.TimeoutCost(5)))},
 			steps:   statuses(503),
 			reason:  "budget_exhausted",
 			attempt: 2,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // stubBase answers every request with a canned 200, allocating nothing.
@@ -20,7 +21,7 @@ func newStub() *stubBase {
 
 // drained is a bucket arithmetic that one retry empties, and that a
 // benchmark's successes cannot refill, so that every success refunds.
-var drained = []retryhttp.BucketOption{retryhttp.BucketCapacity(1e9), retryhttp.BucketRetryCost(1e9)}
+var drained = []budget.Option{budget.Capacity(1e9), budget.RetryCost(1e9)}
 
 // BenchmarkSuccess measures a GET that succeeds at once through a
 // Transport over an in-memory stub, with the local per-host budget and with
@@ -32,18 +33,18 @@ func BenchmarkSuccess(b *testing.B) {
 	s := startRedis(b)
 	c := newClient(b, s)
 	req := getReq(b, "https://api.example/items")
-	local := retryhttp.NewHostBudget(drained...)
+	local := budget.NewPerHost(drained...)
 	shared := newRedisBudget(b, c, "bench-refilling", WithBucket(drained...))
-	for _, budget := range []retryhttp.Budget{local, shared} {
+	for _, budget := range []budget.Budget{local, shared} {
 		if _, err := budget.Withdraw(req, failed); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, bc := range []struct {
 		name   string
-		budget retryhttp.Budget
+		budget budget.Budget
 	}{
-		{"local-full", retryhttp.NewHostBudget()},
+		{"local-full", budget.NewPerHost()},
 		{"redis-full", newRedisBudget(b, c, "bench")},
 		{"local-refilling", local},
 		{"redis-refilling", shared},
@@ -74,16 +75,16 @@ func BenchmarkSuccess(b *testing.B) {
 func BenchmarkDeposit(b *testing.B) {
 	s := startRedis(b)
 	req := getReq(b, "https://api.example/items")
-	local := retryhttp.NewHostBudget(drained...)
+	local := budget.NewPerHost(drained...)
 	shared := newRedisBudget(b, newClient(b, s), "bench-deposit", WithBucket(drained...))
-	for _, budget := range []retryhttp.Budget{local, shared} {
+	for _, budget := range []budget.Budget{local, shared} {
 		if _, err := budget.Withdraw(req, failed); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, bc := range []struct {
 		name   string
-		budget retryhttp.Budget
+		budget budget.Budget
 	}{
 		{"local-refilling", local},
 		{"redis-refilling", shared},
@@ -105,7 +106,7 @@ func BenchmarkDeposit(b *testing.B) {
 func BenchmarkWithdraw(b *testing.B) {
 	s := startRedis(b)
 	budget := newRedisBudget(b, newClient(b, s), "bench-withdraw",
-		WithBucket(retryhttp.BucketCapacity(1e12)), WithTimeout(time.Second))
+		WithBucket(budget.Capacity(1e12)), WithTimeout(time.Second))
 	req := getReq(b, "https://api.example/items")
 	if _, err := budget.Withdraw(req, failed); err != nil { // connects, loads the script
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -91,7 +92,7 @@ func TestStaleKnowledgeHasNoFallback(t *testing.T) {
 func TestConcurrentRefusalsShareOneTake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		req := getReq(t, "https://api.example/")
-		b, s := newFakeBudget(t, WithBucket(retryhttp.BucketCapacity(5), retryhttp.BucketTimeoutCost(5)))
+		b, s := newFakeBudget(t, WithBucket(budget.Capacity(5), budget.TimeoutCost(5)))
 		_, err := b.Withdraw(req, failed) // empties the bucket
 		require.NoError(t, err)
 
@@ -130,7 +131,7 @@ func TestConcurrentRefusalsShareOneTake(t *testing.T) {
 func TestLateRefusalIsHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		req := getReq(t, "https://api.example/")
-		b, s := newFakeBudget(t, WithBucket(retryhttp.BucketCapacity(5), retryhttp.BucketTimeoutCost(5)))
+		b, s := newFakeBudget(t, WithBucket(budget.Capacity(5), budget.TimeoutCost(5)))
 		_, err := b.Withdraw(req, failed)
 		require.NoError(t, err)
 
@@ -219,7 +220,7 @@ func TestRedisRefusalsCostOneCommand(t *testing.T) {
 	c := newClient(t, s)
 	var counter takeCounter
 	c.AddHook(&counter)
-	b := newRedisBudget(t, c, "refusals", WithBucket(retryhttp.BucketCapacity(5), retryhttp.BucketTimeoutCost(5)), WithEmptyHold(time.Minute))
+	b := newRedisBudget(t, c, "refusals", WithBucket(budget.Capacity(5), budget.TimeoutCost(5)), WithEmptyHold(time.Minute))
 	req := getReq(t, "https://api.example/")
 	_, err := b.Withdraw(req, failed)
 	require.NoError(t, err)
@@ -270,5 +271,5 @@ func TestRedisNewProcessWhileDown(t *testing.T) {
 	require.True(t, b.Status().Shared)
 	took, err := b.Withdraw(req, failed)
 	require.NoError(t, err)
-	assert.Equal(t, 5*retryhttp.Token, took)
+	assert.Equal(t, 5*budget.Token, took)
 }

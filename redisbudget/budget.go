@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // A Budget is a retry budget with one token bucket per destination, kept in
 // Redis so that every process that names the same budget draws from the
-// same buckets. Its arithmetic is that of retryhttp.HostBudget: a bucket
+// same buckets. Its arithmetic is that of budget.PerHost: a bucket
 // holds 500 tokens when full, a retry costs 5 (10 after a timeout), a
 // first-attempt success puts back 1 and a successful retry what it cost; see
 // WithBucket. A destination is a request URL's scheme and host, compared as
-// HostBudget compares them.
+// budget.PerHost compares them.
 //
 // Only retries talk to Redis: each asks Redis to take its cost, one round
 // trip on a path about to sleep anyway. When Redis refuses, later retries
@@ -62,10 +62,10 @@ type Budget struct {
 	name        string
 	prefix      string // of the buckets' Redis keys
 	cfg         config
-	fbLimits    []retryhttp.BucketOption // the fallback's bucket options
-	fbCap       retryhttp.Tokens         // the fallback's capacity
+	fbLimits    []budget.Option    // the fallback's bucket options
+	fbCap       budget.Millitokens // the fallback's capacity
 	onRedis     atomic.Bool
-	fallback    atomic.Pointer[retryhttp.HostBudget]
+	fallback    atomic.Pointer[budget.PerHost]
 	table       atomic.Pointer[map[hostKey]*host] // never modified once stored
 	inflight    atomic.Int64                      // Redis commands running
 	abandoned   atomic.Int64                      // commands call stopped waiting for, not yet answered
@@ -90,7 +90,7 @@ type Budget struct {
 // NTP may step by hours, times no hold, silence or TTL.
 func (b *Budget) mono() int64 { return int64(time.Since(b.born)) + 1 }
 
-var _ retryhttp.Budget = (*Budget)(nil)
+var _ budget.Budget = (*Budget)(nil)
 
 // New returns a Budget named name whose buckets live in Redis through client,
 // which may be a *redis.Client, a *redis.ClusterClient, a Sentinel-backed
@@ -121,7 +121,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Budget {
 	cfg.check()
 	l := bucketLimits(cfg.bucket)
 	if l.capacity > maxCapacity {
-		panic(fmt.Sprintf("redisbudget: BucketCapacity must be at most %d tokens", maxCapacity/retryhttp.Token))
+		panic(fmt.Sprintf("redisbudget: BucketCapacity must be at most %d tokens", maxCapacity/budget.Token))
 	}
 	return newBudget(newRedisStore(client, l.capacity, cfg.keyTTL), name, l, cfg)
 }
@@ -130,8 +130,8 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 	fbCap := cfg.fallbackCap
 	if fbCap == 0 {
 		fbCap = float64(l.capacity) / float64(cfg.processes)
-		fbCap = max(fbCap, float64(l.retryCost), float64(l.timeoutCost)) / float64(retryhttp.Token)
-	} else if cost := max(l.retryCost, l.timeoutCost); fbCap*float64(retryhttp.Token) < float64(cost) {
+		fbCap = max(fbCap, float64(l.retryCost), float64(l.timeoutCost)) / float64(budget.Token)
+	} else if cost := max(l.retryCost, l.timeoutCost); fbCap*float64(budget.Token) < float64(cost) {
 		panic(fmt.Sprintf("redisbudget: WithFallbackCapacity (%v) must be at least the retry and timeout costs", fbCap))
 	}
 	b := &Budget{
@@ -140,8 +140,8 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 		name:     name,
 		prefix:   "retryhttp:budget:" + name + ":",
 		cfg:      cfg,
-		fbLimits: append(cfg.bucket[:len(cfg.bucket):len(cfg.bucket)], retryhttp.BucketCapacity(fbCap)),
-		fbCap:    retryhttp.Tokens(fbCap * float64(retryhttp.Token)),
+		fbLimits: append(cfg.bucket[:len(cfg.bucket):len(cfg.bucket)], budget.Capacity(fbCap)),
+		fbCap:    budget.Millitokens(fbCap * float64(budget.Token)),
 		stop:     make(chan struct{}),
 		warmed:   make(chan struct{}),
 		done:     make(chan struct{}),
@@ -149,7 +149,7 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 	b.born, b.now = time.Now(), cfg.now
 	b.onRedis.Store(true)
 	b.status = Status{Shared: true, Since: b.now()}
-	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
+	b.fallback.Store(budget.NewPerHost(b.fbLimits...))
 	b.table.Store(&map[hostKey]*host{})
 	go b.loop()
 	return b
@@ -182,12 +182,12 @@ func (b *Budget) Status() Status {
 // which it reports with a nil error. Refunds not yet sent are not counted.
 // If Redis fails to answer within the timeout, Balance returns the fallback
 // balance and the error, without moving to the fallback.
-func (b *Budget) Balance(ctx context.Context, u *url.URL) (retryhttp.Tokens, error) {
+func (b *Budget) Balance(ctx context.Context, u *url.URL) (budget.Millitokens, error) {
 	if !b.onRedis.Load() {
 		return b.fallback.Load().Balance(u), nil
 	}
 	key := redisKey(b.prefix, requestKey(&http.Request{URL: u}))
-	var balance retryhttp.Tokens
+	var balance budget.Millitokens
 	err := b.call(ctx, b.cfg.timeout, func(ctx context.Context) error {
 		var err error
 		balance, err = b.store.balance(ctx, key)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,16 +32,14 @@ const apiKey = "retryhttp:budget:test:https://api.example"
 func TestBucketLimits(t *testing.T) {
 	tests := []struct {
 		name string
-		opts []retryhttp.BucketOption
+		opts []budget.Option
 		want limits
 	}{
 		{"defaults", nil, limits{500_000, 5000, 10_000, 1000}},
-		{"fractions", []retryhttp.BucketOption{retryhttp.BucketCapacity(100), retryhttp.BucketRetryCost(2.5),
-			retryhttp.BucketTimeoutCost(0), retryhttp.BucketRefund(0.1)}, limits{100_000, 2500, 0, 100}},
-		{"free retries", []retryhttp.BucketOption{retryhttp.BucketRetryCost(0)}, limits{500_000, 0, 10_000, 1000}},
-		{"no refund", []retryhttp.BucketOption{retryhttp.BucketRefund(0)}, limits{500_000, 5000, 10_000, 0}},
-		{"refund beyond capacity fills it", []retryhttp.BucketOption{retryhttp.BucketCapacity(10),
-			retryhttp.BucketTimeoutCost(10), retryhttp.BucketRefund(50)}, limits{10_000, 5000, 10_000, 10_000}},
+		{"fractions", []budget.Option{budget.Capacity(100), budget.RetryCost(2.5), budget.TimeoutCost(0), budget.Refund(0.1)}, limits{100_000, 2500, 0, 100}},
+		{"free retries", []budget.Option{budget.RetryCost(0)}, limits{500_000, 0, 10_000, 1000}},
+		{"no refund", []budget.Option{budget.Refund(0)}, limits{500_000, 5000, 10_000, 0}},
+		{"refund beyond capacity fills it", []budget.Option{budget.Capacity(10), budget.TimeoutCost(10), budget.Refund(50)}, limits{10_000, 5000, 10_000, 10_000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +53,7 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		name string
 		opt  Option
 	}{
-		{"retry cost above capacity", WithBucket(retryhttp.BucketCapacity(4))},
+		{"retry cost above capacity", WithBucket(budget.Capacity(4))},
 		{"processes", WithProcesses(0)},
 		{"fallback capacity", WithFallbackCapacity(-1)},
 		{"fallback capacity below a cost", WithFallbackCapacity(9)},
@@ -82,13 +81,13 @@ func TestWithdrawFromShared(t *testing.T) {
 		for i := range 100 {
 			took, err := b.Withdraw(req, failed)
 			require.NoError(t, err, "retry %d", i)
-			require.Equal(t, 5*retryhttp.Token, took)
+			require.Equal(t, 5*budget.Token, took)
 		}
 		_, err := b.Withdraw(req, failed)
 		require.ErrorIs(t, err, retryhttp.ErrBudgetExhausted)
 		takes, _, _ := s.counts()
 		require.Equal(t, 101, takes)
-		assert.Equal(t, retryhttp.Tokens(0), s.bucket(apiKey))
+		assert.Equal(t, budget.Millitokens(0), s.bucket(apiKey))
 
 		// Redis has just refused: retries are refused locally for a while.
 		_, err = b.Withdraw(req, timedOut)
@@ -105,7 +104,7 @@ func TestWithdrawFromShared(t *testing.T) {
 		// Other hosts keep their own buckets.
 		took, err := b.Withdraw(getReq(t, "http://other.example/"), timedOut)
 		require.NoError(t, err)
-		require.Equal(t, 10*retryhttp.Token, took)
+		require.Equal(t, 10*budget.Token, took)
 		assert.True(t, b.Status().Shared)
 	})
 }
@@ -113,13 +112,13 @@ func TestWithdrawFromShared(t *testing.T) {
 func TestHoldRefusesOnlyWhatDoesNotFit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, s := newFakeBudget(t)
-		s.buckets[apiKey] = 7 * retryhttp.Token
+		s.buckets[apiKey] = 7 * budget.Token
 		req := getReq(t, "https://api.example/")
 		_, err := b.Withdraw(req, timedOut)
 		require.ErrorIs(t, err, retryhttp.ErrBudgetExhausted)
 		took, err := b.Withdraw(req, failed) // 5 fits in the 7 left
 		require.NoError(t, err)
-		require.Equal(t, 5*retryhttp.Token, took)
+		require.Equal(t, 5*budget.Token, took)
 		takes, _, _ := s.counts()
 		require.Equal(t, 2, takes)
 	})
@@ -127,7 +126,7 @@ func TestHoldRefusesOnlyWhatDoesNotFit(t *testing.T) {
 
 func TestFreeRetryAsksNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, s := newFakeBudget(t, WithBucket(retryhttp.BucketRetryCost(0)))
+		b, s := newFakeBudget(t, WithBucket(budget.RetryCost(0)))
 		took, err := b.Withdraw(getReq(t, "https://api.example/"), failed)
 		require.NoError(t, err)
 		require.Zero(t, took)
@@ -159,7 +158,7 @@ func TestRefundsAreBatched(t *testing.T) {
 		// About 100 successes a flush: the bucket is full after five.
 		assert.GreaterOrEqual(t, refunds, 5)
 		assert.LessOrEqual(t, refunds, 6)
-		assert.Equal(t, 500*retryhttp.Token, s.bucket(apiKey))
+		assert.Equal(t, 500*budget.Token, s.bucket(apiKey))
 
 		// The bucket is full: the host is forgotten, and further successes
 		// cost nothing at all.
@@ -175,7 +174,7 @@ func TestRefundsAreBatched(t *testing.T) {
 
 func TestSuccessfulRetryRefundsItsCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, s := newFakeBudget(t, WithBucket(retryhttp.BucketRefund(0)))
+		b, s := newFakeBudget(t, WithBucket(budget.Refund(0)))
 		req := getReq(t, "https://api.example/")
 		took, err := b.Withdraw(req, timedOut)
 		require.NoError(t, err)
@@ -184,7 +183,7 @@ func TestSuccessfulRetryRefundsItsCost(t *testing.T) {
 		b.Deposit(req, took) // the retry after the timeout succeeded
 		b.Deposit(req, 0)    // refunds nothing
 		require.NoError(t, b.Flush())
-		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey))
+		assert.Equal(t, 495*budget.Token, s.bucket(apiKey))
 	})
 }
 
@@ -212,7 +211,7 @@ func TestCloseFlushes(t *testing.T) {
 			b.Deposit(req, 0)
 		}
 		require.NoError(t, b.Close())
-		assert.Equal(t, 493*retryhttp.Token, s.bucket(apiKey))
+		assert.Equal(t, 493*budget.Token, s.bucket(apiKey))
 		require.NoError(t, b.Close(), "a second Close")
 	})
 }
@@ -230,7 +229,7 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 		start := time.Now()
 		took, err := b.Withdraw(req, failed)
 		require.NoError(t, err, "the fallback pays")
-		require.Equal(t, 5*retryhttp.Token, took)
+		require.Equal(t, 5*budget.Token, took)
 		assert.Equal(t, DefaultTimeout, time.Since(start))
 		st := b.Status()
 		assert.True(t, st.Shared, "one slow answer is not an outage")
@@ -269,11 +268,11 @@ func TestHungRedisFallsBackWithinTimeout(t *testing.T) {
 		_, _, probes := s.counts()
 		assert.GreaterOrEqual(t, probes, 1)
 		require.NoError(t, b.Flush())
-		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "the late take was refunded")
+		assert.Equal(t, 495*budget.Token, s.bucket(apiKey), "the late take was refunded")
 		took, err = b.Withdraw(req, failed)
 		require.NoError(t, err)
-		require.Equal(t, 5*retryhttp.Token, took)
-		assert.Equal(t, 490*retryhttp.Token, s.bucket(apiKey))
+		require.Equal(t, 5*budget.Token, took)
+		assert.Equal(t, 490*budget.Token, s.bucket(apiKey))
 	})
 }
 
@@ -293,14 +292,14 @@ func TestSlowRedisStaysShared(t *testing.T) {
 		start := time.Now()
 		took, err := b.Withdraw(req, failed)
 		require.NoError(t, err, "the fallback pays")
-		require.Equal(t, 5*retryhttp.Token, took)
+		require.Equal(t, 5*budget.Token, took)
 		assert.Equal(t, DefaultTimeout, time.Since(start))
 
 		// The answer came 10 ms late: Redis is slow, not down. It took the
 		// cost, which goes back, since the fallback paid.
 		time.Sleep(time.Second)
 		assert.True(t, b.Status().Shared)
-		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey))
+		assert.Equal(t, 495*budget.Token, s.bucket(apiKey))
 		takes, refunds, _ := s.counts()
 		assert.Equal(t, [2]int{2, 1}, [2]int{takes, refunds})
 	})
@@ -322,7 +321,7 @@ func TestErroringRedis(t *testing.T) {
 		assert.ErrorIs(t, st.LastError, errDown)
 
 		// Successes on the fallback refill the fallback.
-		b.Deposit(req, 5*retryhttp.Token)
+		b.Deposit(req, 5*budget.Token)
 		_, err = b.Withdraw(req, failed)
 		require.NoError(t, err)
 
@@ -335,7 +334,7 @@ func TestErroringRedis(t *testing.T) {
 		assert.False(t, b.Status().Shared)
 		bal, err := b.Balance(context.Background(), req.URL)
 		require.NoError(t, err)
-		assert.Equal(t, retryhttp.Tokens(0), bal, "Balance reports the fallback")
+		assert.Equal(t, budget.Millitokens(0), bal, "Balance reports the fallback")
 	})
 }
 
@@ -355,7 +354,7 @@ func TestFailedFlushKeepsRefunds(t *testing.T) {
 		req := getReq(t, "https://api.example/")
 		_, err := b.Withdraw(req, failed)
 		require.NoError(t, err)
-		b.Deposit(req, 5*retryhttp.Token)
+		b.Deposit(req, 5*budget.Token)
 		s.set(errDown, nil)
 		require.ErrorIs(t, b.Flush(), errDown)
 		require.False(t, b.Status().Shared)
@@ -363,7 +362,7 @@ func TestFailedFlushKeepsRefunds(t *testing.T) {
 		time.Sleep(DefaultProbeInterval + DefaultFlushInterval)
 		require.True(t, b.Status().Shared)
 		time.Sleep(DefaultFlushInterval)
-		assert.Equal(t, 500*retryhttp.Token, s.bucket(apiKey))
+		assert.Equal(t, 500*budget.Token, s.bucket(apiKey))
 	})
 }
 
@@ -429,11 +428,11 @@ func TestMaxHosts(t *testing.T) {
 		// No room at all: the host still draws from Redis, without state.
 		withdraw("d")
 		assert.ElementsMatch(t, []string{"a.example", "c.example"}, hosts())
-		assert.Equal(t, 495*retryhttp.Token, s.bucket("retryhttp:budget:test:http://d.example"))
+		assert.Equal(t, 495*budget.Token, s.bucket("retryhttp:budget:test:http://d.example"))
 		b.Deposit(getReq(t, "http://d.example/"), 0) // refunds nothing
 		require.NoError(t, b.Flush())
-		assert.Equal(t, 495*retryhttp.Token, s.bucket("retryhttp:budget:test:http://d.example"))
-		assert.Equal(t, 496*retryhttp.Token, s.bucket("retryhttp:budget:test:http://a.example"))
+		assert.Equal(t, 495*budget.Token, s.bucket("retryhttp:budget:test:http://d.example"))
+		assert.Equal(t, 496*budget.Token, s.bucket("retryhttp:budget:test:http://a.example"))
 	})
 }
 
@@ -445,7 +444,7 @@ func TestBalance(t *testing.T) {
 		require.NoError(t, err)
 		bal, err := b.Balance(context.Background(), u)
 		require.NoError(t, err)
-		assert.Equal(t, 490*retryhttp.Token, bal)
+		assert.Equal(t, 490*budget.Token, bal)
 	})
 }
 

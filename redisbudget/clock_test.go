@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,14 +32,14 @@ func TestWallClockStepsTimeNothing(t *testing.T) {
 			t.Run("hold", func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					var clock steppedClock
-					b, s := newFakeBudget(t, withWallClock(&clock), WithBucket(retryhttp.BucketCapacity(5), retryhttp.BucketTimeoutCost(5)))
+					b, s := newFakeBudget(t, withWallClock(&clock), WithBucket(budget.Capacity(5), budget.TimeoutCost(5)))
 					req := getReq(t, "https://api.example/")
 					_, err := b.Withdraw(req, failed)
 					require.NoError(t, err)
 					_, err = b.Withdraw(req, failed) // refused: held for 100 ms
 					require.ErrorIs(t, err, errEmpty)
 					clock.set(step)
-					s.refund(t.Context(), apiKey, 5*retryhttp.Token) // another process's success
+					s.refund(t.Context(), apiKey, 5*budget.Token) // another process's success
 					_, err = b.Withdraw(req, failed)
 					require.ErrorIs(t, err, errEmpty, "the hold ended early")
 					takes, _, _ := s.counts()

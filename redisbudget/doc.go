@@ -20,7 +20,7 @@
 //
 // # Arithmetic
 //
-// The buckets count as retryhttp.HostBudget's do, in milli-tokens: 500
+// The buckets count as budget.PerHost's do, in milli-tokens: 500
 // tokens when full, 5 for a retry, 10 for a retry after a timeout, 1 back
 // for a first-attempt success and a retry's cost back when it succeeds (or
 // was never sent), never below zero or above the capacity. WithBucket takes

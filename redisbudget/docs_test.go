@@ -16,6 +16,7 @@ func TestDocs(t *testing.T) {
 		"time":        "time",
 		"redis":       "github.com/redis/go-redis/v9",
 		"retryhttp":   "github.com/retryhttp/retryhttp",
+		"budget":      "github.com/retryhttp/retryhttp/budget",
 		"backoff":     "github.com/retryhttp/retryhttp/backoff",
 		"classify":    "github.com/retryhttp/retryhttp/classify",
 		"awsretry":    "github.com/retryhttp/retryhttp/awsretry",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/redisbudget"
 )
 
@@ -39,7 +40,7 @@ func ExampleNew_cluster() {
 	})
 	defer rdb.Close()
 	budget := redisbudget.New(rdb, "search",
-		redisbudget.WithBucket(retryhttp.BucketCapacity(1000), retryhttp.BucketRefund(0.5)),
+		redisbudget.WithBucket(budget.Capacity(1000), budget.Refund(0.5)),
 		redisbudget.WithTimeout(20*time.Millisecond),
 	)
 	defer budget.Close()

@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // fakeStore is an in-memory store with the scripts' arithmetic, which
 // counts its calls and can fail or hang on demand.
 type fakeStore struct {
 	mu       sync.Mutex
-	capacity retryhttp.Tokens
-	buckets  map[string]retryhttp.Tokens // a missing bucket is full
+	capacity budget.Millitokens
+	buckets  map[string]budget.Millitokens // a missing bucket is full
 	takes    int
 	refunds  int
 	probes   int
@@ -25,8 +25,8 @@ type fakeStore struct {
 	bad      map[string]bool // keys of another type: calls on them fail with a *keyError
 }
 
-func newFakeStore(capacity retryhttp.Tokens) *fakeStore {
-	return &fakeStore{capacity: capacity, buckets: map[string]retryhttp.Tokens{}, bad: map[string]bool{}}
+func newFakeStore(capacity budget.Millitokens) *fakeStore {
+	return &fakeStore{capacity: capacity, buckets: map[string]budget.Millitokens{}, bad: map[string]bool{}}
 }
 
 // enter counts a call on key, waits while the store hangs, and returns the
@@ -47,7 +47,7 @@ func (s *fakeStore) enter(counter *int, key string) error {
 	return s.err
 }
 
-func (s *fakeStore) take(_ context.Context, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
+func (s *fakeStore) take(_ context.Context, key string, cost budget.Millitokens) (bool, budget.Millitokens, error) {
 	err := s.enter(&s.takes, key)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -64,7 +64,7 @@ func (s *fakeStore) take(_ context.Context, key string, cost retryhttp.Tokens) (
 	return true, bal - cost, nil
 }
 
-func (s *fakeStore) refund(_ context.Context, key string, amount retryhttp.Tokens) (retryhttp.Tokens, error) {
+func (s *fakeStore) refund(_ context.Context, key string, amount budget.Millitokens) (budget.Millitokens, error) {
 	err := s.enter(&s.refunds, key)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *fakeStore) refund(_ context.Context, key string, amount retryhttp.Token
 	return bal + amount, nil
 }
 
-func (s *fakeStore) balance(_ context.Context, key string) (retryhttp.Tokens, error) {
+func (s *fakeStore) balance(_ context.Context, key string) (budget.Millitokens, error) {
 	var n int
 	err := s.enter(&n, key)
 	defer s.mu.Unlock()
@@ -129,7 +129,7 @@ func (s *fakeStore) setBad(key string, bad bool) {
 }
 
 // bucket returns the balance of the bucket at key.
-func (s *fakeStore) bucket(key string) retryhttp.Tokens {
+func (s *fakeStore) bucket(key string) budget.Millitokens {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if bal, ok := s.buckets[key]; ok {

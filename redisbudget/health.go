@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // The health of a budget is one of two states, and that of each host it
@@ -183,7 +183,7 @@ func (b *Budget) resume() {
 	for _, h := range *b.table.Load() {
 		h.refused.Store(nil)
 	}
-	b.fallback.Store(retryhttp.NewHostBudget(b.fbLimits...))
+	b.fallback.Store(budget.NewPerHost(b.fbLimits...))
 	b.epoch.Add(1)
 	b.onRedis.Store(true)
 	b.status.Shared, b.status.Since = true, b.now()

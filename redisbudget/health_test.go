@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/redisbudget/internal/redisserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,25 +55,25 @@ func TestBadKeyFallsBackAlone(t *testing.T) {
 		assert.LessOrEqual(t, takes, 100+1+10+3, "Redis was asked about the bad key more than once per probe interval")
 
 		// Its successes refill its fallback bucket, and send nothing.
-		b.Deposit(bad, 5*retryhttp.Token)
+		b.Deposit(bad, 5*budget.Token)
 		require.NoError(t, b.Flush())
 		_, refunds, _ := s.counts()
 		assert.Zero(t, refunds)
-		assert.Equal(t, 5*retryhttp.Token, b.fallback.Load().Balance(bad.URL))
+		assert.Equal(t, 5*budget.Token, b.fallback.Load().Balance(bad.URL))
 
 		// The key is mended: within a probe interval the host is back.
 		s.setBad(apiKey, false)
 		time.Sleep(DefaultProbeInterval)
 		took, err := b.Withdraw(bad, failed)
 		require.NoError(t, err)
-		require.Equal(t, 5*retryhttp.Token, took)
-		assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis paid")
+		require.Equal(t, 5*budget.Token, took)
+		assert.Equal(t, 495*budget.Token, s.bucket(apiKey), "Redis paid")
 		for range 24 + 1 {
 			b.Deposit(bad, took)
 		}
 		require.NoError(t, b.Flush())
-		assert.Equal(t, 500*retryhttp.Token, s.bucket(apiKey), "the 25th success did not go back to Redis")
-		assert.Equal(t, 125*retryhttp.Token, b.fallback.Load().Balance(bad.URL))
+		assert.Equal(t, 500*budget.Token, s.bucket(apiKey), "the 25th success did not go back to Redis")
+		assert.Equal(t, 125*budget.Token, b.fallback.Load().Balance(bad.URL))
 	})
 }
 
@@ -87,13 +88,13 @@ func TestBadKeyInFlush(t *testing.T) {
 			req := getReq(t, "https://"+h+".example/")
 			_, err := b.Withdraw(req, failed)
 			require.NoError(t, err)
-			b.Deposit(req, 5*retryhttp.Token)
+			b.Deposit(req, 5*budget.Token)
 		}
 		s.setBad("retryhttp:budget:test:https://b.example", true)
 		require.NoError(t, b.Flush())
 		assert.True(t, b.Status().Shared)
-		assert.Equal(t, 500*retryhttp.Token, s.bucket("retryhttp:budget:test:https://a.example"))
-		assert.Equal(t, 500*retryhttp.Token, s.bucket("retryhttp:budget:test:https://c.example"))
+		assert.Equal(t, 500*budget.Token, s.bucket("retryhttp:budget:test:https://a.example"))
+		assert.Equal(t, 500*budget.Token, s.bucket("retryhttp:budget:test:https://c.example"))
 		assert.True(t, isKeyError(b.Status().LastError))
 	})
 }
@@ -242,7 +243,7 @@ func TestRedisRefusingWritesKeepsTheBound(t *testing.T) {
 			for _, b := range budgets {
 				took, err := b.Withdraw(req, failed)
 				require.NoError(t, err)
-				assert.Equal(t, 5*retryhttp.Token, took)
+				assert.Equal(t, 5*budget.Token, took)
 			}
 		})
 	}

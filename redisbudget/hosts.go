@@ -7,10 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
-// hostKey identifies a destination as retryhttp.HostBudget does: a
+// hostKey identifies a destination as budget.PerHost does: a
 // lower-case scheme, and a lower-case host with the scheme's default port
 // removed.
 type hostKey struct {
@@ -18,7 +18,7 @@ type hostKey struct {
 }
 
 func requestKey(req *http.Request) hostKey {
-	scheme, host := retryhttp.Destination(req)
+	scheme, host := budget.Key(req)
 	return hostKey{scheme, host}
 }
 
@@ -54,14 +54,14 @@ func newHost(key string) *host { return &host{key: key, taking: make(chan struct
 
 // holds reports whether a refusal Redis gave for the host still holds for a
 // retry that costs cost, as of the instant now (see Budget.mono).
-func (h *host) holds(cost retryhttp.Tokens, now int64) bool {
+func (h *host) holds(cost budget.Millitokens, now int64) bool {
 	r := h.refused.Load()
 	return r != nil && cost > r.balance && now < r.until
 }
 
 // owe records that the fallback paid amount for a retry, holding no more
 // than limit, the fallback's capacity.
-func (h *host) owe(amount, limit retryhttp.Tokens) {
+func (h *host) owe(amount, limit budget.Millitokens) {
 	for {
 		cur := h.owed.Load()
 		next := min(cur+int64(amount), int64(limit))
@@ -73,7 +73,7 @@ func (h *host) owe(amount, limit retryhttp.Tokens) {
 
 // repay reports whether the fallback is owed spent, the cost of a retry that
 // succeeded, and if so takes it off what it is owed.
-func (h *host) repay(spent retryhttp.Tokens) bool {
+func (h *host) repay(spent budget.Millitokens) bool {
 	for {
 		cur := h.owed.Load()
 		if spent <= 0 || cur < int64(spent) {
@@ -119,13 +119,13 @@ func (h *host) unlock() { <-h.taking }
 // until the given instant (see Budget.mono) a retry costing more is refused
 // without asking again.
 type refusal struct {
-	balance retryhttp.Tokens
+	balance budget.Millitokens
 	until   int64
 }
 
 // addPending adds amount to the refunds not yet sent, holding no more than
 // limit, the capacity: a larger refund fills the bucket all the same.
-func (h *host) addPending(amount, limit retryhttp.Tokens) {
+func (h *host) addPending(amount, limit budget.Millitokens) {
 	for {
 		cur := h.pending.Load()
 		if cur >= int64(limit) {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 )
 
@@ -21,14 +21,14 @@ const (
 
 // maxCapacity is the largest capacity in milli-tokens: Redis runs scripts in
 // Lua, whose numbers are exact integers up to 2^53.
-const maxCapacity retryhttp.Tokens = 1 << 53
+const maxCapacity budget.Millitokens = 1 << 53
 
 // An Option configures a Budget made by New. New panics, naming the option,
 // when a value is invalid.
 type Option func(*config)
 
 type config struct {
-	bucket        []retryhttp.BucketOption
+	bucket        []budget.Option
 	processes     int
 	fallbackCap   float64 // 0: capacity / processes
 	failClosed    bool
@@ -56,12 +56,12 @@ func defaultConfig() config {
 }
 
 // WithBucket sets the arithmetic of every bucket with the options of
-// retryhttp.NewHostBudget: BucketCapacity (500 tokens), BucketRetryCost (5),
-// BucketTimeoutCost (10) and BucketRefund (1), which panic in New as they do
+// budget.NewPerHost: budget.Capacity (500 tokens), budget.RetryCost (5),
+// budget.TimeoutCost (10) and budget.Refund (1), which panic in New as they do
 // there. Every process that names the same budget must use the same values.
-// BucketMaxHosts bounds the fallback's buckets. Later calls add to earlier
+// budget.MaxHosts bounds the fallback's buckets. Later calls add to earlier
 // ones.
-func WithBucket(opts ...retryhttp.BucketOption) Option {
+func WithBucket(opts ...budget.Option) Option {
 	return func(c *config) { c.bucket = append(c.bucket, opts...) }
 }
 
@@ -148,11 +148,11 @@ func WithLogger(l *slog.Logger) Option {
 
 // limits is the arithmetic of a bucket, in milli-tokens.
 type limits struct {
-	capacity, retryCost, timeoutCost, refund retryhttp.Tokens
+	capacity, retryCost, timeoutCost, refund budget.Millitokens
 }
 
 // cost returns what a retry after verdict v costs.
-func (l *limits) cost(v classify.Verdict) retryhttp.Tokens {
+func (l *limits) cost(v classify.Verdict) budget.Millitokens {
 	if v.Timeout {
 		return l.timeoutCost
 	}
@@ -161,7 +161,7 @@ func (l *limits) cost(v classify.Verdict) retryhttp.Tokens {
 
 // credit returns what a success puts back: the cost of the retry that
 // succeeded (or of one never sent), or the refund for a first attempt.
-func (l *limits) credit(spent retryhttp.Tokens) retryhttp.Tokens {
+func (l *limits) credit(spent budget.Millitokens) budget.Millitokens {
 	if spent > 0 {
 		return spent
 	}
@@ -174,16 +174,16 @@ func (l *limits) credit(spent retryhttp.Tokens) retryhttp.Tokens {
 // bucket is the cost, and a first-attempt success on a bucket emptied by one
 // withdrawal of the whole capacity puts back the refund, or the capacity if
 // the refund is larger, which fills the bucket all the same. Invalid options
-// panic in retryhttp.NewBucket with its message.
-func bucketLimits(opts []retryhttp.BucketOption) limits {
+// panic in budget.NewBucket with its message.
+func bucketLimits(opts []budget.Option) limits {
 	var l limits
-	b := retryhttp.NewBucket(opts...)
+	b := budget.NewBucket(opts...)
 	l.capacity = b.Balance()
 	l.retryCost, _ = b.Withdraw(nil, classify.Verdict{})
-	b = retryhttp.NewBucket(opts...)
+	b = budget.NewBucket(opts...)
 	l.timeoutCost, _ = b.Withdraw(nil, classify.Verdict{Timeout: true})
-	all := float64(l.capacity) / float64(retryhttp.Token)
-	b = retryhttp.NewBucket(append(opts[:len(opts):len(opts)], retryhttp.BucketRetryCost(all))...)
+	all := float64(l.capacity) / float64(budget.Token)
+	b = budget.NewBucket(append(opts[:len(opts):len(opts)], budget.RetryCost(all))...)
 	if _, err := b.Withdraw(nil, classify.Verdict{}); err != nil {
 		panic(fmt.Sprintf("redisbudget: reading the bucket options: %v", err))
 	}

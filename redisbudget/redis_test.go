@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/redisbudget/internal/redisserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,9 +107,9 @@ func TestRedisSharedBucket(t *testing.T) {
 	assert.Equal(t, "50000", rdb.Get(ctx, key).Val())
 	bal, err := budgets[1].Balance(ctx, req.URL)
 	require.NoError(t, err)
-	assert.Equal(t, 50*retryhttp.Token, bal)
+	assert.Equal(t, 50*budget.Token, bal)
 	for range 9 {
-		budgets[1].Deposit(req, 50*retryhttp.Token) // as if costly retries succeeded
+		budgets[1].Deposit(req, 50*budget.Token) // as if costly retries succeeded
 	}
 	require.NoError(t, budgets[1].Close())
 	assert.Zero(t, rdb.Exists(ctx, key).Val(), "a full bucket is no key")
@@ -125,7 +126,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	start := time.Now()
 	took, err := b.Withdraw(req, failed)
 	require.NoError(t, err, "a down Redis falls back, and the fallback pays")
-	assert.Equal(t, 5*retryhttp.Token, took)
+	assert.Equal(t, 5*budget.Token, took)
 	assert.Less(t, time.Since(start), DefaultTimeout+slack)
 	// go-redis retries a refused dial for a while: the budget moves to its
 	// fallback when go-redis gives up, or after four timeouts of silence.
@@ -148,10 +149,10 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	// loads them again.
 	took, err = b.Withdraw(req, failed)
 	require.NoError(t, err)
-	assert.Equal(t, 5*retryhttp.Token, took)
+	assert.Equal(t, 5*budget.Token, took)
 	bal, err := b.Balance(context.Background(), req.URL)
 	require.NoError(t, err)
-	assert.Equal(t, 495*retryhttp.Token, bal)
+	assert.Equal(t, 495*budget.Token, bal)
 }
 
 func TestRedisHung(t *testing.T) {
@@ -235,7 +236,7 @@ func stormWorker(addr string) error {
 		return err
 	}
 	for range took.Load() / 2 {
-		b.Deposit(req, 5*retryhttp.Token)
+		b.Deposit(req, 5*budget.Token)
 	}
 	return b.Close()
 }
@@ -351,7 +352,7 @@ func TestRedisCluster(t *testing.T) {
 			_, err := b.Withdraw(req, timedOut)
 			require.NoError(t, err)
 		}
-		b.Deposit(req, 10*retryhttp.Token)
+		b.Deposit(req, 10*budget.Token)
 	}
 	require.True(t, b.Status().Shared, "%v", b.Status().LastError)
 	require.NoError(t, b.Flush())
@@ -368,6 +369,6 @@ func TestRedisCluster(t *testing.T) {
 		u := getReq(t, fmt.Sprintf("https://h%d.example/", i)).URL
 		bal, err := b.Balance(ctx, u)
 		require.NoError(t, err)
-		require.Equal(t, 480*retryhttp.Token, bal, "host %d", i)
+		require.Equal(t, 480*budget.Token, bal, "host %d", i)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // Deposit puts back spent, the cost of a retry of req that succeeded or was
@@ -18,7 +18,7 @@ import (
 // no name, the first successes of the host's retries that cost as much
 // repay what the fallback paid. It sends no command and does not allocate
 // unless the host name has upper-case letters.
-func (b *Budget) Deposit(req *http.Request, spent retryhttp.Tokens) {
+func (b *Budget) Deposit(req *http.Request, spent budget.Millitokens) {
 	amount := b.credit(spent)
 	if amount <= 0 {
 		return
@@ -50,11 +50,11 @@ func (b *Budget) flush() error {
 		}
 	}()
 	for k, h := range *b.table.Load() {
-		amount := retryhttp.Tokens(h.pending.Swap(0))
+		amount := budget.Millitokens(h.pending.Swap(0))
 		if amount <= 0 {
 			continue
 		}
-		var balance retryhttp.Tokens
+		var balance budget.Millitokens
 		err := b.call(context.Background(), b.cfg.timeout, func(ctx context.Context) error {
 			var err error
 			balance, err = b.store.refund(ctx, h.key, amount)

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +17,7 @@ import (
 // too late (and the cost it took goes back to it), nor when the budget has
 // returned to Redis before the retry's answer.
 func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
-	full := 500 * retryhttp.Token
+	full := 500 * budget.Token
 	t.Run("late take", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			b, s := newFakeBudget(t)
@@ -35,7 +35,7 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // the late answer comes, and its refund is held
 			b.Deposit(req, took)
 			require.NoError(t, b.Flush())
-			assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis was paid back more than it was paid")
+			assert.Equal(t, 495*budget.Token, s.bucket(apiKey), "Redis was paid back more than it was paid")
 			assert.Equal(t, full, b.fallback.Load().Balance(req.URL), "the fallback was not paid back")
 		})
 	})
@@ -47,7 +47,7 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 			require.True(t, b.Status().Shared)
 			b.Deposit(req, took) // the retry's answer comes after the return
 			require.NoError(t, b.Flush())
-			assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis was paid back for a retry it did not pay")
+			assert.Equal(t, 495*budget.Token, s.bucket(apiKey), "Redis was paid back for a retry it did not pay")
 		})
 	})
 	t.Run("paid back on the fallback", func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestFallbackPaidRetryCreditsTheFallback(t *testing.T) {
 			require.NoError(t, err)
 			b.Deposit(req, took) // Redis paid for this one
 			require.NoError(t, b.Flush())
-			assert.Equal(t, 495*retryhttp.Token, s.bucket(apiKey), "Redis was not paid back")
+			assert.Equal(t, 495*budget.Token, s.bucket(apiKey), "Redis was not paid back")
 		})
 	})
 }
@@ -94,7 +94,7 @@ func TestLateTakeRefundedWithoutHostState(t *testing.T) {
 		}
 		require.Len(t, *b.table.Load(), 1)
 		require.NotNil(t, (*b.table.Load())[requestKey(req)])
-		assert.Equal(t, 500*retryhttp.Token, s.bucket(otherKey), "Redis kept costs of retries never made")
+		assert.Equal(t, 500*budget.Token, s.bucket(otherKey), "Redis kept costs of retries never made")
 		assert.True(t, b.Status().Shared)
 	})
 }
@@ -102,7 +102,7 @@ func TestLateTakeRefundedWithoutHostState(t *testing.T) {
 // paidByFallback returns a budget over a fake store that paid one retry
 // from Redis and, Redis then down, a second from the fallback, which took
 // took.
-func paidByFallback(t *testing.T) (*Budget, *fakeStore, *http.Request, retryhttp.Tokens) {
+func paidByFallback(t *testing.T) (*Budget, *fakeStore, *http.Request, budget.Millitokens) {
 	t.Helper()
 	b, s := newFakeBudget(t)
 	req := getReq(t, "https://api.example/")

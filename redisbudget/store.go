@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 )
 
 // A store holds the shared buckets. Each method touches one key. Amounts
@@ -22,12 +22,12 @@ import (
 type store interface {
 	// take withdraws cost from the bucket at key if it holds that much. It
 	// reports whether it did and the balance afterwards.
-	take(ctx context.Context, key string, cost retryhttp.Tokens) (ok bool, balance retryhttp.Tokens, err error)
+	take(ctx context.Context, key string, cost budget.Millitokens) (ok bool, balance budget.Millitokens, err error)
 	// refund puts amount back into the bucket at key, up to its capacity,
 	// and returns the balance afterwards.
-	refund(ctx context.Context, key string, amount retryhttp.Tokens) (retryhttp.Tokens, error)
+	refund(ctx context.Context, key string, amount budget.Millitokens) (budget.Millitokens, error)
 	// balance returns what the bucket at key holds.
-	balance(ctx context.Context, key string) (retryhttp.Tokens, error)
+	balance(ctx context.Context, key string) (budget.Millitokens, error)
 	// probe checks that the store runs the other calls' commands and
 	// accepts their writes to the bucket at key, leaving the bucket as it
 	// was.
@@ -89,15 +89,15 @@ func keyFault(key string, err error) error {
 // milli-tokens.
 type redisStore struct {
 	client   redis.UniversalClient
-	capacity retryhttp.Tokens
+	capacity budget.Millitokens
 	ttl      int64 // milliseconds
 }
 
-func newRedisStore(client redis.UniversalClient, capacity retryhttp.Tokens, ttl time.Duration) *redisStore {
+func newRedisStore(client redis.UniversalClient, capacity budget.Millitokens, ttl time.Duration) *redisStore {
 	return &redisStore{client: client, capacity: capacity, ttl: ttl.Milliseconds()}
 }
 
-func (s *redisStore) take(ctx context.Context, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
+func (s *redisStore) take(ctx context.Context, key string, cost budget.Millitokens) (bool, budget.Millitokens, error) {
 	res, err := takeScript.Run(ctx, s.client, []string{key}, int64(cost), int64(s.capacity), s.ttl).Int64Slice()
 	if err != nil {
 		return false, 0, keyFault(key, err)
@@ -105,15 +105,15 @@ func (s *redisStore) take(ctx context.Context, key string, cost retryhttp.Tokens
 	if len(res) != 2 {
 		return false, 0, fmt.Errorf("redisbudget: take script returned %d values, want 2", len(res))
 	}
-	return res[0] == 1, retryhttp.Tokens(res[1]), nil
+	return res[0] == 1, budget.Millitokens(res[1]), nil
 }
 
-func (s *redisStore) refund(ctx context.Context, key string, amount retryhttp.Tokens) (retryhttp.Tokens, error) {
+func (s *redisStore) refund(ctx context.Context, key string, amount budget.Millitokens) (budget.Millitokens, error) {
 	n, err := refundScript.Run(ctx, s.client, []string{key}, int64(amount), int64(s.capacity), s.ttl).Int64()
-	return retryhttp.Tokens(n), keyFault(key, err)
+	return budget.Millitokens(n), keyFault(key, err)
 }
 
-func (s *redisStore) balance(ctx context.Context, key string) (retryhttp.Tokens, error) {
+func (s *redisStore) balance(ctx context.Context, key string) (budget.Millitokens, error) {
 	v, err := s.client.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
 		return s.capacity, nil
@@ -125,7 +125,7 @@ func (s *redisStore) balance(ctx context.Context, key string) (retryhttp.Tokens,
 	if err != nil {
 		return 0, &keyError{key: key, err: fmt.Errorf("%q is not a balance", v)}
 	}
-	return min(max(retryhttp.Tokens(n), 0), s.capacity), nil
+	return min(max(budget.Millitokens(n), 0), s.capacity), nil
 }
 
 func (s *redisStore) probe(ctx context.Context, key string) error {

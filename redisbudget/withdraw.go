@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 )
 
@@ -27,7 +28,7 @@ var (
 // just refused a retry for the host or the host's key is bad; on the
 // fallback, none. It waits for Redis no longer than the timeout, nor once
 // req's context is done.
-func (b *Budget) Withdraw(req *http.Request, v classify.Verdict) (retryhttp.Tokens, error) {
+func (b *Budget) Withdraw(req *http.Request, v classify.Verdict) (budget.Millitokens, error) {
 	cost := b.cost(v)
 	if cost == 0 {
 		return 0, nil
@@ -117,7 +118,7 @@ func (b *Budget) keyUsable(h *host) {
 // is an error. Meanwhile the fallback pays only if Redis's last answer for
 // the host granted a retry: a process that has heard nothing, as a new one
 // in an outage, must not bring a budget of its own.
-func (b *Budget) unanswered(req *http.Request, v classify.Verdict, h *host, err error) (retryhttp.Tokens, error) {
+func (b *Budget) unanswered(req *http.Request, v classify.Verdict, h *host, err error) (budget.Millitokens, error) {
 	if req.Context().Err() != nil {
 		return 0, fmt.Errorf("redisbudget: %w: %w", retryhttp.ErrBudgetExhausted, req.Context().Err())
 	}
@@ -132,7 +133,7 @@ func (b *Budget) unanswered(req *http.Request, v classify.Verdict, h *host, err 
 // command's goroutine, which no caller waits for, and waits no longer than
 // the timeout. A refund that fails is lost, which errs towards fewer
 // retries; a failure moves the budget to its fallback as any other does.
-func (b *Budget) refundNow(key string, amount retryhttp.Tokens) {
+func (b *Budget) refundNow(key string, amount budget.Millitokens) {
 	err := b.call(context.Background(), b.cfg.timeout, func(ctx context.Context) error {
 		_, err := b.store.refund(ctx, key, amount)
 		return err
@@ -149,7 +150,7 @@ func (b *Budget) refundNow(key string, amount retryhttp.Tokens) {
 // refused records that Redis found h's bucket holding only balance: the
 // host's last answer granted nothing, and retries that cost more are
 // refused without a command for the hold (WithEmptyHold).
-func (b *Budget) refused(h *host, balance retryhttp.Tokens) {
+func (b *Budget) refused(h *host, balance budget.Millitokens) {
 	if h == nil {
 		return
 	}
@@ -163,7 +164,7 @@ func (b *Budget) refused(h *host, balance retryhttp.Tokens) {
 // pays for a host the process keeps state for is owed to it: the retry's
 // success goes back to the fallback, not to Redis, which did not pay for it
 // (or, if Redis took the cost too late, has it back; see take).
-func (b *Budget) withdrawFallback(req *http.Request, v classify.Verdict) (retryhttp.Tokens, error) {
+func (b *Budget) withdrawFallback(req *http.Request, v classify.Verdict) (budget.Millitokens, error) {
 	if b.cfg.failClosed {
 		return 0, errFailClosed
 	}
@@ -187,9 +188,9 @@ func (b *Budget) withdrawFallback(req *http.Request, v classify.Verdict) (retryh
 // the cost later, the cost is refunded, since the fallback decided the
 // retry: with h's refunds, or, for a host without state, at once; if the
 // store refuses it later, the refusal is remembered all the same.
-func (b *Budget) take(ctx context.Context, wait time.Duration, h *host, key string, cost retryhttp.Tokens) (bool, retryhttp.Tokens, error) {
+func (b *Budget) take(ctx context.Context, wait time.Duration, h *host, key string, cost budget.Millitokens) (bool, budget.Millitokens, error) {
 	var ok bool
-	var balance retryhttp.Tokens
+	var balance budget.Millitokens
 	err := b.call(ctx, wait, func(ctx context.Context) error {
 		var err error
 		ok, balance, err = b.store.take(ctx, key, cost)

@@ -26,6 +26,7 @@ func TestDocs(t *testing.T) {
 		"option":          "github.com/openai/openai-go/option",
 		"policy":          "github.com/Azure/azure-sdk-for-go/sdk/azcore/policy",
 		"retryhttp":       "github.com/retryhttp/retryhttp",
+		"budget":          "github.com/retryhttp/retryhttp/budget",
 		"backoff":         "github.com/retryhttp/retryhttp/backoff",
 		"classify":        "github.com/retryhttp/retryhttp/classify",
 		"awsretry":        "github.com/retryhttp/retryhttp/awsretry",

@@ -19,3 +19,7 @@ const ShouldRetryHeader = "X-Should-Retry"
 // hundred bytes), little enough to cost nothing worth counting on the error
 // path.
 const PeekLimit = 8 << 10
+
+// ErrBudgetExhausted is the error of a retry the budget refused; the root
+// package exports it.
+var ErrBudgetExhausted = errors.New("retryhttp: retry budget exhausted")

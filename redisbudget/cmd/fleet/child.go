@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/redisbudget"
 )
@@ -74,7 +75,7 @@ func childMain(args []string) error {
 func (j job) run() (*report, error) {
 	r := &report{Statuses: map[int]int64{}, Commands: map[string]int64{}}
 	var cmds commandCounter
-	var budget retryhttp.Budget = retryhttp.NewHostBudget()
+	var budget budget.Budget = budget.NewPerHost()
 	var shared *redisbudget.Budget
 	if j.Redis != "" {
 		client := redis.NewClient(&redis.Options{Addr: j.Redis})
@@ -157,11 +158,12 @@ func (j job) run() (*report, error) {
 
 // timedBudget records the longest Withdraw of the budget it wraps.
 type timedBudget struct {
-	retryhttp.Budget
+	budget.Budget
+
 	max atomic.Int64
 }
 
-func (t *timedBudget) Withdraw(req *http.Request, v classify.Verdict) (retryhttp.Tokens, error) {
+func (t *timedBudget) Withdraw(req *http.Request, v classify.Verdict) (budget.Millitokens, error) {
 	start := time.Now()
 	took, err := t.Budget.Withdraw(req, v)
 	d := int64(time.Since(start))

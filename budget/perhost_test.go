@@ -1,4 +1,4 @@
-package retryhttp
+package budget
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +37,7 @@ func TestHostBudgetKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHostBudget(BucketCapacity(10))
+			h := NewPerHost(Capacity(10))
 			reqA, reqB := newRequest(t, tt.a), newRequest(t, tt.b)
 			require.Equal(t, 2, drain(t, h, reqA, retryVerdict), "retries allowed to %s", tt.a)
 			require.Equal(t, 1, h.Hosts())
@@ -50,7 +50,7 @@ func TestHostBudgetKeys(t *testing.T) {
 			assert.Equal(t, want, got, "balance of %s after draining %s: got %d, want %d", tt.b, tt.a, got, want)
 			_, err := h.Withdraw(reqB, retryVerdict)
 			if tt.same {
-				assert.ErrorIs(t, err, ErrBudgetExhausted, "retry of %s after draining %s", tt.b, tt.a)
+				assert.ErrorIs(t, err, wire.ErrBudgetExhausted, "retry of %s after draining %s", tt.b, tt.a)
 				assert.Equal(t, 1, h.Hosts())
 			} else {
 				assert.NoError(t, err, "retry of %s after draining %s", tt.b, tt.a)
@@ -61,7 +61,7 @@ func TestHostBudgetKeys(t *testing.T) {
 }
 
 func TestHostBudgetRequestHost(t *testing.T) {
-	h := NewHostBudget(BucketCapacity(10))
+	h := NewPerHost(Capacity(10))
 	// As on a server, or a client request built by hand: no URL.Host.
 	req := &http.Request{
 		Method: http.MethodGet,
@@ -82,7 +82,7 @@ func TestHostBudgetRequestHost(t *testing.T) {
 }
 
 func TestHostBudgetDepositUnknownHost(t *testing.T) {
-	h := NewHostBudget()
+	h := NewPerHost()
 	for i := range 1000 {
 		req := newRequest(t, fmt.Sprintf("https://h%d.example/", i))
 		h.Deposit(req, 0)
@@ -94,7 +94,7 @@ func TestHostBudgetDepositUnknownHost(t *testing.T) {
 }
 
 func TestHostBudgetDepositRefillsHost(t *testing.T) {
-	h := NewHostBudget()
+	h := NewPerHost()
 	req := newRequest(t, "https://a.example/")
 	u := mustParse(t, "https://a.example/")
 	spent, err := h.Withdraw(req, timeoutVerdict)
@@ -110,7 +110,7 @@ func TestHostBudgetDepositRefillsHost(t *testing.T) {
 
 func TestHostBudgetHostileStream(t *testing.T) {
 	const maxHosts, n = 64, 100_000
-	h := NewHostBudget(BucketMaxHosts(maxHosts))
+	h := NewPerHost(MaxHosts(maxHosts))
 	hosts := make([]*http.Request, n)
 	ok := 0
 	for i := range hosts {
@@ -118,7 +118,7 @@ func TestHostBudgetHostileStream(t *testing.T) {
 		if _, err := h.Withdraw(hosts[i], retryVerdict); err == nil {
 			ok++
 		} else {
-			require.ErrorIs(t, err, ErrBudgetExhausted)
+			require.ErrorIs(t, err, wire.ErrBudgetExhausted)
 		}
 		if got := h.Hosts(); got > maxHosts {
 			t.Fatalf("after %d hosts: got %d buckets, want at most %d", i+1, got, maxHosts)
@@ -130,13 +130,13 @@ func TestHostBudgetHostileStream(t *testing.T) {
 	assert.Equal(t, n, ok, "retries allowed: one per host")
 	assert.Len(t, h.debts.Load().slots, debtSlotsPerHost*maxHosts)
 	for i := n - maxHosts; i < n; i++ {
-		require.NotNil(t, h.lookup(requestKey(hosts[i])), "host %d, among the last used, has no bucket", i)
+		require.NotNil(t, h.lookup(wire.RequestKey(hosts[i])), "host %d, among the last used, has no bucket", i)
 	}
 }
 
 func TestHostBudgetForgetsTheLeastRecentlyUsed(t *testing.T) {
 	const maxHosts = 4
-	h := NewHostBudget(BucketMaxHosts(maxHosts))
+	h := NewPerHost(MaxHosts(maxHosts))
 	req := func(i int) *http.Request { return newRequest(t, fmt.Sprintf("https://h%d.example/", i)) }
 	for i := range maxHosts {
 		_, err := h.Withdraw(req(i), retryVerdict)
@@ -145,15 +145,15 @@ func TestHostBudgetForgetsTheLeastRecentlyUsed(t *testing.T) {
 	h.Deposit(req(0), 0) // h0 is used again: h1 is now the least recently used
 	_, err := h.Withdraw(req(maxHosts), retryVerdict)
 	require.NoError(t, err)
-	assert.NotNil(t, h.lookup(requestKey(req(0))), "h0, used again, keeps its bucket")
-	assert.Nil(t, h.lookup(requestKey(req(1))), "h1, the least recently used, is forgotten")
+	assert.NotNil(t, h.lookup(wire.RequestKey(req(0))), "h0, used again, keeps its bucket")
+	assert.Nil(t, h.lookup(wire.RequestKey(req(1))), "h1, the least recently used, is forgotten")
 	assert.Equal(t, 495*Token, h.Balance(req(1).URL), "h1's debt is kept")
 
 	// h1 comes back with its debt.
 	_, err = h.Withdraw(req(1), retryVerdict)
 	require.NoError(t, err)
 	assert.Equal(t, 490*Token, h.Balance(req(1).URL))
-	assert.Nil(t, h.lookup(requestKey(req(2))), "h2 made room")
+	assert.Nil(t, h.lookup(wire.RequestKey(req(2))), "h2 made room")
 }
 
 // TestHostBudgetRotationKeepsDebts checks that a host that is down, called
@@ -161,7 +161,7 @@ func TestHostBudgetForgetsTheLeastRecentlyUsed(t *testing.T) {
 // its bucket allows: forgetting it does not forgive its debt.
 func TestHostBudgetRotationKeepsDebts(t *testing.T) {
 	const maxHosts, hosts, rounds = 8, 24, 50
-	h := NewHostBudget(BucketMaxHosts(maxHosts), BucketCapacity(20))
+	h := NewPerHost(MaxHosts(maxHosts), Capacity(20))
 	allowed := make([]int, hosts)
 	for range rounds {
 		for i := range hosts {
@@ -184,7 +184,7 @@ func TestHostBudgetRotationKeepsDebts(t *testing.T) {
 }
 
 func TestHostBudgetOneHost(t *testing.T) {
-	h := NewHostBudget(BucketMaxHosts(1), BucketCapacity(10))
+	h := NewPerHost(MaxHosts(1), Capacity(10))
 	a, b := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
 	_, err := h.Withdraw(a, retryVerdict)
 	require.NoError(t, err)
@@ -203,33 +203,33 @@ func TestHostBudgetOneHost(t *testing.T) {
 	assert.Equal(t, 0*Token, h.Balance(a.URL))
 	assert.Equal(t, 10*Token, h.Balance(b.URL))
 	_, err = h.Withdraw(a, retryVerdict)
-	assert.ErrorIs(t, err, ErrBudgetExhausted)
+	assert.ErrorIs(t, err, wire.ErrBudgetExhausted)
 }
 
 // TestHostBudgetEvictedBucket checks what a request that looked a bucket up
 // just before it was evicted sees.
 func TestHostBudgetEvictedBucket(t *testing.T) {
-	h := NewHostBudget(BucketMaxHosts(1), BucketCapacity(10))
+	h := NewPerHost(MaxHosts(1), Capacity(10))
 	a, b := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
 	_, err := h.Withdraw(a, retryVerdict)
 	require.NoError(t, err)
 	h.Deposit(a, 5*Token)
-	stale := h.lookup(requestKey(a))
+	stale := h.lookup(wire.RequestKey(a))
 	require.NotNil(t, stale)
 	_, err = h.Withdraw(b, retryVerdict)
 	require.NoError(t, err)
-	require.Nil(t, h.lookup(requestKey(a)), "a's bucket was not evicted")
+	require.Nil(t, h.lookup(wire.RequestKey(a)), "a's bucket was not evicted")
 
 	ok, live := stale.take(5 * Token)
 	assert.False(t, ok, "took from an evicted bucket")
 	assert.False(t, live, "evicted bucket reported live")
 	assert.False(t, stale.put(Token), "put into an evicted bucket reported live")
-	assert.Equal(t, Tokens(evicted), stale.Balance(), "evicted bucket changed")
+	assert.Equal(t, Millitokens(evicted), stale.Balance(), "evicted bucket changed")
 	assert.Equal(t, 10*Token, h.Balance(a.URL), "balance of an evicted host")
 }
 
 func TestHostBudgetAllocs(t *testing.T) {
-	h := NewHostBudget()
+	h := NewPerHost()
 	tracked, untracked := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
 	_, err := h.Withdraw(tracked, retryVerdict)
 	require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestHostBudgetConcurrentEviction(t *testing.T) {
 		maxHosts   = 8
 		capacity   = 20 * Token
 	)
-	h := NewHostBudget(BucketMaxHosts(maxHosts), BucketCapacity(20))
+	h := NewPerHost(MaxHosts(maxHosts), Capacity(20))
 	reqs := make([]*http.Request, hosts)
 	for i := range reqs {
 		reqs[i] = newRequest(t, fmt.Sprintf("https://h%d.example/", i))
@@ -287,7 +287,7 @@ func TestHostBudgetConcurrentEviction(t *testing.T) {
 				}
 				spent, err := h.Withdraw(req, v)
 				switch {
-				case errors.Is(err, ErrBudgetExhausted):
+				case errors.Is(err, wire.ErrBudgetExhausted):
 					refused.Add(1)
 				case err != nil || spent != h.cost(v):
 					wrongCost.Add(1)
@@ -326,7 +326,7 @@ func BenchmarkHostBudgetDepositParallel(b *testing.B) {
 			name = "tracked"
 		}
 		b.Run(name, func(b *testing.B) {
-			h := NewHostBudget()
+			h := NewPerHost()
 			req := newRequest(b, "https://a.example/")
 			other := newRequest(b, "https://b.example/")
 			// A bucket in the table, so that lookups hash the key.
@@ -349,7 +349,7 @@ func BenchmarkHostBudgetDepositParallel(b *testing.B) {
 }
 
 func BenchmarkHostBudgetWithdrawDepositParallel(b *testing.B) {
-	h := NewHostBudget()
+	h := NewPerHost()
 	req := newRequest(b, "https://a.example/")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -363,11 +363,11 @@ func BenchmarkHostBudgetWithdrawDepositParallel(b *testing.B) {
 
 // BenchmarkHostBudgetManyHosts spreads retries that succeed over fewer hosts
 // than there is room for (the default 1024), and over more, which makes the
-// HostBudget evict buckets and create new ones all the time.
+// PerHost evict buckets and create new ones all the time.
 func BenchmarkHostBudgetManyHosts(b *testing.B) {
 	for _, hosts := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
-			h := NewHostBudget()
+			h := NewPerHost()
 			reqs := make([]*http.Request, hosts)
 			for i := range reqs {
 				reqs[i] = newRequest(b, fmt.Sprintf("https://h%d.example/", i))
@@ -404,22 +404,22 @@ func TestDestination(t *testing.T) {
 		u, err := url.Parse(tt.url)
 		require.NoError(t, err)
 		req.URL, req.Host = u, tt.host
-		scheme, host := Destination(req)
+		scheme, host := Key(req)
 		assert.Equal(t, tt.scheme, scheme, tt.url)
 		assert.Equal(t, tt.wantHost, host, tt.url)
 	}
 	req := httptest.NewRequest(http.MethodGet, "https://a.example/", nil)
-	assert.Zero(t, testing.AllocsPerRun(100, func() { Destination(req) }), "lower-case hosts cost nothing")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { Key(req) }), "lower-case hosts cost nothing")
 }
 
-// deadHostRetries withdraws, from a HostBudget holding maxHosts hosts, the
+// deadHostRetries withdraws, from a PerHost holding maxHosts hosts, the
 // retries of rounds requests to a dead host (2 retries of 5 tokens each,
 // while its bucket pays), each round after warm rounds of warmOthers other
 // hosts, and then others other hosts, new ones, each making retries
 // retries of cost v. It returns the dead host's retries.
 func deadHostRetries(t *testing.T, maxHosts, rounds, warm, warmOthers, others, retries int, v classify.Verdict) int {
 	t.Helper()
-	h := NewHostBudget(BucketMaxHosts(maxHosts))
+	h := NewPerHost(MaxHosts(maxHosts))
 	dead := newRequest(t, "https://dead.example/")
 	got, next := 0, 0
 	for r := range warm + rounds {
@@ -447,7 +447,7 @@ func deadHostRetries(t *testing.T, maxHosts, rounds, warm, warmOthers, others, r
 
 // TestHostBudgetDeadHostUnderChurn checks the bound of a dead host (100
 // retries: its bucket of 500 tokens at 5 a retry) with a table of 16 hosts,
-// as other hosts come and go between its requests: where HostBudget's
+// as other hosts come and go between its requests: where PerHost's
 // documentation says it holds, and what the dead host gets where it says
 // it does not.
 func TestHostBudgetDeadHostUnderChurn(t *testing.T) {
@@ -486,36 +486,4 @@ func TestHostBudgetDeadHostUnderChurn(t *testing.T) {
 			assert.LessOrEqual(t, got, tt.max)
 		})
 	}
-}
-
-// TestHostBudgetDeadHostUnderChurnThroughATransport is the churn of the
-// shapes above through a Transport: a dead host answering 503 to every
-// attempt, and between two of its requests 200 new hosts answering 504,
-// with a table of 16 hosts. The dead host gets at most its 2 retries a
-// request, and at least the 100 its bucket pays for.
-func TestHostBudgetDeadHostUnderChurnThroughATransport(t *testing.T) {
-	var dead atomic.Int64
-	base := rtFunc(func(r *http.Request) (*http.Response, error) {
-		code := http.StatusGatewayTimeout
-		if r.URL.Host == "dead.test" {
-			dead.Add(1)
-			code = http.StatusServiceUnavailable
-		}
-		return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
-	})
-	tr := New(WithBase(base), WithBackoff(backoff.Constant(0)), WithBudget(NewHostBudget(BucketMaxHosts(16))))
-	const rounds = 120
-	for i := range rounds * 201 {
-		url := "http://dead.test/"
-		if i%201 > 0 {
-			url = "http://c" + strconv.Itoa(i) + ".test/"
-		}
-		resp, err := tr.RoundTrip(get(t, url))
-		require.NoError(t, err)
-		resp.Body.Close()
-	}
-	retries := dead.Load() - rounds
-	t.Logf("the dead host's retries: %d over %d requests", retries, rounds)
-	assert.GreaterOrEqual(t, retries, int64(100))
-	assert.LessOrEqual(t, retries, int64(2*rounds))
 }

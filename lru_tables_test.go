@@ -12,31 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestInsertLRU(t *testing.T) {
-	type entry struct{ used lastUse }
-	use := func(e *entry) *lastUse { return &e.used }
-	var clock lruClock
-	m := map[string]*entry{}
-	for _, k := range []string{"a", "b", "c"} {
-		var evicted bool
-		m, _, _, evicted = insertLRU(m, k, &entry{}, 3, &clock, use)
-		require.False(t, evicted, "room for %s", k)
-	}
-	m["a"].used.touch(&clock) // a is used after c was added: b is the oldest
-	next, goneKey, gone, evicted := insertLRU(m, "d", &entry{}, 3, &clock, use)
-	require.True(t, evicted)
-	assert.Equal(t, "b", goneKey)
-	assert.Same(t, m["b"], gone)
-	assert.Len(t, next, 3)
-	assert.Contains(t, next, "a")
-	assert.NotContains(t, next, "b")
-	assert.Len(t, m, 3, "the map inserted into is not modified")
-}
 
 // manyHosts returns a base transport whose dialer sends every host named
 // *.test to addr, over real loopback connections, so that a test can call
@@ -134,7 +115,7 @@ func TestHostInUseKeepsItsBudgetAmongDeadHosts(t *testing.T) {
 		callDead()
 	}
 	assert.Equal(t, 50, ok, "requests to the host in use that succeeded")
-	assert.LessOrEqual(t, tr.Budget().(*HostBudget).Hosts(), 1024)
+	assert.LessOrEqual(t, tr.Budget().(*budget.PerHost).Hosts(), 1024)
 }
 
 // BenchmarkLatencyTableNewHosts measures a request to a host the full
@@ -142,9 +123,9 @@ func TestHostInUseKeepsItsBudgetAmongDeadHosts(t *testing.T) {
 // used: one pass over the table and a copy of it.
 func BenchmarkLatencyTableNewHosts(b *testing.B) {
 	table := newLatencyTable(defaultHedgeHosts)
-	keys := make([]hostKey, 4*defaultHedgeHosts)
+	keys := make([]wire.HostKey, 4*defaultHedgeHosts)
 	for i := range keys {
-		keys[i] = hostKey{"https", fmt.Sprintf("h%d.example", i)}
+		keys[i] = wire.HostKey{Scheme: "https", Host: fmt.Sprintf("h%d.example", i)}
 		table.host(keys[i])
 	}
 	b.ReportAllocs()

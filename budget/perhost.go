@@ -1,4 +1,4 @@
-package retryhttp
+package budget
 
 import (
 	"hash/maphash"
@@ -6,28 +6,28 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/lru"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// A HostBudget is a retry budget with one Bucket per destination, so that a
+// A PerHost is a retry budget with one Bucket per destination, so that a
 // failing dependency spends its own budget and not that of the healthy ones.
 // It is the budget a Transport uses by default. A destination is a request
 // URL's scheme and host (req.URL.Host, or req.Host when that is empty),
 // compared case-insensitively and with the scheme's default port removed, so
 // that https://A.example:443 and https://a.example share a bucket while
 // http://a.example does not. Every bucket has the configuration given to
-// NewHostBudget; see Bucket for the costs and refunds.
+// NewPerHost; see Bucket for the costs and refunds.
 //
 // A host without a bucket is treated as one whose bucket is full, which
 // makes no difference to its requests: only a retry creates a bucket, and
 // successes alone never cost memory.
 //
-// The number of buckets is bounded by BucketMaxHosts (1024 by default), so
+// The number of buckets is bounded by MaxHosts (1024 by default), so
 // that a stream of distinct hosts cannot grow the budget without limit. When
 // a host needs a bucket and the table is full, the host least recently used
 // (by a retry or a deposit) is forgotten to make room: a host in use keeps
@@ -42,7 +42,7 @@ import (
 // those it could take (a group of eight chosen by a hash of the host),
 // which is forgiven. A host never finds another's debt.
 //
-// So a host that is down, called again after BucketMaxHosts others, finds
+// So a host that is down, called again after MaxHosts others, finds
 // its debt again, and forgetting it does not give it more retries than a
 // table without a bound would, as long as its debt is not the smallest of
 // its group when another comes. Each failed request adds the cost of its
@@ -52,10 +52,10 @@ import (
 // failing hosts that owe at least as much as its requests add can lose its
 // debt while it is small, and then each of its requests gets the retries a
 // new host's get (WithMaxAttempts - 1), without a bound. With
-// BucketMaxHosts(16), and again with 128, a dead host answering 503 to
+// MaxHosts(16), and again with 128, a dead host answering 503 to
 // every attempt, called 120 times, each time after N new hosts that owe 20
 // tokens each, got the 100 retries its bucket pays for in 32 runs of 32 for
-// N up to 3 x BucketMaxHosts, in 26 or 27 at 4 x and 17 to 20 at 6 x; with
+// N up to 3 x MaxHosts, in 26 or 27 at 4 x and 17 to 20 at 6 x; with
 // 16, in 5 at 8 x, 1 at 12 x and none at 16 x. In the others it lost its
 // debt at its first requests and got 240, 2 a request. A dead host whose
 // debt has outgrown the others' keeps it however many come. No table of
@@ -66,107 +66,79 @@ import (
 //
 // Finding the host least recently used visits every bucket, as adding a
 // host copies the table anyway; that is one pass over at most
-// BucketMaxHosts entries per host added, paid only by a retry to a host
+// MaxHosts entries per host added, paid only by a retry to a host
 // without a bucket.
 //
-// A HostBudget must be created with NewHostBudget. It is safe for concurrent
+// A PerHost must be created with NewPerHost. It is safe for concurrent
 // use by multiple goroutines. Deposit, and Withdraw for a host that already
 // has a bucket, are lock-free and do not allocate unless the host name has
-// upper-case letters. Pass the same HostBudget to several Transports (with
+// upper-case letters. Pass the same PerHost to several Transports (with
 // WithBudget) to give them a single budget per host.
-type HostBudget struct {
+type PerHost struct {
 	limits
 	maxHosts int
-	table    atomic.Pointer[map[hostKey]*Bucket] // never modified once stored
-	clock    lruClock
+	table    atomic.Pointer[map[wire.HostKey]*Bucket] // never modified once stored
+	clock    lru.Clock
 	// debts holds what forgotten hosts owe; nil until a host is forgotten.
 	debts atomic.Pointer[debtTable]
 
 	mu sync.Mutex // serialises changes to table and debts
 }
 
-// NewHostBudget returns a HostBudget configured by opts, in which every host
+// NewPerHost returns a PerHost configured by opts, in which every host
 // starts with a full bucket. It panics if an option's value is invalid.
-func NewHostBudget(opts ...BucketOption) *HostBudget {
+func NewPerHost(opts ...Option) *PerHost {
 	l, maxHosts := newLimits(opts)
-	h := &HostBudget{limits: l, maxHosts: maxHosts}
-	h.table.Store(&map[hostKey]*Bucket{})
+	h := &PerHost{limits: l, maxHosts: maxHosts}
+	h.table.Store(&map[wire.HostKey]*Bucket{})
 	return h
 }
 
-// hostKey identifies a destination: a lower-case scheme, and a lower-case
-// host with the scheme's default port removed.
-type hostKey struct {
-	scheme, host string
-}
-
-func requestKey(req *http.Request) hostKey {
-	scheme, host := Destination(req)
-	return hostKey{scheme, host}
-}
-
-// Destination returns the destination a HostBudget keys req's bucket by:
+// Key returns the destination a PerHost keys req's bucket by:
 // the URL's scheme and host (req.Host when the URL has none), in lower case,
 // with the scheme's default port removed. Budgets of other kinds use it to
-// compare hosts as HostBudget does. It allocates only when the scheme or
+// compare hosts as PerHost does. It allocates only when the scheme or
 // host has upper-case letters.
-func Destination(req *http.Request) (scheme, host string) {
-	if req.URL != nil {
-		scheme, host = req.URL.Scheme, req.URL.Host
-	}
-	if host == "" {
-		host = req.Host
-	}
-	k := makeKey(scheme, host)
-	return k.scheme, k.host
-}
-
-func makeKey(scheme, host string) hostKey {
-	scheme, host = wire.LowerASCII(scheme), wire.LowerASCII(host)
-	switch {
-	case scheme == "http":
-		host = strings.TrimSuffix(host, ":80")
-	case scheme == "https":
-		host = strings.TrimSuffix(host, ":443")
-	}
-	return hostKey{scheme, host}
+func Key(req *http.Request) (scheme, host string) {
+	k := wire.RequestKey(req)
+	return k.Scheme, k.Host
 }
 
 // lookup returns the bucket of k, or nil if it has none.
-func (h *HostBudget) lookup(k hostKey) *Bucket {
+func (h *PerHost) lookup(k wire.HostKey) *Bucket {
 	return (*h.table.Load())[k]
 }
 
 // Withdraw takes the cost of a retry after verdict v from the bucket of
 // req's host, creating the bucket if needed, and returns it, or returns
-// ErrBudgetExhausted if the balance is less than the cost. A cost of 0
+// retryhttp.ErrBudgetExhausted if the balance is less than the cost. A cost of 0
 // always succeeds and creates no bucket.
-func (h *HostBudget) Withdraw(req *http.Request, v classify.Verdict) (Tokens, error) {
+func (h *PerHost) Withdraw(req *http.Request, v classify.Verdict) (Millitokens, error) {
 	cost := h.cost(v)
 	if cost == 0 {
 		return 0, nil
 	}
-	k := requestKey(req)
+	k := wire.RequestKey(req)
 	if b := h.lookup(k); b != nil {
-		b.used.touch(&h.clock)
+		b.used.Touch(&h.clock)
 		switch ok, live := b.take(cost); {
 		case ok:
 			return cost, nil
 		case live:
-			return 0, ErrBudgetExhausted
+			return 0, wire.ErrBudgetExhausted
 		}
 		// Evicted since the lookup: look again under the lock.
 	}
 	return h.withdrawSlow(k, cost)
 }
 
-func bucketUse(b *Bucket) *lastUse { return &b.used }
+func bucketUse(b *Bucket) *lru.Use { return &b.used }
 
 // withdrawSlow is Withdraw for a host without a bucket in use: it gives the
 // host a bucket, holding the capacity less any debt the host left when it
 // was forgotten, in the place of the host least recently used if the table
 // is full.
-func (h *HostBudget) withdrawSlow(k hostKey, cost Tokens) (Tokens, error) {
+func (h *PerHost) withdrawSlow(k wire.HostKey, cost Millitokens) (Millitokens, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	// Evictions happen under mu, so the bucket found here stays in use
@@ -179,26 +151,26 @@ func (h *HostBudget) withdrawSlow(k hostKey, cost Tokens) (Tokens, error) {
 			balance -= min(d.recall(k), h.capacity)
 		}
 		b = newBucket(h.limits, balance)
-		next, goneKey, gone, evicted := insertLRU(m, k, b, h.maxHosts, &h.clock, bucketUse)
+		next, goneKey, gone, evicted := lru.Insert(m, k, b, h.maxHosts, &h.clock, bucketUse)
 		if evicted {
 			h.forget(goneKey, gone)
 		}
 		h.table.Store(&next)
 	}
 	if ok, _ := b.take(cost); !ok {
-		return 0, ErrBudgetExhausted
+		return 0, wire.ErrBudgetExhausted
 	}
 	return cost, nil
 }
 
 // forget evicts b, the bucket of k just left out of the table, keeping
 // what k owes in the table of debts. h.mu must be held.
-func (h *HostBudget) forget(k hostKey, b *Bucket) {
-	var owed Tokens
+func (h *PerHost) forget(k wire.HostKey, b *Bucket) {
+	var owed Millitokens
 	for {
 		cur := b.balance.Load()
 		if b.balance.CompareAndSwap(cur, evicted) {
-			owed = h.capacity - Tokens(cur)
+			owed = h.capacity - Millitokens(cur)
 			break
 		}
 	}
@@ -219,7 +191,7 @@ func (h *HostBudget) forget(k hostKey, b *Bucket) {
 // one, or a debt its next bucket will hold and its successes then refund:
 // for it Deposit does nothing. On a full bucket Deposit only reads the
 // balance.
-func (h *HostBudget) Deposit(req *http.Request, spent Tokens) {
+func (h *PerHost) Deposit(req *http.Request, spent Millitokens) {
 	amount := h.credit(spent)
 	if amount <= 0 {
 		return
@@ -230,12 +202,12 @@ func (h *HostBudget) Deposit(req *http.Request, spent Tokens) {
 		// then costs no key at all.
 		return
 	}
-	k := requestKey(req)
+	k := wire.RequestKey(req)
 	b := m[k]
 	if b == nil {
 		return
 	}
-	b.used.touch(&h.clock)
+	b.used.Touch(&h.clock)
 	if b.put(amount) {
 		return
 	}
@@ -251,11 +223,11 @@ func (h *HostBudget) Deposit(req *http.Request, spent Tokens) {
 // Balance returns the balance the next request to u would see: that of its
 // host's bucket, or, if the host has none, the capacity less what the host
 // owed when it was forgotten.
-func (h *HostBudget) Balance(u *url.URL) Tokens {
-	k := makeKey(u.Scheme, u.Host)
+func (h *PerHost) Balance(u *url.URL) Millitokens {
+	k := wire.MakeKey(u.Scheme, u.Host)
 	if b := h.lookup(k); b != nil {
 		if n := b.balance.Load(); n != evicted {
-			return Tokens(n)
+			return Millitokens(n)
 		}
 	}
 	if d := h.debts.Load(); d != nil {
@@ -264,7 +236,7 @@ func (h *HostBudget) Balance(u *url.URL) Tokens {
 	return h.capacity
 }
 
-// A HostBalance is the balance of one destination's bucket in a HostBudget.
+// A HostBalance is the balance of one destination's bucket in a PerHost.
 type HostBalance struct {
 	// Scheme is the destination's scheme, in lower case.
 	Scheme string
@@ -272,23 +244,23 @@ type HostBalance struct {
 	// that is the scheme's default.
 	Host string
 	// Balance is the bucket's balance when it was read.
-	Balance Tokens
+	Balance Millitokens
 }
 
 // Balances returns an iterator over the hosts that have a bucket of their
-// own, at most BucketMaxHosts, with their balances, in no particular order,
+// own, at most MaxHosts, with their balances, in no particular order,
 // for a gauge of the budget. It iterates over a snapshot of the table of
 // buckets, reading each balance as it goes, and takes no lock: it never
 // delays the requests. Hosts without a bucket, and the debts of forgotten
 // hosts, are not included.
-func (h *HostBudget) Balances() iter.Seq[HostBalance] {
+func (h *PerHost) Balances() iter.Seq[HostBalance] {
 	return func(yield func(HostBalance) bool) {
 		for k, b := range *h.table.Load() {
 			n := b.balance.Load()
 			if n == evicted {
 				continue
 			}
-			if !yield(HostBalance{Scheme: k.scheme, Host: k.host, Balance: Tokens(n)}) {
+			if !yield(HostBalance{Scheme: k.Scheme, Host: k.Host, Balance: Millitokens(n)}) {
 				return
 			}
 		}
@@ -296,7 +268,7 @@ func (h *HostBudget) Balances() iter.Seq[HostBalance] {
 }
 
 // Hosts returns the number of per-host buckets.
-func (h *HostBudget) Hosts() int {
+func (h *PerHost) Hosts() int {
 	return len(*h.table.Load())
 }
 
@@ -306,14 +278,14 @@ func (h *HostBudget) Hosts() int {
 // its group, or else the place of the smallest debt there, which is
 // forgiven: the hosts that are down, whose debts are large, are remembered
 // ahead of those that failed once. The slots are changed under
-// HostBudget.mu, and read without it.
+// PerHost.mu, and read without it.
 type debtTable struct {
 	seed  maphash.Seed
-	slots []atomic.Uint64 // a fingerprint (high 32 bits, never 0) and a debt in Tokens (low 32)
+	slots []atomic.Uint64 // a fingerprint (high 32 bits, never 0) and a debt in Millitokens (low 32)
 }
 
 // debtWays is the number of slots in a group of a debtTable, and
-// debtSlotsPerHost the slots per bucket of the HostBudget: groups then
+// debtSlotsPerHost the slots per bucket of the PerHost: groups then
 // hold a debt per host forgotten most of the time even when four times as
 // many hosts as the table holds are forgotten at once.
 const (
@@ -326,14 +298,14 @@ func newDebtTable(maxHosts int) *debtTable {
 }
 
 // group returns k's fingerprint and its group of slots.
-func (d *debtTable) group(k hostKey) (fp uint32, g []atomic.Uint64) {
-	h := maphash.String(d.seed, k.host) ^ maphash.String(d.seed, k.scheme)*0x9e3779b97f4a7c15
+func (d *debtTable) group(k wire.HostKey) (fp uint32, g []atomic.Uint64) {
+	h := maphash.String(d.seed, k.Host) ^ maphash.String(d.seed, k.Scheme)*0x9e3779b97f4a7c15
 	i := int(h%uint64(len(d.slots)/debtWays)) * debtWays
 	return uint32(h>>32) | 1, d.slots[i : i+debtWays]
 }
 
 // add keeps what k owed.
-func (d *debtTable) add(k hostKey, owed Tokens) {
+func (d *debtTable) add(k wire.HostKey, owed Millitokens) {
 	fp, g := d.group(k)
 	e := uint64(fp)<<32 | uint64(min(owed, math.MaxUint32))
 	least := -1
@@ -351,7 +323,7 @@ func (d *debtTable) add(k hostKey, owed Tokens) {
 }
 
 // slot returns the slot holding k's debt, or nil.
-func (d *debtTable) slot(k hostKey) *atomic.Uint64 {
+func (d *debtTable) slot(k wire.HostKey) *atomic.Uint64 {
 	fp, g := d.group(k)
 	for i := range g {
 		if uint32(g[i].Load()>>32) == fp {
@@ -362,17 +334,17 @@ func (d *debtTable) slot(k hostKey) *atomic.Uint64 {
 }
 
 // recall takes what k owes, for k's new bucket to hold.
-func (d *debtTable) recall(k hostKey) Tokens {
+func (d *debtTable) recall(k wire.HostKey) Millitokens {
 	if s := d.slot(k); s != nil {
-		return Tokens(uint32(s.Swap(0)))
+		return Millitokens(uint32(s.Swap(0)))
 	}
 	return 0
 }
 
 // owed returns what k owes.
-func (d *debtTable) owed(k hostKey) Tokens {
+func (d *debtTable) owed(k wire.HostKey) Millitokens {
 	if s := d.slot(k); s != nil {
-		return Tokens(uint32(s.Load()))
+		return Millitokens(uint32(s.Load()))
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-package retryhttp
+package budget
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,17 +20,17 @@ import (
 type budgetCase struct {
 	name    string
 	budget  Budget
-	balance func() Tokens
+	balance func() Millitokens
 }
 
-// bothBudgets returns a Bucket and a HostBudget made with opts, each with a
+// bothBudgets returns a Bucket and a PerHost made with opts, each with a
 // function reading the balance requests to u see.
-func bothBudgets(u *url.URL, opts ...BucketOption) []budgetCase {
+func bothBudgets(u *url.URL, opts ...Option) []budgetCase {
 	bucket := NewBucket(opts...)
-	hosts := NewHostBudget(opts...)
+	hosts := NewPerHost(opts...)
 	return []budgetCase{
 		{"Bucket", bucket, bucket.Balance},
-		{"HostBudget", hosts, func() Tokens { return hosts.Balance(u) }},
+		{"HostBudget", hosts, func() Millitokens { return hosts.Balance(u) }},
 	}
 }
 
@@ -58,7 +59,7 @@ func drain(t *testing.T, b Budget, req *http.Request, v classify.Verdict) int {
 	t.Helper()
 	for n := 0; ; n++ {
 		if _, err := b.Withdraw(req, v); err != nil {
-			require.ErrorIs(t, err, ErrBudgetExhausted)
+			require.ErrorIs(t, err, wire.ErrBudgetExhausted)
 			return n
 		}
 		require.Less(t, n, 1_000_000, "budget never ran out")
@@ -93,7 +94,7 @@ func TestBucketDefaults(t *testing.T) {
 	tests := []struct {
 		name      string
 		verdict   classify.Verdict
-		wantCost  Tokens
+		wantCost  Millitokens
 		wantCount int
 	}{
 		{"retry", retryVerdict, 5 * Token, 100},
@@ -110,7 +111,7 @@ func TestBucketDefaults(t *testing.T) {
 				require.Equal(t, tt.wantCost, got, "retry %d: got cost %d, want %d", i+1, got, tt.wantCost)
 			}
 			got, err := b.Withdraw(req, tt.verdict)
-			require.ErrorIs(t, err, ErrBudgetExhausted, "retry %d", tt.wantCount+1)
+			require.ErrorIs(t, err, wire.ErrBudgetExhausted, "retry %d", tt.wantCount+1)
 			assert.Zero(t, got, "amount taken by a refused retry")
 			assert.Zero(t, b.Balance(), "balance after exhaustion")
 		})
@@ -119,14 +120,14 @@ func TestBucketDefaults(t *testing.T) {
 
 func TestBucketRefusalChangesNothing(t *testing.T) {
 	req := newRequest(t, "https://a.example/")
-	b := NewBucket(BucketCapacity(8), BucketTimeoutCost(8))
+	b := NewBucket(Capacity(8), TimeoutCost(8))
 	_, err := b.Withdraw(req, retryVerdict)
 	require.NoError(t, err)
 	require.Equal(t, 3*Token, b.Balance())
 
 	for _, v := range []classify.Verdict{retryVerdict, timeoutVerdict} {
 		got, err := b.Withdraw(req, v)
-		require.ErrorIs(t, err, ErrBudgetExhausted, "verdict %+v", v)
+		require.ErrorIs(t, err, wire.ErrBudgetExhausted, "verdict %+v", v)
 		assert.Zero(t, got)
 		assert.Equal(t, 3*Token, b.Balance(), "balance after a refusal: got %d, want %d", b.Balance(), 3*Token)
 	}
@@ -136,79 +137,79 @@ func TestBucketDeposit(t *testing.T) {
 	req := newRequest(t, "https://a.example/")
 	tests := []struct {
 		name     string
-		opts     []BucketOption
+		opts     []Option
 		withdraw []classify. // before the deposits
 				Verdict
-		deposits []Tokens // spent, for each success
-		want     Tokens
+		deposits []Millitokens // spent, for each success
+		want     Millitokens
 	}{
 		{
 			name:     "first attempt refunds one token",
 			withdraw: []classify.Verdict{retryVerdict},
-			deposits: []Tokens{0},
+			deposits: []Millitokens{0},
 			want:     496 * Token,
 		},
 		{
 			name:     "successful retry puts back its cost",
 			withdraw: []classify.Verdict{retryVerdict, retryVerdict},
-			deposits: []Tokens{5 * Token},
+			deposits: []Millitokens{5 * Token},
 			want:     495 * Token,
 		},
 		{
 			name:     "successful timeout retry puts back its cost",
 			withdraw: []classify.Verdict{timeoutVerdict, timeoutVerdict},
-			deposits: []Tokens{10 * Token},
+			deposits: []Millitokens{10 * Token},
 			want:     490 * Token,
 		},
 		{
 			name:     "negative spent counts as a first attempt",
 			withdraw: []classify.Verdict{retryVerdict},
-			deposits: []Tokens{-Token},
+			deposits: []Millitokens{-Token},
 			want:     496 * Token,
 		},
 		{
 			name:     "full bucket stays full",
-			deposits: []Tokens{0, 5 * Token, 10 * Token},
+			deposits: []Millitokens{0, 5 * Token, 10 * Token},
 			want:     500 * Token,
 		},
 		{
 			name:     "refunds stop at capacity",
 			withdraw: []classify.Verdict{retryVerdict},
-			deposits: []Tokens{0, 0, 0, 0, 0, 0, 0},
+			deposits: []Millitokens{0, 0, 0, 0, 0, 0, 0},
 			want:     500 * Token,
 		},
 		{
 			name:     "spent beyond the room left stops at capacity",
 			withdraw: []classify.Verdict{retryVerdict},
-			deposits: []Tokens{math.MaxInt64},
+			deposits: []Millitokens{math.MaxInt64},
 			want:     500 * Token,
 		},
 		{
 			name:     "ten refunds of 0.1 make one token",
-			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(1), BucketRefund(0.1)},
+			opts:     []Option{Capacity(10), RetryCost(1), Refund(0.1)},
 			withdraw: repeat(retryVerdict, 10),
-			deposits: make([]Tokens, 10),
+			deposits: make([]Millitokens, 10),
 			want:     Token,
 		},
 		{
 			name:     "4 + 10 x 0.1 is exactly 5",
-			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(1), BucketRefund(0.1)},
+			opts:     []Option{Capacity(10), RetryCost(1), Refund(0.1)},
 			withdraw: repeat(retryVerdict, 6),
-			deposits: make([]Tokens, 10),
+			deposits: make([]Millitokens, 10),
 			want:     5 * Token,
 		},
 		{
 			name:     "zero refund",
-			opts:     []BucketOption{BucketRefund(0)},
+			opts:     []Option{Refund(0)},
 			withdraw: []classify.Verdict{retryVerdict},
-			deposits: []Tokens{0, 0},
+			deposits: []Millitokens{0, 0},
 			want:     495 * Token,
 		},
 		{
 			name:     "fractional amounts round to the nearest thousandth",
-			opts:     []BucketOption{BucketCapacity(10), BucketRetryCost(2.0004), BucketRefund(0.0016)},
+			opts:     []Option{Capacity(10), RetryCost(2.0004), Refund(0.0016)},
 			withdraw: []classify.Verdict{retryVerdict},
-			deposits: []Tokens{0},
+			deposits: []Millitokens{0},
 			want:     10*Token - 2*Token + 2,
 		},
 	}
@@ -229,7 +230,7 @@ func TestBucketDeposit(t *testing.T) {
 
 func TestBucketZeroCost(t *testing.T) {
 	req := newRequest(t, "https://a.example/")
-	b := NewBucket(BucketCapacity(10), BucketRetryCost(0), BucketTimeoutCost(10))
+	b := NewBucket(Capacity(10), RetryCost(0), TimeoutCost(10))
 	_, err := b.Withdraw(req, timeoutVerdict)
 	require.NoError(t, err)
 	require.Zero(t, b.Balance())
@@ -240,7 +241,7 @@ func TestBucketZeroCost(t *testing.T) {
 	}
 	assert.Zero(t, b.Balance())
 
-	h := NewHostBudget(BucketRetryCost(0))
+	h := NewPerHost(RetryCost(0))
 	got, err := h.Withdraw(req, retryVerdict)
 	require.NoError(t, err)
 	assert.Zero(t, got)
@@ -250,43 +251,43 @@ func TestBucketZeroCost(t *testing.T) {
 func TestBucketOptionsPanic(t *testing.T) {
 	tests := []struct {
 		name string
-		opts []BucketOption
+		opts []Option
 		want string // in the panic message
 	}{
-		{"zero capacity", []BucketOption{BucketCapacity(0)}, "BucketCapacity must be positive"},
-		{"negative capacity", []BucketOption{BucketCapacity(-1)}, "BucketCapacity must be positive"},
-		{"capacity below a thousandth", []BucketOption{BucketCapacity(0.0004), BucketRetryCost(0), BucketTimeoutCost(0)}, "BucketCapacity must be positive"},
-		{"NaN capacity", []BucketOption{BucketCapacity(math.NaN())}, "BucketCapacity must be finite"},
-		{"infinite capacity", []BucketOption{BucketCapacity(math.Inf(1))}, "BucketCapacity must be finite"},
-		{"huge capacity", []BucketOption{BucketCapacity(1e16)}, "BucketCapacity is too large"},
-		{"negative retry cost", []BucketOption{BucketRetryCost(-1)}, "BucketRetryCost must not be negative"},
-		{"NaN retry cost", []BucketOption{BucketRetryCost(math.NaN())}, "BucketRetryCost must be finite"},
-		{"infinite retry cost", []BucketOption{BucketRetryCost(math.Inf(1))}, "BucketRetryCost must be finite"},
-		{"retry cost above capacity", []BucketOption{BucketRetryCost(500.001)}, "BucketRetryCost (500.001) must not exceed BucketCapacity (500)"},
-		{"capacity below default retry cost", []BucketOption{BucketCapacity(4), BucketTimeoutCost(4)}, "BucketRetryCost (5) must not exceed BucketCapacity (4)"},
-		{"negative timeout cost", []BucketOption{BucketTimeoutCost(-0.5)}, "BucketTimeoutCost must not be negative"},
-		{"NaN timeout cost", []BucketOption{BucketTimeoutCost(math.NaN())}, "BucketTimeoutCost must be finite"},
-		{"infinite timeout cost", []BucketOption{BucketTimeoutCost(math.Inf(-1))}, "BucketTimeoutCost must be finite"},
-		{"timeout cost above capacity", []BucketOption{BucketTimeoutCost(600)}, "BucketTimeoutCost (600) must not exceed BucketCapacity (500)"},
-		{"negative refund", []BucketOption{BucketRefund(-0.1)}, "BucketRefund must not be negative"},
-		{"NaN refund", []BucketOption{BucketRefund(math.NaN())}, "BucketRefund must be finite"},
-		{"infinite refund", []BucketOption{BucketRefund(math.Inf(1))}, "BucketRefund must be finite"},
-		{"huge refund", []BucketOption{BucketRefund(1e17)}, "BucketRefund is too large"},
-		{"zero max hosts", []BucketOption{BucketMaxHosts(0)}, "BucketMaxHosts must be at least 1"},
-		{"negative max hosts", []BucketOption{BucketMaxHosts(-1)}, "BucketMaxHosts must be at least 1"},
+		{"zero capacity", []Option{Capacity(0)}, "Capacity must be positive"},
+		{"negative capacity", []Option{Capacity(-1)}, "Capacity must be positive"},
+		{"capacity below a thousandth", []Option{Capacity(0.0004), RetryCost(0), TimeoutCost(0)}, "Capacity must be positive"},
+		{"NaN capacity", []Option{Capacity(math.NaN())}, "Capacity must be finite"},
+		{"infinite capacity", []Option{Capacity(math.Inf(1))}, "Capacity must be finite"},
+		{"huge capacity", []Option{Capacity(1e16)}, "Capacity is too large"},
+		{"negative retry cost", []Option{RetryCost(-1)}, "RetryCost must not be negative"},
+		{"NaN retry cost", []Option{RetryCost(math.NaN())}, "RetryCost must be finite"},
+		{"infinite retry cost", []Option{RetryCost(math.Inf(1))}, "RetryCost must be finite"},
+		{"retry cost above capacity", []Option{RetryCost(500.001)}, "RetryCost (500.001) must not exceed Capacity (500)"},
+		{"capacity below default retry cost", []Option{Capacity(4), TimeoutCost(4)}, "RetryCost (5) must not exceed Capacity (4)"},
+		{"negative timeout cost", []Option{TimeoutCost(-0.5)}, "TimeoutCost must not be negative"},
+		{"NaN timeout cost", []Option{TimeoutCost(math.NaN())}, "TimeoutCost must be finite"},
+		{"infinite timeout cost", []Option{TimeoutCost(math.Inf(-1))}, "TimeoutCost must be finite"},
+		{"timeout cost above capacity", []Option{TimeoutCost(600)}, "TimeoutCost (600) must not exceed Capacity (500)"},
+		{"negative refund", []Option{Refund(-0.1)}, "Refund must not be negative"},
+		{"NaN refund", []Option{Refund(math.NaN())}, "Refund must be finite"},
+		{"infinite refund", []Option{Refund(math.Inf(1))}, "Refund must be finite"},
+		{"huge refund", []Option{Refund(1e17)}, "Refund is too large"},
+		{"zero max hosts", []Option{MaxHosts(0)}, "MaxHosts must be at least 1"},
+		{"negative max hosts", []Option{MaxHosts(-1)}, "MaxHosts must be at least 1"},
 	}
 	constructors := []struct {
 		name string
-		new  func(...BucketOption)
+		new  func(...Option)
 	}{
-		{"NewBucket", func(opts ...BucketOption) { NewBucket(opts...) }},
-		{"NewHostBudget", func(opts ...BucketOption) { NewHostBudget(opts...) }},
+		{"NewBucket", func(opts ...Option) { NewBucket(opts...) }},
+		{"NewHostBudget", func(opts ...Option) { NewPerHost(opts...) }},
 	}
 	for _, c := range constructors {
 		for _, tt := range tests {
 			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
 				got := panicMessage(func() { c.new(tt.opts...) })
-				assert.Contains(t, got, "retryhttp: "+tt.want, "panic message: got %q, want it to contain %q", got, tt.want)
+				assert.Contains(t, got, "budget: "+tt.want, "panic message: got %q, want it to contain %q", got, tt.want)
 			})
 		}
 	}
@@ -295,20 +296,20 @@ func TestBucketOptionsPanic(t *testing.T) {
 func TestBucketOptionsValid(t *testing.T) {
 	tests := []struct {
 		name string
-		opts []BucketOption
-		want Tokens // capacity
+		opts []Option
+		want Millitokens // capacity
 	}{
-		{"costs equal to capacity", []BucketOption{BucketCapacity(7), BucketRetryCost(7), BucketTimeoutCost(7)}, 7 * Token},
-		{"free retries and no refund", []BucketOption{BucketRetryCost(0), BucketTimeoutCost(0), BucketRefund(0)}, 500 * Token},
-		{"smallest capacity", []BucketOption{BucketCapacity(0.001), BucketRetryCost(0), BucketTimeoutCost(0.001)}, 1},
-		{"largest capacity", []BucketOption{BucketCapacity(9e15)}, 9e18},
-		{"refund above capacity", []BucketOption{BucketRefund(1000)}, 500 * Token},
-		{"one host", []BucketOption{BucketMaxHosts(1)}, 500 * Token},
-		{"later options win", []BucketOption{BucketCapacity(0), BucketCapacity(20)}, 20 * Token},
+		{"costs equal to capacity", []Option{Capacity(7), RetryCost(7), TimeoutCost(7)}, 7 * Token},
+		{"free retries and no refund", []Option{RetryCost(0), TimeoutCost(0), Refund(0)}, 500 * Token},
+		{"smallest capacity", []Option{Capacity(0.001), RetryCost(0), TimeoutCost(0.001)}, 1},
+		{"largest capacity", []Option{Capacity(9e15)}, 9e18},
+		{"refund above capacity", []Option{Refund(1000)}, 500 * Token},
+		{"one host", []Option{MaxHosts(1)}, 500 * Token},
+		{"later options win", []Option{Capacity(0), Capacity(20)}, 20 * Token},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Empty(t, panicMessage(func() { NewHostBudget(tt.opts...) }))
+			require.Empty(t, panicMessage(func() { NewPerHost(tt.opts...) }))
 			b := NewBucket(tt.opts...)
 			assert.Equal(t, tt.want, b.Balance(), "initial balance: got %d, want %d", b.Balance(), tt.want)
 		})
@@ -330,7 +331,7 @@ func TestBudgetConcurrent(t *testing.T) {
 	)
 	u := mustParse(t, "https://a.example/")
 	req := newRequest(t, u.String())
-	for _, tt := range bothBudgets(u, BucketRefund(0.1)) {
+	for _, tt := range bothBudgets(u, Refund(0.1)) {
 		t.Run(tt.name, func(t *testing.T) {
 			var (
 				wg                sync.WaitGroup
@@ -343,8 +344,8 @@ func TestBudgetConcurrent(t *testing.T) {
 				wg.Go(func() {
 					<-start // maximise overlap
 					rng := rand.New(rand.NewPCG(uint64(g), 1))
-					var pending []Tokens // taken by retries still in flight
-					var lost Tokens      // taken by retries that failed, not yet refunded
+					var pending []Millitokens // taken by retries still in flight
+					var lost Millitokens      // taken by retries that failed, not yet refunded
 					for range ops {
 						switch r := rng.IntN(10); {
 						case r < 4:
@@ -386,7 +387,7 @@ func TestBudgetConcurrent(t *testing.T) {
 			assert.Zero(t, outOfRange.Load(), "balances outside [0, %d], the first %d", capacity, first.Load())
 			assert.Positive(t, allowed.Load(), "retries allowed")
 			assert.Positive(t, refused.Load(), "retries refused")
-			want := capacity - Tokens(taken.Load()) + Tokens(putBack.Load())
+			want := capacity - Millitokens(taken.Load()) + Millitokens(putBack.Load())
 			assert.Equal(t, want, tt.balance(), "final balance: got %d, want %d (taken %d, put back %d)",
 				tt.balance(), want, taken.Load(), putBack.Load())
 		})
