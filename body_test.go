@@ -147,7 +147,7 @@ func TestBodyCopyResentOnlyWhenComplete(t *testing.T) {
 }
 
 func TestHugeDeclaredLengthDoesNotPanic(t *testing.T) {
-	for _, limit := range []int64{0, 1, DefaultBodyBufferLimit, math.MaxInt64} {
+	for _, limit := range []int64{0, 1, defaultBodyBufferLimit, math.MaxInt64} {
 		for _, length := range []int64{-1, 0, 3, math.MaxInt64 - 1, math.MaxInt64} {
 			base := &script{steps: statuses(503, 200)}
 			req, err := http.NewRequest(http.MethodPut, "http://svc.test/", &plainReader{strings.NewReader("abc")})

@@ -6,7 +6,7 @@ import (
 )
 
 // callOptions are the overrides a caller gives one request through its
-// context: Resendable, NoRetry, MaxAttempts, NoHedge and NoResume.
+// context: Resendable, MaxAttempts, NoHedge and NoResume.
 type callOptions struct {
 	resendable  bool
 	noHedge     bool
@@ -46,17 +46,11 @@ func Resendable(ctx context.Context) context.Context {
 	return withCallOptions(ctx, func(co *callOptions) { co.resendable = true })
 }
 
-// NoRetry returns a copy of ctx under which requests get one attempt, as
-// MaxAttempts(ctx, 1) does: for a call that is retried at another layer, or
-// whose caller would rather fail fast. Its response body is not resumed
-// either.
-func NoRetry(ctx context.Context) context.Context {
-	return MaxAttempts(ctx, 1)
-}
-
 // MaxAttempts returns a copy of ctx under which requests get at most n
 // attempts, the first included, whatever the Transport's WithMaxAttempts
-// says. An n below 1 counts as 1.
+// says. An n below 1 counts as 1. MaxAttempts(ctx, 1) is for a call that is
+// retried at another layer, or whose caller would rather fail fast: its
+// response body is not resumed either.
 func MaxAttempts(ctx context.Context, n int) context.Context {
 	return withCallOptions(ctx, func(co *callOptions) { co.maxAttempts = max(n, 1) })
 }

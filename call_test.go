@@ -22,13 +22,13 @@ func TestPerCallOverrides(t *testing.T) {
 	}{
 		{"POST is not resent", http.MethodPost, nil, nil, 1},
 		{"POST marked resendable", http.MethodPost, Resendable, nil, 3},
-		{"GET without retries", http.MethodGet, NoRetry, nil, 1},
+		{"GET without retries", http.MethodGet, func(ctx context.Context) context.Context { return MaxAttempts(ctx, 1) }, nil, 1},
 		{"GET with more attempts", http.MethodGet, func(ctx context.Context) context.Context { return MaxAttempts(ctx, 5) }, nil, 5},
 		{"GET with fewer attempts", http.MethodGet, func(ctx context.Context) context.Context { return MaxAttempts(ctx, 2) }, nil, 2},
 		{"attempts below 1 count as 1", http.MethodGet, func(ctx context.Context) context.Context { return MaxAttempts(ctx, -3) }, nil, 1},
 		{"overrides add up", http.MethodPost, func(ctx context.Context) context.Context { return Resendable(MaxAttempts(ctx, 2)) }, nil, 2},
-		{"the later override wins", http.MethodGet, func(ctx context.Context) context.Context { return NoRetry(MaxAttempts(ctx, 4)) }, nil, 1},
-		{"per call beats the Transport", http.MethodGet, NoRetry, []Option{WithMaxAttempts(5)}, 1},
+		{"the later override wins", http.MethodGet, func(ctx context.Context) context.Context { return MaxAttempts(MaxAttempts(ctx, 4), 1) }, nil, 1},
+		{"per call beats the Transport", http.MethodGet, func(ctx context.Context) context.Context { return MaxAttempts(ctx, 1) }, []Option{WithMaxAttempts(5)}, 1},
 		{"resendable keeps the attempt limit", http.MethodPost, Resendable, []Option{WithMaxAttempts(2)}, 2},
 	}
 	for _, tt := range tests {

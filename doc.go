@@ -78,15 +78,15 @@
 // refused the stream. Once a connection was obtained the request may have
 // run, and it is never resent: no hook that may fire late, no GOAWAY and no
 // error text counts as proof. Such a request is also kept from net/http's own
-// resends, which are stopped before they write anything (ErrBaseResend),
+// resends, which are stopped before they write anything (ErrResendStopped),
 // but those that follow a send that provably never ran: over HTTP/1,
 // net/http sends it again only when nothing of it was written to a reused
 // connection (a blank key is sent under its lower-case name, so that
 // net/http does not call the request replayable); over HTTP/2, a resend on
 // the connection of a stream the server refused (REFUSED_STREAM). These go
 // out as through a plain transport. WithIdempotencyKeys gives
-// key-less requests a random key, the same on every attempt. NoRetry and
-// MaxAttempts change the number of attempts for one call.
+// key-less requests a random key, the same on every attempt. MaxAttempts
+// changes the number of attempts for one call.
 //
 // The body must also be replayable: Request.GetBody is used when set (as
 // http.NewRequest does for in-memory bodies); otherwise the body is copied,
@@ -199,7 +199,7 @@
 // otherwise the read ends with a *resume.Error that says why. Each resume is
 // a retry: backoff, budget, hooks, log. Resumption is on by default;
 // WithResume configures it, WithoutResume turns it off for a Transport,
-// NoResume and NoRetry for one call. Package resume has the model: which
+// NoResume and MaxAttempts(ctx, 1) for one call. Package resume has the model: which
 // bodies are resumed, how the whole is checked, stalls.
 //
 // # Observing retries

@@ -55,12 +55,12 @@ func ExampleWithResendable() {
 	// 200 after 2 attempts
 }
 
-func ExampleNoRetry() {
+func ExampleMaxAttempts_one() {
 	srv := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
 	defer srv.Close()
 	client := &http.Client{Transport: retryhttp.New()}
 
-	req, err := http.NewRequestWithContext(retryhttp.NoRetry(context.Background()), http.MethodGet, srv.URL, nil)
+	req, err := http.NewRequestWithContext(retryhttp.MaxAttempts(context.Background(), 1), http.MethodGet, srv.URL, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

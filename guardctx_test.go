@@ -46,8 +46,8 @@ func TestGuardContext(t *testing.T) {
 		g, ctx := startGuard(context.Background())
 		child, cancel := context.WithCancelCause(ctx) // as net/http makes one
 		defer cancel(nil)
-		g.ctx.cancel(ErrBaseResend)
+		g.ctx.cancel(ErrResendStopped)
 		<-child.Done()
-		assert.ErrorIs(t, context.Cause(ctx), ErrBaseResend)
+		assert.ErrorIs(t, context.Cause(ctx), ErrResendStopped)
 	})
 }

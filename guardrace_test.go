@@ -229,7 +229,7 @@ type raceCell struct {
 	requests, ok, stopped, failed int
 	execs                         int
 	doubles                       int // executed more than once
-	stoppedWritten                int // ErrBaseResend, and yet the stopped send arrived
+	stoppedWritten                int // ErrResendStopped, and yet the stopped send arrived
 	firstFailed                   error
 }
 
@@ -268,9 +268,9 @@ func guardedPost(url, body, key string) *http.Request {
 // send a GOAWAY that says it was not processed. Every later send is run
 // and answered. With GOMAXPROCS raised, so that net/http's goroutines race
 // the Transport's, no request runs twice, and no request that was told
-// ErrBaseResend had its stopped send arrive. Each failure ends every
+// ErrResendStopped had its stopped send arrive. Each failure ends every
 // request alike: the HTTP/1 one in its error, PROTOCOL_ERROR and GOAWAY in
-// ErrBaseResend, REFUSED_STREAM in a success, net/http's resend on the
+// ErrResendStopped, REFUSED_STREAM in a success, net/http's resend on the
 // refused stream's connection let through.
 func TestGuardNeverTwiceUnderRace(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
@@ -280,7 +280,7 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 		h2    bool
 		first string
 		// What each request ends in: "failed" (the error of the one
-		// send), "stopped" (ErrBaseResend) or "ok"; and whether it ran.
+		// send), "stopped" (ErrResendStopped) or "ok"; and whether it ran.
 		want string
 		ran  bool
 	}{
@@ -360,7 +360,7 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 							switch {
 							case err == nil:
 								c.ok++
-							case errors.Is(err, ErrBaseResend):
+							case errors.Is(err, ErrResendStopped):
 								c.stopped++
 								if sends > 1 {
 									c.stoppedWritten++
@@ -384,7 +384,7 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 	wg.Wait()
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| failure | body | key | requests | succeeded | ErrBaseResend | other error | executions | run twice | ErrBaseResend, yet sent again |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| failure | body | key | requests | succeeded | ErrResendStopped | other error | executions | run twice | ErrResendStopped, yet sent again |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	total, doubles, written := 0, 0, 0
 	for _, sc := range scenarios {
 		for _, body := range guardedBodies {
@@ -399,7 +399,7 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 				doubles += c.doubles
 				written += c.stoppedWritten
 				outcomes := map[string]int{"ok": c.ok, "stopped": c.stopped, "failed": c.failed}
-				assert.Equal(t, c.requests, outcomes[sc.want], "%s, %s, %s: all %s (the first error other than ErrBaseResend: %v)", sc.name, body, k, sc.want, c.firstFailed)
+				assert.Equal(t, c.requests, outcomes[sc.want], "%s, %s, %s: all %s (the first error other than ErrResendStopped: %v)", sc.name, body, k, sc.want, c.firstFailed)
 				if sc.ran {
 					assert.Equal(t, c.requests, c.execs, "%s, %s, %s: each ran once", sc.name, body, k)
 				} else {
@@ -411,5 +411,5 @@ func TestGuardNeverTwiceUnderRace(t *testing.T) {
 	t.Log(b.String())
 	assert.GreaterOrEqual(t, total, 10000)
 	assert.Zero(t, doubles, "requests run twice")
-	assert.Zero(t, written, "requests told ErrBaseResend whose stopped send arrived")
+	assert.Zero(t, written, "requests told ErrResendStopped whose stopped send arrived")
 }

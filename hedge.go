@@ -74,6 +74,7 @@ func WithHedging(opts ...hedge.Option) Option {
 	}
 	// Each Transport has its own latencies, even when two share the Option.
 	return func(t *Transport) {
+		t.given |= givenHedging
 		c := config.Hedge{
 			Quantile:    defaultHedgeQuantile,
 			MinDelay:    defaultHedgeMinDelay,

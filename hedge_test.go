@@ -199,10 +199,9 @@ func TestHedgeOnlyWhatMaySendTwice(t *testing.T) {
 		{"GET under NoHedge", func(t *testing.T) *http.Request {
 			return get(t, "http://svc.test/").WithContext(NoHedge(t.Context()))
 		}, nil, false},
-		{"GET under NoRetry", func(t *testing.T) *http.Request {
-			return get(t, "http://svc.test/").WithContext(NoRetry(t.Context()))
+		{"GET allowed one attempt", func(t *testing.T) *http.Request {
+			return get(t, "http://svc.test/").WithContext(MaxAttempts(t.Context(), 1))
 		}, nil, false},
-		{"one attempt", func(t *testing.T) *http.Request { return get(t, "http://svc.test/") }, []Option{WithMaxAttempts(1)}, false},
 		{"key-less POST", func(t *testing.T) *http.Request {
 			r, _ := withBody(t, t.Context(), http.MethodPost, "http://svc.test/", "pay", true)
 			return r

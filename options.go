@@ -17,20 +17,17 @@ import (
 // Defaults used by New; the package documentation tabulates every default
 // with its reason.
 const (
-	// DefaultMaxAttempts is the number of attempts, the first included.
-	DefaultMaxAttempts = 3
-	// DefaultRetryAfterLimit is the longest Retry-After the Transport waits
-	// for; a server asking for longer gets its response returned at once.
-	DefaultRetryAfterLimit = time.Minute
-	// DefaultBodyBufferLimit is how much of a request body without GetBody
-	// the Transport buffers so that it can resend it.
-	DefaultBodyBufferLimit = 1 << 20
-	// IdempotencyKeyHeader is the header WithIdempotencyKeys sets.
-	IdempotencyKeyHeader = "Idempotency-Key"
+	defaultMaxAttempts     = 3                 // attempts, the first included
+	defaultRetryAfterLimit = time.Minute       // the longest Retry-After waited for
+	defaultBodyBufferLimit = 1 << 20           // bytes of a body without GetBody kept to resend it
+	idempotencyKeyHeader   = "Idempotency-Key" // the header WithIdempotencyKeys sets
 )
 
 // An Option configures a Transport. Options are applied in order by New; an
-// invalid value panics there with a message naming the option.
+// invalid value panics there with a message naming the option, and so do
+// options that contradict each other (WithBudget with WithoutBudget,
+// WithResume with WithoutResume) or of which one makes another do nothing
+// (WithHedging with WithMaxAttempts(1)).
 type Option func(*Transport)
 
 // WithBase sets the transport that makes each attempt: an SDK's transport,
@@ -106,7 +103,7 @@ func WithBudget(b budget.Budget) Option {
 	if b == nil {
 		panic("retryhttp: WithBudget: nil Budget (use WithoutBudget to retry without one)")
 	}
-	return func(t *Transport) { t.budget = b }
+	return func(t *Transport) { t.budget, t.given = b, t.given|givenBudget }
 }
 
 // WithoutBudget lets every retryable failure be retried, within the
@@ -114,7 +111,7 @@ func WithBudget(b budget.Budget) Option {
 // isolating backoff behaviour: in production a budget is what stops retries
 // from multiplying the load on a dependency that is down.
 func WithoutBudget() Option {
-	return func(t *Transport) { t.budget = nil }
+	return func(t *Transport) { t.budget, t.given = nil, t.given|givenNoBudget }
 }
 
 // WithRetryAfterLimit sets the longest Retry-After the Transport waits for.
@@ -325,5 +322,29 @@ func WithAdaptiveThrottling(opts ...throttle.Option) Option {
 	return func(t *Transport) {
 		t.throttle = newThrottling(opts)
 		t.throttle.origin = t.now()
+	}
+}
+
+// given records the options whose combinations New refuses.
+type given uint8
+
+const (
+	givenBudget given = 1 << iota
+	givenNoBudget
+	givenResume
+	givenNoResume
+	givenHedging
+)
+
+// check panics, as an invalid value does, when options that were given
+// together contradict each other or one makes another do nothing.
+func (g given) check(maxAttempts int) {
+	switch {
+	case g&givenBudget != 0 && g&givenNoBudget != 0:
+		panic("retryhttp: New: WithBudget and WithoutBudget contradict each other")
+	case g&givenResume != 0 && g&givenNoResume != 0:
+		panic("retryhttp: New: WithResume and WithoutResume contradict each other")
+	case g&givenHedging != 0 && maxAttempts == 1:
+		panic("retryhttp: New: WithHedging does nothing with WithMaxAttempts(1): a hedge is an attempt")
 	}
 }

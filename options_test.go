@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/resume"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -93,4 +95,29 @@ func TestWithoutBudget(t *testing.T) {
 		}
 		assert.Equal(t, 3000, base.count())
 	})
+}
+
+// TestContradictingOptionsPanic: options that contradict each other, or of
+// which one makes another do nothing, are refused by New, with a message
+// naming both, as an invalid value is; each alone is accepted.
+func TestContradictingOptionsPanic(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"budget on and off", []Option{WithBudget(budget.NewBucket()), WithoutBudget()}, "retryhttp: New: WithBudget and WithoutBudget contradict each other"},
+		{"budget off and on", []Option{WithoutBudget(), WithBudget(budget.NewBucket())}, "retryhttp: New: WithBudget and WithoutBudget contradict each other"},
+		{"resume on and off", []Option{WithResume(resume.Limit(3)), WithoutResume()}, "retryhttp: New: WithResume and WithoutResume contradict each other"},
+		{"hedging with one attempt", []Option{WithMaxAttempts(1), WithHedging()}, "retryhttp: New: WithHedging does nothing with WithMaxAttempts(1): a hedge is an attempt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.PanicsWithValue(t, tt.want, func() { New(tt.opts...) })
+			for _, o := range tt.opts {
+				assert.NotPanics(t, func() { New(o) }, "each option alone")
+			}
+		})
+	}
+	assert.NotPanics(t, func() { New(WithMaxAttempts(2), WithHedging()) })
 }

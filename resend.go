@@ -74,7 +74,7 @@ func (g *guard) obtained(conn net.Conn) { g.obtainedFrom(hookCaller(), conn) }
 func (g *guard) obtainedFrom(from string, conn net.Conn) {
 	if g.conns.Add(1) > 1 && !g.provedResend(from, conn) {
 		g.set(guardStopped, true)
-		g.ctx.cancel(ErrBaseResend)
+		g.ctx.cancel(ErrResendStopped)
 		if from == http1GetConn && conn != nil {
 			// net/http's HTTP/1 write loop does not look at the context:
 			// the connection, which carries nothing else, is closed
@@ -154,7 +154,7 @@ func unreplayable(h http.Header) http.Header {
 // once done with the last body: it gets a body from src. Its HTTP/2
 // Transport calls it before it obtains a connection for a resend that the
 // guard may yet stop: it gets a lazyBody, which asks src only when read.
-// Any other caller gets ErrBaseResend.
+// Any other caller gets ErrResendStopped.
 func rewindOnly(src bodySource) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
 		switch hookCaller() {
@@ -163,7 +163,7 @@ func rewindOnly(src bodySource) func() (io.ReadCloser, error) {
 		case http2ResendGetter:
 			return &lazyBody{src: src}, nil
 		}
-		return nil, ErrBaseResend
+		return nil, ErrResendStopped
 	}
 }
 

@@ -67,7 +67,7 @@ func TestGuardLetsThroughOnlyProvedResends(t *testing.T) {
 			last := tt.sends[len(tt.sends)-1]
 			assert.Equal(t, tt.stop, g.stoppedResend())
 			if tt.stop {
-				assert.ErrorIs(t, context.Cause(ctx), ErrBaseResend)
+				assert.ErrorIs(t, context.Cause(ctx), ErrResendStopped)
 			} else {
 				assert.NoError(t, ctx.Err())
 			}
@@ -230,7 +230,7 @@ func TestRewindOnlyRefusesOtherCallers(t *testing.T) {
 		return nil, nil
 	}))
 	_, err := getBody()
-	assert.ErrorIs(t, err, ErrBaseResend)
+	assert.ErrorIs(t, err, ErrResendStopped)
 }
 
 func TestStoppedHTTP1SendWritesNothing(t *testing.T) {
@@ -261,7 +261,7 @@ func TestStoppedHTTP1SendWritesNothing(t *testing.T) {
 				base := &http.Transport{DialContext: srv.dial, ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: roots}}
 				tr := New(WithBase(base), WithBackoff(backoff.Constant(0)))
 				_, err := tr.RoundTrip(guardedPost("https://"+srv.ln.Addr().String()+"/orders", body, "no key"))
-				require.ErrorIs(t, err, ErrBaseResend)
+				require.ErrorIs(t, err, ErrResendStopped)
 				require.NoError(t, srv.drain())
 				sends, execs := srv.take()
 				require.Equal(t, 1, sends, "the HTTP/1 send never arrived")

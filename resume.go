@@ -31,20 +31,23 @@ func WithResume(opts ...resume.Option) Option {
 		}
 		o(&c)
 	}
-	return func(t *Transport) { t.resumeLimit, t.stallTimeout = c.Limit, c.StallTimeout }
+	return func(t *Transport) {
+		t.resumeLimit, t.stallTimeout = c.Limit, c.StallTimeout
+		t.given |= givenResume
+	}
 }
 
 // WithoutResume turns off the resumption of response bodies: a body that
 // fails after the response headers fails the caller's read, as it would
 // through a plain transport. NoResume turns it off for one call.
 func WithoutResume() Option {
-	return func(t *Transport) { t.resumeLimit = 0 }
+	return func(t *Transport) { t.resumeLimit, t.given = 0, t.given|givenNoResume }
 }
 
 // NoResume returns a copy of ctx under which response bodies are not
 // resumed, as WithoutResume does for a whole Transport: for a caller that
 // resumes by itself (an SDK's download manager), or that would rather see
-// the failure. NoRetry turns resumption off too.
+// the failure. MaxAttempts(ctx, 1) turns resumption off too.
 func NoResume(ctx context.Context) context.Context {
 	return withCallOptions(ctx, func(co *callOptions) { co.noResume = true })
 }

@@ -290,7 +290,7 @@ func TestResumeCutsOfEveryBodyAreBounded(t *testing.T) {
 }
 
 // TestResumeOffForTransportAndCall checks WithoutResume, NoResume and
-// NoRetry: the cut reaches the caller as net/http reports it.
+// MaxAttempts(ctx, 1): the cut reaches the caller as net/http reports it.
 func TestResumeOffForTransportAndCall(t *testing.T) {
 	tests := []struct {
 		name string
@@ -300,7 +300,7 @@ func TestResumeOffForTransportAndCall(t *testing.T) {
 		{"WithoutResume", []retryhttp.Option{retryhttp.WithoutResume()}, nil},
 		{"WithMaxAttempts(1)", []retryhttp.Option{retryhttp.WithMaxAttempts(1)}, nil},
 		{"NoResume", nil, retryhttp.NoResume},
-		{"NoRetry", nil, retryhttp.NoRetry},
+		{"MaxAttempts 1", nil, func(ctx context.Context) context.Context { return retryhttp.MaxAttempts(ctx, 1) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

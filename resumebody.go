@@ -85,7 +85,7 @@ var errReadClosed = errors.New("retryhttp: read on closed response body")
 
 // offerResume makes the body of resp, the response to the attempt a, resume
 // when it fails, unless the caller turned that off (NoResume) or allowed the
-// request one attempt (NoRetry, WithMaxAttempts(1)). It allocates once: the
+// request one attempt (MaxAttempts(ctx, 1), WithMaxAttempts(1)). It allocates once: the
 // body, with a copy of s unless s is that of a first attempt sent as the
 // caller made it.
 func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Response) {

@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// ErrBaseResend is the error of an attempt of a request that may not be
+// ErrResendStopped is the error of an attempt of a request that may not be
 // sent twice (a non-idempotent request without an idempotency key) when the
 // base transport set out to send it again on its own and the Transport
 // stopped that second send before any byte of it was written: a caller told
-// ErrBaseResend can rely on the request having been sent once, not twice.
+// ErrResendStopped can rely on the request having been sent once, not twice.
 // Whether the one send was processed is unknown, and it is not retried.
 //
 // net/http resends by itself over HTTP/2, after a stream reset with
@@ -26,8 +26,9 @@ import (
 // and stopped otherwise: a PROTOCOL_ERROR reset does not prove that the
 // server did not process the request. A resend after an HTTP/1 send is
 // never stopped: net/http resends a request it does not consider replayable
-// only when it wrote nothing of it. See guard for how each path is decided.
-var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resending a request that may not be sent twice")
+// only when it wrote nothing of it. docs/decisions.md ("What net/http resends
+// on its own") says how each path is decided.
+var ErrResendStopped = errors.New("retryhttp: stopped the base transport from resending a request that may not be sent twice")
 
 // A guard watches one attempt of a request that may not be sent twice (a
 // non-idempotent request without an idempotency key) through
@@ -92,7 +93,7 @@ var ErrBaseResend = errors.New("retryhttp: stopped the base transport from resen
 // nothing, or else one (see rewindOnly) that gives net/http's HTTP/1 rewind
 // the body at once, its HTTP/2 resend a body that asks for its bytes only
 // when first read, which happens after the guard let the send through and
-// its header block was written, and any other caller ErrBaseResend.
+// its header block was written, and any other caller ErrResendStopped.
 //
 // A guard is used by one attempt only: its hooks close over it, and a base
 // that called them late must not reach another request's guard. It holds

@@ -221,7 +221,7 @@ func TestGuardProvedUnsent(t *testing.T) {
 	assert.NoError(t, ctx.Err(), "one send is allowed")
 	ct.GotConn(httptrace.GotConnInfo{})
 	assert.True(t, g.stoppedResend())
-	assert.ErrorIs(t, context.Cause(ctx), ErrBaseResend, "a second send is stopped before it writes")
+	assert.ErrorIs(t, context.Cause(ctx), ErrResendStopped, "a second send is stopped before it writes")
 }
 
 // TestNeverSentFigures measures, for key-less POSTs against each kind of
@@ -436,7 +436,7 @@ func TestBaseNeverResendsGuardedRequest(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			_, err := keylessPost(t, ctx, tr, srv.url(), b.body())
-			assert.ErrorIs(t, err, ErrBaseResend)
+			assert.ErrorIs(t, err, ErrResendStopped)
 			assert.Equal(t, 1, srv.received(), "sent once")
 		})
 	}

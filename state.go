@@ -79,7 +79,7 @@ func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
 	}
 	if t.autoKeys && !s.p.resendable && !idempotent && !wire.HasIdempotencyKey(s.header) {
 		s.header, s.keyed = s.header.Clone(), true
-		s.header.Set(IdempotencyKeyHeader, newIdempotencyKey())
+		s.header.Set(idempotencyKeyHeader, newIdempotencyKey())
 	}
 	// A request that may not be sent twice is guarded on every attempt:
 	// the base must not resend it on its own, and only a guard can prove

@@ -319,7 +319,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 				tr := newTestTransport(base, 0.999, append([]Option{WithBackoff(backoff.Constant(time.Millisecond)),
 					WithRetryAfterLimit(time.Minute), WithAdaptiveThrottling()}, tt.opts...)...)
 				// One failure, so that the host has counts from the start.
-				req, _ := http.NewRequestWithContext(NoRetry(context.Background()), http.MethodGet, "http://svc.test/prime", nil)
+				req, _ := http.NewRequestWithContext(MaxAttempts(context.Background(), 1), http.MethodGet, "http://svc.test/prime", nil)
 				_, err := tr.RoundTrip(req)
 				require.NoError(t, err)
 

@@ -73,7 +73,7 @@ func getItem(url string, i int) *http.Request {
 
 func keyedPost(url string, i int) *http.Request {
 	req, _ := http.NewRequest(http.MethodPost, url+"/orders", strings.NewReader(`{"item":1}`))
-	req.Header.Set(retryhttp.IdempotencyKeyHeader, "order-"+strconv.Itoa(i))
+	req.Header.Set("Idempotency-Key", "order-"+strconv.Itoa(i))
 	return req
 }
 

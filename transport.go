@@ -52,6 +52,7 @@ const (
 //	client := &http.Client{Transport: retryhttp.New()}
 type Transport struct {
 	base            http.RoundTripper // nil only in a Transport New did not make
+	given           given             // the options that New checks against each other
 	maxAttempts     int
 	backoff         backoff.Func
 	throttleBackoff backoff.Func
@@ -97,13 +98,13 @@ var _ http.RoundTripper = (*Transport)(nil)
 func New(opts ...Option) *Transport {
 	rc := config.NewResume()
 	t := &Transport{
-		maxAttempts:     DefaultMaxAttempts,
+		maxAttempts:     defaultMaxAttempts,
 		backoff:         backoff.Default(),
 		throttleBackoff: backoff.DefaultThrottle(),
 		classifier:      classify.Default(),
 		budget:          budget.NewPerHost(),
-		retryAfterLimit: DefaultRetryAfterLimit,
-		bodyBufferLimit: DefaultBodyBufferLimit,
+		retryAfterLimit: defaultRetryAfterLimit,
+		bodyBufferLimit: defaultBodyBufferLimit,
 		resumeLimit:     rc.Limit,
 		stallTimeout:    rc.StallTimeout,
 		now:             time.Now,
@@ -115,6 +116,7 @@ func New(opts ...Option) *Transport {
 		}
 		o(t)
 	}
+	t.given.check(t.maxAttempts)
 	if t.base == nil {
 		t.base = defaultBase()
 	}
@@ -274,7 +276,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			a, pt, resp, err = s.send(a, g)
 		}
 		if err != nil && g.stoppedResend() {
-			err = errors.Join(ErrBaseResend, err)
+			err = errors.Join(ErrResendStopped, err)
 		}
 
 		v := s.judge(a, resp, err)

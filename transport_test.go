@@ -445,7 +445,7 @@ func TestAutomaticIdempotencyKeys(t *testing.T) {
 	var mu sync.Mutex
 	base := rtFunc(func(r *http.Request) (*http.Response, error) {
 		mu.Lock()
-		keys = append(keys, r.Header.Get(IdempotencyKeyHeader))
+		keys = append(keys, r.Header.Get(idempotencyKeyHeader))
 		mu.Unlock()
 		return http.DefaultTransport.RoundTrip(r)
 	})
@@ -1110,7 +1110,7 @@ func TestZeroTransport(t *testing.T) {
 	}
 	made := tr.ready()
 	assert.Same(t, made, tr.ready(), "one Transport is made")
-	assert.Equal(t, DefaultMaxAttempts, made.maxAttempts)
+	assert.Equal(t, defaultMaxAttempts, made.maxAttempts)
 	assert.Same(t, made.Budget(), tr.Budget())
 }
 

@@ -58,7 +58,7 @@
 // (RetryEvent.Resume and Offset) and the log, and goes, through the
 // retryhttp.Dialer, to an address other than the one that failed. A body
 // gets at most Limit resumes. retryhttp.WithoutResume turns resumption off
-// for a Transport, retryhttp.NoResume and retryhttp.NoRetry for one call,
+// for a Transport, retryhttp.NoResume and retryhttp.MaxAttempts(ctx, 1) for one call,
 // and so does retryhttp.WithMaxAttempts(1). Closing the body stops
 // everything, whenever it is called.
 //

@@ -49,7 +49,7 @@ type Balancer struct {
 // it cannot listen, as setup failures do in net/http/httptest.
 func NewBalancer(seed uint64, backends ...string) *Balancer {
 	if len(backends) == 0 {
-		panic("httptest: NewBalancer: no backend")
+		panic("retryhttptest: NewBalancer: no backend")
 	}
 	b := &Balancer{
 		backends: make([]string, len(backends)),
@@ -63,7 +63,7 @@ func NewBalancer(seed uint64, backends ...string) *Balancer {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		panic("httptest: NewBalancer: " + err.Error())
+		panic("retryhttptest: NewBalancer: " + err.Error())
 	}
 	b.ln, b.Addr, b.URL = ln, ln.Addr().String(), "http://"+ln.Addr().String()
 	b.wg.Add(1)

@@ -26,7 +26,9 @@ func TestBalancerPinsEachConnection(t *testing.T) {
 
 	seen := map[string]int{}
 	for range 20 {
-		tr := &http.Transport{}
+		// One connection at most: a request waits for the one before to
+		// hand its connection back rather than dialling another.
+		tr := &http.Transport{MaxConnsPerHost: 1}
 		var first string
 		for i := range 5 {
 			resp, err := tr.RoundTrip(mustGet(t, lb.URL))
@@ -121,5 +123,5 @@ func mustGet(t *testing.T, url string) *http.Request {
 }
 
 func TestNewBalancerPanicsWithoutBackends(t *testing.T) {
-	assert.PanicsWithValue(t, "httptest: NewBalancer: no backend", func() { retryhttptest.NewBalancer(1) })
+	assert.PanicsWithValue(t, "retryhttptest: NewBalancer: no backend", func() { retryhttptest.NewBalancer(1) })
 }

@@ -67,7 +67,7 @@ func (f bodyFault) String() string {
 
 // errCut is what a cut response writer returns to the handler once the
 // fault has struck.
-var errCut = errors.New("httptest: response body cut by a fault")
+var errCut = errors.New("retryhttptest: response body cut by a fault")
 
 // A cutWriter passes the handler's response on, and strikes its fault once
 // the body has reached the fault's length. It has no ReadFrom, so that

@@ -106,7 +106,7 @@ func Status(code int) Fault {
 // not run. Respond panics if code is not a valid status code (100 to 999).
 func Respond(code int, header http.Header, body string) Fault {
 	if code < 100 || code > 999 {
-		panic(fmt.Sprintf("httptest: invalid status code %d", code))
+		panic(fmt.Sprintf("retryhttptest: invalid status code %d", code))
 	}
 	h := header.Clone()
 	if h == nil {
@@ -172,7 +172,7 @@ func Truncate(n int) Fault {
 // is not positive.
 func Slow(chunk int, every time.Duration) Fault {
 	if chunk <= 0 {
-		panic("httptest: Slow: chunk must be positive")
+		panic("retryhttptest: Slow: chunk must be positive")
 	}
 	return always(action{cut: -1, chunk: chunk, every: every})
 }
@@ -219,7 +219,7 @@ func Chance(seed uint64, p float64, f Fault) Fault {
 // from many goroutines at once.
 func Func(fn func(key string, attempt int) Fault) Fault {
 	if fn == nil {
-		panic("httptest: Func: nil function")
+		panic("retryhttptest: Func: nil function")
 	}
 	return Fault{at: func(key string, n int) action { return fn(key, n).action(key, n) }}
 }

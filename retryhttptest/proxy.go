@@ -50,7 +50,7 @@ type Proxy struct {
 func NewProxy(upstream string, f Fault, opts ...Option) *Proxy {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		panic("httptest: NewProxy: upstream must be an http or https URL with a host, got " + strconv.Quote(upstream))
+		panic("retryhttptest: NewProxy: upstream must be an http or https URL with a host, got " + strconv.Quote(upstream))
 	}
 	p := &Proxy{fault: f, cfg: newConfig(opts), stop: newStop()}
 	p.upstream = &http.Transport{
@@ -76,7 +76,7 @@ func NewProxy(upstream string, f Fault, opts ...Option) *Proxy {
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusBadGateway)
-			io.WriteString(w, "httptest: proxy: upstream: "+err.Error()+"\n")
+			io.WriteString(w, "retryhttptest: proxy: upstream: "+err.Error()+"\n")
 		},
 	}
 	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(p.serve))

@@ -55,7 +55,7 @@ func newConfig(opts []Option) config {
 // as the same request.
 func KeyHeader(name string) Option {
 	if name == "" {
-		panic("httptest: KeyHeader: empty header name")
+		panic("retryhttptest: KeyHeader: empty header name")
 	}
 	return func(c *config) { c.key = func(r *http.Request) string { return keyOf(r, name) } }
 }
@@ -64,7 +64,7 @@ func KeyHeader(name string) Option {
 // the request is keyed by its method and target.
 func KeyFunc(fn func(*http.Request) string) Option {
 	if fn == nil {
-		panic("httptest: KeyFunc: nil function")
+		panic("retryhttptest: KeyFunc: nil function")
 	}
 	return func(c *config) {
 		c.key = func(r *http.Request) string {

@@ -75,7 +75,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a.kind == closeEarly {
 		closeBody(req)
-		return nil, fmt.Errorf("httptest: server closed the connection before reading the request: %w", io.EOF)
+		return nil, fmt.Errorf("retryhttptest: server closed the connection before reading the request: %w", io.EOF)
 	}
 	body := newBodyHash(req.Body)
 	defer func() {
@@ -191,7 +191,7 @@ type faultyBody struct {
 
 // errBodyClosed is what a faultyBody's Read returns once it is closed, as
 // net/http's bodies do.
-var errBodyClosed = errors.New("httptest: read on closed response body")
+var errBodyClosed = errors.New("retryhttptest: read on closed response body")
 
 func (f *faultyBody) Read(p []byte) (int, error) {
 	select {

@@ -85,7 +85,7 @@ func TestDynamoDB(t *testing.T) {
 			fault: retryhttptest.First(1, dynamoDBValidation), attempts: 1, executions: 0, wantErr: "ValidationException"},
 		{name: "GetItem, three 503s", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
 			fault: retryhttptest.First(3, dynamoDB503), attempts: 3, executions: 0, wantErr: "ServiceUnavailable"},
-		{name: "GetItem, NoRetry for the call", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, ctx: retryhttp.NoRetry,
+		{name: "GetItem, one attempt for the call", opts: []retryhttp.Option{awsClassifier, dynamoDBReads}, ctx: func(ctx context.Context) context.Context { return retryhttp.MaxAttempts(ctx, 1) },
 			fault: retryhttptest.First(1, dynamoDB503), attempts: 1, executions: 0, wantErr: "ServiceUnavailable"},
 		{name: "GetItem, MaxAttempts 2 for the call", opts: []retryhttp.Option{awsClassifier, dynamoDBReads},
 			ctx:   func(ctx context.Context) context.Context { return retryhttp.MaxAttempts(ctx, 2) },
