@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -197,7 +198,7 @@ func TestHedgeCarriesItsOwnDeadline(t *testing.T) {
 		var seen []string
 		base := rtFunc(func(r *http.Request) (*http.Response, error) {
 			mu.Lock()
-			seen = append(seen, r.Header.Get(string(GRPCTimeout)))
+			seen = append(seen, r.Header.Get(string(deadline.GRPCTimeout)))
 			n := len(seen)
 			mu.Unlock()
 			d := time.Second
@@ -211,7 +212,7 @@ func TestHedgeCarriesItsOwnDeadline(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(deadline.GRPCTimeout))
 		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 300*time.Millisecond))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -308,7 +309,7 @@ func TestNoHedgeWithoutAMillisecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Second, 200 }}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(HedgeDelay(10*time.Millisecond)), WithDeadlineHeader(deadline.GRPCTimeout), hedges.option())
 		_, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 10*time.Millisecond+500*time.Microsecond))
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Zero(t, hedges.count(), "0.5 ms left at the hedge")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/deadline"
 )
 
 func ExampleWithDeadlineHeader() {
@@ -23,7 +24,7 @@ func ExampleWithDeadlineHeader() {
 	defer srv.Close()
 
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithDeadlineHeader(
-		retryhttp.GRPCTimeout, retryhttp.ConnectTimeout, retryhttp.MillisecondsHeader("X-Deadline-Ms"),
+		deadline.GRPCTimeout, deadline.ConnectTimeout, deadline.Milliseconds("X-Deadline-Ms"),
 	))}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -69,7 +70,7 @@ func ExampleNewHandler() {
 
 	// A service takes its callers' deadline, and passes what is left of it
 	// on through its client.
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithDeadlineHeader(deadline.GRPCTimeout))}
 	var ran atomic.Int32
 	service := httptest.NewServer(retryhttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ran.Add(1)
@@ -82,7 +83,7 @@ func ExampleNewHandler() {
 			return
 		}
 		resp.Body.Close()
-	}), retryhttp.HandlerDeadline(retryhttp.GRPCTimeout)))
+	}), retryhttp.HandlerDeadline(deadline.GRPCTimeout)))
 	defer service.Close()
 
 	for _, timeout := range []string{"800m", "0n"} {
@@ -110,8 +111,8 @@ func ExampleHandlerOnMalformedDeadline() {
 		_, ok := r.Context().Deadline()
 		fmt.Println("handler runs; deadline:", ok)
 	}),
-		retryhttp.HandlerDeadline(retryhttp.ConnectTimeout),
-		retryhttp.HandlerOnMalformedDeadline(func(_ *http.Request, f retryhttp.DeadlineFormat, v string) {
+		retryhttp.HandlerDeadline(deadline.ConnectTimeout),
+		retryhttp.HandlerOnMalformedDeadline(func(_ *http.Request, f deadline.Format, v string) {
 			malformed.Add(1)
 			fmt.Printf("malformed %s: %q\n", f, v)
 		}),
@@ -138,7 +139,7 @@ func ExampleErrNoTimeLeft() {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls.Add(1) }))
 	defer srv.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithDeadlineHeader(retryhttp.EnvoyTimeout))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithDeadlineHeader(deadline.EnvoyTimeout))}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Microsecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
@@ -155,7 +156,7 @@ func ExampleHandlerDeadline() {
 		deadline, _ := r.Context().Deadline()
 		fmt.Println("handler has", time.Until(deadline).Round(100*time.Millisecond))
 	}),
-		retryhttp.HandlerDeadline(retryhttp.GRPCTimeout, retryhttp.EnvoyTimeout),
+		retryhttp.HandlerDeadline(deadline.GRPCTimeout, deadline.EnvoyTimeout),
 		retryhttp.HandlerMaxDeadline(time.Second),
 		retryhttp.HandlerDeadlineMargin(100*time.Millisecond),
 	))
@@ -178,29 +179,4 @@ func ExampleHandlerDeadline() {
 	// handler has 500ms
 	// handler has 1s
 	// handler has 300ms
-}
-
-func ExampleSentDeadlineFromContext() {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer srv.Close()
-
-	// A base under the Transport reads the time each attempt carries.
-	base := http.DefaultTransport
-	logged := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		if left, ok := retryhttp.SentDeadlineFromContext(r.Context()); ok {
-			fmt.Println("attempt", retryhttp.AttemptFromContext(r.Context()), "sent", left.Round(100*time.Millisecond))
-		}
-		return base.RoundTrip(r)
-	})
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(logged), retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout))}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	resp, err := client.Do(req)
-	if err != nil {
-		log.Fatal(err)
-	}
-	resp.Body.Close()
-	// Output:
-	// attempt 1 sent 1.5s
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 )
 
 // Defaults of an incoming deadline (HandlerDeadline).
@@ -32,10 +35,10 @@ const (
 type HandlerOption func(*handlerConfig)
 
 type handlerConfig struct {
-	formats   []DeadlineFormat // nil: incoming deadlines are not read
+	formats   []deadline.Format // nil: incoming deadlines are not read
 	max       time.Duration
 	margin    time.Duration
-	malformed func(*http.Request, DeadlineFormat, string)
+	malformed func(*http.Request, deadline.Format, string)
 }
 
 func newHandlerConfig(opts []HandlerOption) handlerConfig {
@@ -77,8 +80,8 @@ func newHandlerConfig(opts []HandlerOption) handlerConfig {
 //     sent it, and a deadline can only be shortened by another.
 //
 // It panics if no format is given or a format is not a valid header name.
-func HandlerDeadline(formats ...DeadlineFormat) HandlerOption {
-	formats = checkFormats("HandlerDeadline", formats)
+func HandlerDeadline(formats ...deadline.Format) HandlerOption {
+	formats = deadlinefmt.Check("retryhttp: HandlerDeadline", formats)
 	return func(c *handlerConfig) { c.formats = formats }
 }
 
@@ -112,17 +115,17 @@ func HandlerDeadlineMargin(d time.Duration) HandlerOption {
 // Count the values with it, in the metrics of your choice:
 //
 //	var malformed atomic.Int64
-//	retryhttp.HandlerOnMalformedDeadline(func(*http.Request, retryhttp.DeadlineFormat, string) { malformed.Add(1) })
+//	retryhttp.HandlerOnMalformedDeadline(func(*http.Request, deadline.Format, string) { malformed.Add(1) })
 //
 // Each HandlerOnMalformedDeadline adds a hook: several are called in the
 // order of their options.
-func HandlerOnMalformedDeadline(fn func(r *http.Request, format DeadlineFormat, value string)) HandlerOption {
+func HandlerOnMalformedDeadline(fn func(r *http.Request, format deadline.Format, value string)) HandlerOption {
 	if fn == nil {
 		panic("retryhttp: HandlerOnMalformedDeadline: nil function")
 	}
 	return func(c *handlerConfig) {
 		if prev := c.malformed; prev != nil {
-			c.malformed = func(r *http.Request, f DeadlineFormat, v string) {
+			c.malformed = func(r *http.Request, f deadline.Format, v string) {
 				prev(r, f, v)
 				fn(r, f, v)
 			}
@@ -139,13 +142,13 @@ func (c *handlerConfig) incoming(r *http.Request) (time.Duration, bool) {
 	found := false
 	for _, f := range c.formats {
 		for _, v := range r.Header[string(f)] {
-			d, kind := f.parseValue(v)
+			d, kind := deadlinefmt.Parse(string(f), v)
 			switch kind {
-			case deadlineMalformed:
+			case deadlinefmt.Malformed:
 				if c.malformed != nil {
 					c.malformed(r, f, v)
 				}
-			case deadlineSet:
+			case deadlinefmt.Set:
 				if !found || d < least {
 					least, found = d, true
 				}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 )
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
@@ -356,7 +358,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 	}
 	hctx := context.WithValue(a.Context(), attemptKey{}, n)
 	if left > 0 {
-		hctx = withSentDeadline(hctx, left)
+		hctx = deadlinefmt.WithSent(hctx, left)
 	}
 	h := a.WithContext(hctx)
 	if t.attemptHeader != "" {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -581,7 +582,7 @@ func TestResumesAreRetries(t *testing.T) {
 				return base.RoundTrip(r)
 			})
 			tr := retryhttp.New(retryhttp.WithBase(recording), retryhttp.WithBackoff(backoff.Constant(time.Second)),
-				retryhttp.WithDeadlineHeader(retryhttp.MillisecondsHeader("X-Time-Left")), retryhttp.WithAttemptHeader("X-Attempt"))
+				retryhttp.WithDeadlineHeader(deadline.Milliseconds("X-Time-Left")), retryhttp.WithAttemptHeader("X-Attempt"))
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			body, err := readBody(fetch(t, ctx, tr, "http://files.test/f"))

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 )
 
 // A retryState is the retry machine of one request: what its attempts
@@ -135,7 +137,7 @@ func (s *retryState) context(ctx context.Context) context.Context {
 		}
 	}
 	if s.left > 0 {
-		ctx = withSentDeadline(ctx, s.left)
+		ctx = deadlinefmt.WithSent(ctx, s.left)
 	}
 	return ctx
 }

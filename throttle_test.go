@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -842,7 +843,7 @@ func TestThrottleDoesNotCountARequestNeverSent(t *testing.T) {
 			t.Error("an attempt was sent")
 			return nil, errors.New("sent")
 		})
-		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(ThrottleMinRequests(1)), WithDeadlineHeader(deadline.GRPCTimeout))
 		for range 10 {
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Microsecond)
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/deadline"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -66,12 +67,12 @@ type Transport struct {
 	hedge           *hedging // nil: no hedging
 	throttle        *throttling
 	logger          *slog.Logger
-	peers           bool             // each attempt's connection is traced
-	deadlineHeaders []DeadlineFormat // nil: no deadline is sent
-	answers         *latencyTable    // hosts' answer times, when hedging does not keep them
-	noFitCheck      bool             // in-package tests turn the check before a retry off
-	shaped          bool             // attempts are numbered, hedged, throttled or traced: none is plain
-	resumeLimit     int              // the most resumes of a body; 0: bodies are not resumed
+	peers           bool              // each attempt's connection is traced
+	deadlineHeaders []deadline.Format // nil: no deadline is sent
+	answers         *latencyTable     // hosts' answer times, when hedging does not keep them
+	noFitCheck      bool              // in-package tests turn the check before a retry off
+	shaped          bool              // attempts are numbered, hedged, throttled or traced: none is plain
+	resumeLimit     int               // the most resumes of a body; 0: bodies are not resumed
 	stallTimeout    time.Duration
 
 	// now and rand are the clock and the random source of jitter, uniform in

@@ -34,9 +34,8 @@
 // (retryhttp.PeerFromContext), so that a retry that left a failing instance
 // shows it; and, when the Transport sends the request's deadline
 // (retryhttp.WithDeadlineHeader), retryhttp.deadline.sent, the time left the
-// attempt carried to the server, in seconds
-// (retryhttp.SentDeadlineFromContext). There is no span around the whole call: the conventions ask for
-// none. The attempt spans are children of the span in the request's
+// attempt carried to the server, in seconds (deadline.Sent). There is no span
+// around the whole call: the conventions ask for none. The attempt spans are children of the span in the request's
 // context, if any; without one, each attempt is a trace of its own, as the
 // conventions' examples show.
 //

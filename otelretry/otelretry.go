@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/deadline"
 )
 
 // ScopeName is the instrumentation scope of the instruments this package
@@ -193,7 +194,7 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	r, full := restore(r)
 	ctx := r.Context()
 	resend := retryhttp.AttemptFromContext(ctx) - 1
-	sent, hasSent := retryhttp.SentDeadlineFromContext(ctx)
+	sent, hasSent := deadline.Sent(ctx)
 	if resend > 0 || full != "" || r.Method == methodQuery || hasSent {
 		if span := trace.SpanFromContext(ctx); madeSpan(ctx) && span.IsRecording() {
 			annotate(span, r, resend, full, sent)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench/peers"
+	"github.com/retryhttp/retryhttp/deadline"
 )
 
 // DeadlineParams sizes the deadline scenario: a chain A -> B -> C -> D -> E
@@ -145,7 +146,7 @@ func newChainLayer(s ChainSetup, margin time.Duration, h http.Handler) *chainLay
 	if s.Handler {
 		var opts []retryhttp.HandlerOption
 		if s.Deadline {
-			opts = append(opts, retryhttp.HandlerDeadline(retryhttp.GRPCTimeout))
+			opts = append(opts, retryhttp.HandlerDeadline(deadline.GRPCTimeout))
 			if margin > 0 {
 				opts = append(opts, retryhttp.HandlerDeadlineMargin(margin))
 			}
