@@ -7,6 +7,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/layer"
 )
 
 // minTimeLeft is the least time left before its deadline with which an
@@ -34,7 +35,7 @@ func (noTimeLeft) ErrorType() string    { return "timeout" }
 // has a deadline, the time left before that deadline at the moment the
 // attempt is sent, in each of the given formats, so that the service called
 // can stop working when its caller stops waiting, and pass the rest of the
-// time on to its own dependencies (HandlerDeadline reads it). Each attempt
+// time on to its own dependencies (server.Deadline reads it). Each attempt
 // carries its own time left: a retry, sent later, carries less. It is off
 // by default: a new header on every request is not something a caller
 // expects unasked.
@@ -94,13 +95,13 @@ func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) 
 
 // refuseFirst ends req, whose first attempt is not sent since only left
 // remains before its deadline: it closes the request's body, logs and
-// reports the give-up, tells a Handler serving the request, and returns the
-// error.
+// reports the give-up, tells a server.Handler serving the request, and
+// returns the error.
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
 	closeBody(req.Body)
 	t.logNoTimeLeft(req, 0, left)
 	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
-	markGaveUp(req.Context())
+	layer.MarkGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -121,7 +122,7 @@ func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
 	})
 }
 
-// TestFirstAttemptNotSentTellsTheHandler makes a call, within a Handler,
+// TestFirstAttemptNotSentTellsTheHandler makes a call, within a server.Handler,
 // whose first attempt is not sent for lack of time: the Handler learns that
 // a dependency was given up on, and its 503 tells its own caller not to
 // retry.
@@ -129,7 +130,7 @@ func TestFirstAttemptNotSentTellsTheHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: statuses(200)}
 		tr := newTestTransport(base, 0.5, WithDeadlineHeader(deadline.GRPCTimeout))
-		h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := server.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), 999*time.Microsecond)
 			defer cancel()
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)

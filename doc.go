@@ -121,11 +121,12 @@
 // WithDeadlineHeader sends, with each attempt, the time left before the
 // request's deadline, as gRPC (grpc-timeout), Envoy
 // (x-envoy-expected-rq-timeout-ms), Connect (Connect-Timeout-Ms) or a
-// header of your own in milliseconds say it; an attempt with less than
-// 1 ms left is not sent. On the server, NewHandler with HandlerDeadline
-// makes the deadline a caller sent the incoming request's, less a margin
-// for the way back, never later than the server's own and at most a
-// minute away; an expired request is answered 504 at once. A service whose
+// header of your own in milliseconds say it (package deadline names the
+// formats); an attempt with less than 1 ms left is not sent. On the
+// server, server.Handler with server.Deadline makes the deadline a caller
+// sent the incoming request's, less a margin for the way back, never later
+// than the server's own and at most a minute away; an expired request is
+// answered 504 at once. A service whose
 // Transports send the deadline on then passes what is left of it down a
 // chain of services, each of which stops when its caller stops waiting.
 //
@@ -269,10 +270,11 @@
 // When every service in a chain retries, the retries multiply: three
 // attempts in each of four layers send 81 calls to a failing fifth service.
 // Wrap the handlers of services that call others through a Transport in
-// Handler: a response that fails because the service gave up on a dependency
-// then carries X-Should-Retry: false, and the layers above do not retry it.
-// Only the layer next to the failure retries. NewHandler with
-// HandlerDeadline also carries the deadline down the chain (see Deadlines).
+// package server's Handler: a response that fails because the service gave
+// up on a dependency then carries X-Should-Retry: false, and the layers
+// above do not retry it. Only the layer next to the failure retries. With
+// server.Deadline it also carries the deadline down the chain (see
+// Deadlines).
 //
 // # Hedging
 //
@@ -324,9 +326,9 @@
 //	deadline headers   none sent                                          WithDeadlineHeader
 //	time for a retry   the host's median answer time (once 20 are         (none)
 //	or a hedge         known), at least 1 ms, left once it is sent
-//	incoming deadline  ignored; when read: less 2 ms for the way back,    NewHandler, HandlerDeadline,
-//	                   at most 1 minute                                   HandlerMaxDeadline,
-//	                                                                      HandlerDeadlineMargin
+//	incoming deadline  ignored; when read: less 2 ms for the way back,    server.Deadline,
+//	                   at most 1 minute                                   server.MaxDeadline,
+//	                                                                      server.DeadlineMargin
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget

@@ -32,6 +32,7 @@ var docNames = map[string]string{
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
 	"deadline":      "github.com/retryhttp/retryhttp/deadline",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
+	"server":        "github.com/retryhttp/retryhttp/server",
 }
 
 // TestDocs keeps the README, the guides in docs/ and the modules' READMEs

@@ -143,11 +143,3 @@ func headerOf(fields map[string]string) http.Header {
 	}
 	return h
 }
-
-// nonNegative maps an int64 onto the Durations from 0 to the largest.
-func nonNegative(x int64) time.Duration {
-	if x < 0 {
-		return time.Duration(-(x + 1))
-	}
-	return time.Duration(x)
-}

@@ -27,6 +27,7 @@ import (
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/server"
 )
 
 // The tests of this file answer the Transport as a hostile or careless peer
@@ -478,7 +479,7 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 				defer mu.Unlock()
 				header, hasDeadline, left = r.Header.Clone(), ok, time.Until(deadline)
 			})
-			h := NewHandler(next, HandlerDeadline(formats...), HandlerOnMalformedDeadline(func(_ *http.Request, f deadline.Format, v string) {
+			h := server.Handler(next, server.Deadline(formats...), server.OnMalformedDeadline(func(_ *http.Request, f deadline.Format, v string) {
 				mu.Lock()
 				defer mu.Unlock()
 				malformed = append(malformed, string(f)+": "+v)
@@ -501,7 +502,7 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 			assert.Empty(t, malformed, "values reported malformed")
 			require.True(t, hasDeadline, "the handler's request has a deadline")
 			assert.Positive(t, left)
-			assert.LessOrEqual(t, left, DefaultHandlerMaxDeadline, "the deadline is capped")
+			assert.LessOrEqual(t, left, time.Minute, "the deadline is capped at server.MaxDeadline's default")
 		})
 	}
 }

@@ -332,9 +332,9 @@ func WithLogger(l *slog.Logger) Option {
 //
 // A refused request gets an *Error with no attempts wrapping ErrThrottled,
 // so that the caller can fall back; the WithOnGiveUp hooks see it with
-// reason GiveUpThrottled, and a Handler serving the request answers a 5xx
-// as 503 with "X-Should-Retry: false". Transport.Rejections reports the
-// probabilities, for a gauge.
+// reason GiveUpThrottled, and a server.Handler serving the request answers
+// a 5xx as 503 with "X-Should-Retry: false". Transport.Rejections reports
+// the probabilities, for a gauge.
 //
 // Only hosts that failed within the window are counted, at most 1024 (the
 // host that failed least recently makes room for a new one). A request to

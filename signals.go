@@ -9,7 +9,7 @@ import (
 
 // ShouldRetryHeader is the response header by which a server tells clients
 // whether to retry: "true" or "false". Several widely used API SDKs honour
-// it, and Handler sets it.
+// it, and server.Handler sets it.
 const ShouldRetryHeader = "X-Should-Retry"
 
 // ServerSignalClassifier follows what the server said about retrying in the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/layer"
 )
 
 // A retryState is the retry machine of one request: what its attempts
@@ -250,7 +251,7 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 		var ok bool
 		if s.left, ok = s.t.timeToSend(ctx); !ok {
 			s.t.logNoTimeLeft(s.req, s.attempt+1, s.left)
-			markGaveUp(ctx)
+			layer.MarkGaveUp(ctx)
 			err = ErrNoTimeLeft
 		}
 	}

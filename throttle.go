@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/layer"
 )
 
 // ErrThrottled is the error, wrapped in an *Error with no attempts, of a
@@ -352,14 +354,14 @@ func (th *throttling) update(h *hostThrottle, now int64) float64 {
 
 // shed ends req, refused by adaptive throttling with probability p, before
 // any attempt: it closes the body, logs and reports the refusal, and tells
-// a Handler serving the request that a dependency was shed.
+// a server.Handler serving the request that a dependency was shed.
 func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
 	t.logRefusal(req, p)
 	t.reportGiveUp(req, GiveUpThrottled, ErrThrottled)
-	markShed(req.Context())
+	layer.MarkShed(req.Context())
 	return nil, &Error{Err: ErrThrottled}
 }
 

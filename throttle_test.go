@@ -21,6 +21,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -684,7 +685,7 @@ func TestHandlerAnswersAShedDependencyWith503(t *testing.T) {
 		{"a fallback's 200 stays", http.StatusOK, 200, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := server.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://dep.test/", nil)
 				_, err := dep.RoundTrip(req)
 				require.ErrorIs(t, err, ErrThrottled)

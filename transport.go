@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/layer"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -275,8 +276,8 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 
 		v := s.judge(a, resp, err)
 		if v.Decision != Retry {
-			if err != nil || failureStatus(resp.StatusCode) {
-				markGaveUp(req.Context())
+			if err != nil || layer.Failure(resp.StatusCode) {
+				layer.MarkGaveUp(req.Context())
 			} else if healthy(resp) {
 				s.succeed()
 			}
@@ -351,18 +352,18 @@ func (t *Transport) policy(req *http.Request) policy {
 // giveUp ends the retries of the request, whose last attempt, a, failed in
 // a way worth retrying with verdict v, for the given reason (after a retry
 // of delay was planned, for GiveUpDeadline): it logs the reason, reports it
-// to the give-up hooks, tells a Handler serving the request that a
+// to the give-up hooks, tells a server.Handler serving the request that a
 // dependency was given up on, and returns the last result.
 func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v Verdict, g *guard) (*http.Response, error) {
 	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
 
-// announceGiveUp is reportGiveUp, and tells a Handler serving the request
-// that a dependency was given up on.
+// announceGiveUp is reportGiveUp, and tells a server.Handler serving the
+// request that a dependency was given up on.
 func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
 	s.reportGiveUp(a, e, delay)
-	markGaveUp(a.Context())
+	layer.MarkGaveUp(a.Context())
 }
 
 // reportGiveUp counts e, the end of the retries whose last attempt is a,
@@ -375,12 +376,6 @@ func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent, delay time.Dur
 	}
 	s.info = s.t.logGiveUp(a, e, delay, s.info)
 	s.t.giveUpHooks(e)
-}
-
-// failureStatus reports the statuses by which a dependency fails in a way a
-// caller might retry: 408, 429 and 5xx.
-func failureStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || (code >= 500 && code <= 599)
 }
 
 // checkRequest rejects requests no transport can send, before any attempt.

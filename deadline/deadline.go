@@ -16,7 +16,7 @@ import (
 // ConnectTimeout are the headers of gRPC, Envoy and Connect, and
 // Milliseconds names a header of your own in milliseconds.
 // retryhttp.WithDeadlineHeader sends the formats on each attempt;
-// retryhttp.HandlerDeadline reads them on a service's incoming requests.
+// server.Deadline reads them on a service's incoming requests.
 type Format string
 
 // The deadline headers other systems send and read.

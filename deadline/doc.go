@@ -30,7 +30,7 @@
 //
 // and the server reads it on each incoming request:
 //
-//	retryhttp.NewHandler(mux, retryhttp.HandlerDeadline(deadline.GRPCTimeout))
+//	server.Handler(mux, server.Deadline(deadline.GRPCTimeout))
 //
 // Sent reads, in a base under the Transport, the time an attempt carries.
 // The [deadlines guide] says what each side does at the edges: an attempt
