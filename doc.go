@@ -180,12 +180,12 @@
 // same instance, so the response of a 5xx that is retried is closed unread,
 // which closes its connection; a final response, and a throttled one (429,
 // 503 with Retry-After), keep theirs, so that an outage costs one connection
-// per retry the budget grants. A Dialer, which the default base dials with,
-// dials the addresses at which a request failed last when it retries it,
-// and refuses a pooled connection to one of them. Over HTTP/2, whose one
+// per retry the budget grants. A base.Dialer, which the default base dials
+// with, dials the addresses at which a request failed last when it retries
+// it, and refuses a pooled connection to one of them. Over HTTP/2, whose one
 // connection carries every request, the retry marks the connection it is
 // sent on as not to be reused. Each attempt's peer address is in
-// RetryEvent.Peer, GiveUpEvent.Peer and PeerFromContext.
+// RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
 // # Resuming response bodies
 //
@@ -249,7 +249,7 @@
 // the context done during the wait, the host throttled (no attempt sent),
 // and, for a response body, not resumable or its resume limit reached. Each of these options adds a hook;
 // several are called in order. A base transport reads each attempt's number
-// with AttemptFromContext, and a gauge reads the budget with Transport.Budget
+// with base.Attempt, and a gauge reads the budget with Transport.Budget
 // and HostBudget.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
 //

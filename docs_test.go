@@ -30,6 +30,7 @@ var docNames = map[string]string{
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
+	"base":          "github.com/retryhttp/retryhttp/base",
 	"deadline":      "github.com/retryhttp/retryhttp/deadline",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 	"server":        "github.com/retryhttp/retryhttp/server",

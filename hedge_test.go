@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -159,7 +160,7 @@ func TestHedge(t *testing.T) {
 				}
 				assert.Equal(t, tt.status, resp.StatusCode)
 				assert.Equal(t, tt.attempts, base.calls())
-				assert.Equal(t, tt.winner, AttemptFromContext(resp.Request.Context()), "the winner")
+				assert.Equal(t, tt.winner, attempt.Number(resp.Request.Context()), "the winner")
 				assert.Equal(t, tt.sent, Attempts(resp))
 				assert.Equal(t, tt.hedges, hedges.count())
 				b, _ := io.ReadAll(resp.Body)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 )
 
@@ -356,7 +357,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 			return nil, 0, false
 		}
 	}
-	hctx := context.WithValue(a.Context(), attemptKey{}, n)
+	hctx := attempt.WithNumber(a.Context(), n)
 	if left > 0 {
 		hctx = deadlinefmt.WithSent(hctx, left)
 	}

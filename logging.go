@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"net/url"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/attempt"
 )
 
 // The Transport logs by slog's levels (WithLogger). INFO is for what an
@@ -42,7 +44,7 @@ func (t *Transport) logAttempt(a *http.Request, resp *http.Response, err error) 
 		return
 	}
 	t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: attempt",
-		attemptAttrs(a, AttemptFromContext(ctx), statusOf(resp), err, PeerFromContext(ctx))...)
+		attemptAttrs(a, attempt.Number(ctx), statusOf(resp), err, attempt.Peer(ctx))...)
 }
 
 // logRetry logs e, a retry or a resume about to be made, at DEBUG.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -594,10 +595,10 @@ func TestResumesAreRetries(t *testing.T) {
 	})
 	t.Run("hooks, log and attempt numbers", func(t *testing.T) {
 		var numbers []int
-		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
+		files := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
 		numbered := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			numbers = append(numbers, retryhttp.AttemptFromContext(r.Context()))
-			return base.RoundTrip(r)
+			numbers = append(numbers, base.Attempt(r.Context()))
+			return files.RoundTrip(r)
 		})
 		var logs bytes.Buffer
 		var events []retryhttp.RetryEvent

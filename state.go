@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/layer"
 )
@@ -47,7 +48,7 @@ type retryState struct {
 	attempt int              // the current attempt's number, from 1
 	spent   Tokens           // what the budget took for the current retry
 	prev    time.Duration    // the previous retry's delay
-	failed  []netip.AddrPort // where earlier attempts failed, for a Dialer
+	failed  []netip.AddrPort // where earlier attempts failed, for a base.Dialer
 	retire  bool             // an HTTP/2 attempt failed: retries retire their connection
 	info    bool             // the call has logged its one line at INFO
 }
@@ -132,9 +133,9 @@ func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard) {
 // that sends its deadline carries the time left it sends.
 func (s *retryState) context(ctx context.Context) context.Context {
 	if s.attempt > 1 {
-		ctx = context.WithValue(ctx, attemptKey{}, s.attempt)
+		ctx = attempt.WithNumber(ctx, s.attempt)
 		if len(s.failed) > 0 {
-			ctx = context.WithValue(ctx, failedKey{}, s.failed)
+			ctx = attempt.WithFailed(ctx, s.failed)
 		}
 	}
 	if s.left > 0 {

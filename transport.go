@@ -13,7 +13,9 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/layer"
 )
 
@@ -132,11 +134,11 @@ const defaultIdlePerHost = 100
 // perhaps a TLS handshake, for most requests just when it can least afford
 // them.
 func defaultBase() *http.Transport {
-	base := cleanhttp.DefaultPooledTransport()
-	base.MaxIdleConnsPerHost = defaultIdlePerHost
-	base.DialContext = NewDialer().DialContext
-	reportProxyRefusals(base, true)
-	return base
+	tr := cleanhttp.DefaultPooledTransport()
+	tr.MaxIdleConnsPerHost = defaultIdlePerHost
+	tr.DialContext = base.NewDialer().DialContext
+	reportProxyRefusals(tr, true)
+	return tr
 }
 
 // ready returns the Transport that does t's work: t itself when New made
@@ -207,15 +209,8 @@ func Attempts(resp *http.Response) int {
 	if n, ok := ctx.Value(sentKey{}).(int); ok {
 		return n
 	}
-	if n, ok := ctx.Value(attemptKey{}).(int); ok {
-		return n
-	}
-	return 1
+	return attempt.Number(ctx)
 }
-
-// attemptKey is the context key under which a retry's request carries its
-// attempt number.
-type attemptKey struct{}
 
 // RoundTrip sends req through the base transport, retrying as the Transport
 // is configured to. It implements http.RoundTripper: it never modifies req,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/deadline"
 )
 
@@ -17,12 +18,12 @@ func ExampleSent() {
 	defer srv.Close()
 
 	// A base under the Transport reads the time each attempt carries.
-	base := http.DefaultTransport
+	next := http.DefaultTransport
 	logged := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		if left, ok := deadline.Sent(r.Context()); ok {
-			fmt.Println("attempt", retryhttp.AttemptFromContext(r.Context()), "sent", left.Round(100*time.Millisecond))
+			fmt.Println("attempt", base.Attempt(r.Context()), "sent", left.Round(100*time.Millisecond))
 		}
-		return base.RoundTrip(r)
+		return next.RoundTrip(r)
 	})
 	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(logged), retryhttp.WithDeadlineHeader(deadline.GRPCTimeout))}
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
