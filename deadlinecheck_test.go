@@ -15,6 +15,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
@@ -201,7 +202,7 @@ func TestHedgeCarriesItsOwnDeadline(t *testing.T) {
 		var seen []string
 		base := rtFunc(func(r *http.Request) (*http.Response, error) {
 			mu.Lock()
-			seen = append(seen, r.Header.Get(string(GRPCTimeout)))
+			seen = append(seen, r.Header.Get(string(deadline.GRPCTimeout)))
 			n := len(seen)
 			mu.Unlock()
 			d := time.Second
@@ -215,7 +216,7 @@ func TestHedgeCarriesItsOwnDeadline(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
-		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(deadline.GRPCTimeout))
 		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 300*time.Millisecond))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -313,7 +314,7 @@ func TestNoHedgeWithoutAMillisecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Second, 200 }}
 		var hedges hedgeEvents
-		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout), hedges.option())
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(deadline.GRPCTimeout), hedges.option())
 		_, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 10*time.Millisecond+500*time.Microsecond))
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Zero(t, hedges.count(), "0.5 ms left at the hedge")

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -33,7 +36,7 @@ func (noTimeLeft) ErrorType() string    { return "timeout" }
 // has a deadline, the time left before that deadline at the moment the
 // attempt is sent, in each of the given formats, so that the service called
 // can stop working when its caller stops waiting, and pass the rest of the
-// time on to its own dependencies (HandlerDeadline reads it). Each attempt
+// time on to its own dependencies (server.Deadline reads it). Each attempt
 // carries its own time left: a retry, sent later, carries less. It is off
 // by default: a new header on every request is not something a caller
 // expects unasked.
@@ -45,12 +48,12 @@ func (noTimeLeft) ErrorType() string    { return "timeout" }
 // ErrNoTimeLeft; the WithOnGiveUp hooks see it with reason GiveUpDeadline.
 // A request without a deadline is sent as it is, with nothing added and
 // nothing allocated. The caller's request is never modified: an attempt
-// with a deadline has a header of its own. SentDeadlineFromContext reads,
-// in a base under the Transport, the time an attempt carries.
+// with a deadline has a header of its own. deadline.Sent reads, in a base
+// under the Transport, the time an attempt carries.
 //
 // It panics if no format is given or a format is not a valid header name.
-func WithDeadlineHeader(formats ...DeadlineFormat) Option {
-	formats = checkFormats("WithDeadlineHeader", formats)
+func WithDeadlineHeader(formats ...deadline.Format) Option {
+	formats = deadlinefmt.Check("retryhttp: WithDeadlineHeader", formats)
 	return func(t *Transport) { t.deadlineHeaders = formats }
 }
 
@@ -86,55 +89,20 @@ func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) 
 	}
 	var buf [24]byte
 	for _, f := range t.deadlineHeaders {
-		wire.SetField(h, string(f), string(f.appendValue(buf[:0], left)))
+		wire.SetField(h, string(f), string(deadlinefmt.Append(buf[:0], string(f), left)))
 	}
 	return h
 }
 
-// sentDeadlineCtx is an attempt's context that carries the time left its
-// deadline headers say, in one allocation.
-type sentDeadlineCtx struct {
-	context.Context
-	left time.Duration
-}
-
-type sentDeadlineKey struct{}
-
-func (c *sentDeadlineCtx) Value(key any) any {
-	if key == (sentDeadlineKey{}) {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
-// withSentDeadline returns ctx, of an attempt whose deadline headers say
-// left, carrying left for SentDeadlineFromContext.
-func withSentDeadline(ctx context.Context, left time.Duration) context.Context {
-	return &sentDeadlineCtx{Context: ctx, left: left}
-}
-
-// SentDeadlineFromContext returns the time left before its deadline that
-// the attempt whose request context is ctx carries in its deadline headers
-// (WithDeadlineHeader), exact where a header rounds it, and whether it
-// carries one. A RoundTripper under a Transport (in its base, as otelretry's
-// spans are) reads it from each attempt's request.
-func SentDeadlineFromContext(ctx context.Context) (time.Duration, bool) {
-	c, ok := ctx.Value(sentDeadlineKey{}).(*sentDeadlineCtx)
-	if !ok {
-		return 0, false
-	}
-	return c.left, true
-}
-
 // refuseFirst ends req, whose first attempt is not sent since only left
 // remains before its deadline: it closes the request's body, logs and
-// reports the give-up, tells a Handler serving the request, and returns the
-// error.
+// reports the give-up, tells a server.Handler serving the request, and
+// returns the error.
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
 	closeBody(req.Body)
 	t.logNoTimeLeft(req, 0, left)
 	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
-	markGaveUp(req.Context())
+	layer.MarkGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}
 }
 

@@ -15,14 +15,16 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // allFormats sends the deadline in every format.
-var allFormats = []DeadlineFormat{GRPCTimeout, EnvoyTimeout, ConnectTimeout, MillisecondsHeader("X-Deadline-Ms")}
+var allFormats = []deadline.Format{deadline.GRPCTimeout, deadline.EnvoyTimeout, deadline.ConnectTimeout, deadline.Milliseconds("X-Deadline-Ms")}
 
 // deadlineHeaders returns the deadline headers of h, in allFormats' order.
 func deadlineHeaders(h http.Header) []string {
@@ -38,7 +40,7 @@ func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
 		base := &script{steps: statuses(503, 503, 200)}
 		var sent []time.Duration
 		observe := rtFunc(func(r *http.Request) (*http.Response, error) {
-			d, ok := SentDeadlineFromContext(r.Context())
+			d, ok := deadline.Sent(r.Context())
 			require.True(t, ok)
 			sent = append(sent, d)
 			return base.RoundTrip(r)
@@ -75,7 +77,7 @@ func TestDeadlineHeaderOnEachAttempt(t *testing.T) {
 func TestDeadlineHeaderLeavesTheCallersHeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: statuses(503, 200)}
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(50*time.Millisecond)))
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(deadline.GRPCTimeout), WithBackoff(backoff.Constant(50*time.Millisecond)))
 		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
 		req.Header.Set("X-Caller", "kept")
 
@@ -83,8 +85,8 @@ func TestDeadlineHeaderLeavesTheCallersHeader(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, 2, base.count())
-		assert.Equal(t, []string{"300m"}, base.headers[0][string(GRPCTimeout)])
-		assert.Equal(t, []string{"250m"}, base.headers[1][string(GRPCTimeout)])
+		assert.Equal(t, []string{"300m"}, base.headers[0][string(deadline.GRPCTimeout)])
+		assert.Equal(t, []string{"250m"}, base.headers[1][string(deadline.GRPCTimeout)])
 		assert.Equal(t, http.Header{"X-Caller": {"kept"}}, req.Header, "the caller's request is not modified")
 	})
 }
@@ -107,7 +109,7 @@ func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
-		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithDeadlineHeader(deadline.GRPCTimeout))
 		req := withDeadline(t, "http://svc.test/", 300*time.Millisecond)
 
 		resp, err := tr.RoundTrip(req)
@@ -117,21 +119,21 @@ func TestHedgeDeadlineHeaderLeavesTheFirstAttempts(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		require.Len(t, seen, 2)
-		assert.Equal(t, []string{"300m"}, seen[0][string(GRPCTimeout)], "the first attempt's header")
-		assert.Equal(t, []string{"290m"}, seen[1][string(GRPCTimeout)], "the hedge's header")
+		assert.Equal(t, []string{"300m"}, seen[0][string(deadline.GRPCTimeout)], "the first attempt's header")
+		assert.Equal(t, []string{"290m"}, seen[1][string(deadline.GRPCTimeout)], "the hedge's header")
 		assert.Empty(t, req.Header, "the caller's request is not modified")
 	})
 }
 
-// TestFirstAttemptNotSentTellsTheHandler makes a call, within a Handler,
+// TestFirstAttemptNotSentTellsTheHandler makes a call, within a server.Handler,
 // whose first attempt is not sent for lack of time: the Handler learns that
 // a dependency was given up on, and its 503 tells its own caller not to
 // retry.
 func TestFirstAttemptNotSentTellsTheHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: statuses(200)}
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout))
-		h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(deadline.GRPCTimeout))
+		h := server.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), 999*time.Microsecond)
 			defer cancel()
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
@@ -173,7 +175,7 @@ func TestNoDeadlineNoHeader(t *testing.T) {
 // TestDeadlineHeaderWithoutDeadlineAllocatesNothing pins the promise that a
 // request without a deadline costs nothing more with deadline headers on.
 func TestDeadlineHeaderWithoutDeadlineAllocatesNothing(t *testing.T) {
-	tr := New(WithBase(newStub()), WithDeadlineHeader(GRPCTimeout))
+	tr := New(WithBase(newStub()), WithDeadlineHeader(deadline.GRPCTimeout))
 	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		if _, err := tr.RoundTrip(get); err != nil {
@@ -201,7 +203,7 @@ func TestFirstAttemptNotSentWithoutTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: statuses(200)}
 		var events []GiveUpEvent
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(deadline.GRPCTimeout), WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
 		ctx, cancel := context.WithTimeout(t.Context(), 999*time.Microsecond)
 		defer cancel()
 		req, body := withBody(t, ctx, http.MethodPut, "http://svc.test/", "payload", true)
@@ -234,7 +236,7 @@ func TestRetryNotSentWhenTheWaitLeftTooLittle(t *testing.T) {
 		var skew time.Duration
 		var events []GiveUpEvent
 		bucket := budget.NewBucket(budget.Capacity(100))
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(deadline.GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
 			WithBudget(bucket),
 			WithOnRetry(func(RetryEvent) { skew = 89500 * time.Microsecond }),
 			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
@@ -285,7 +287,7 @@ func TestNoTimeLeftLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf bytes.Buffer
 		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		tr := newTestTransport(&script{steps: statuses(200)}, 0.5, WithLogger(logger), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(&script{steps: statuses(200)}, 0.5, WithLogger(logger), WithDeadlineHeader(deadline.GRPCTimeout))
 		req := withDeadline(t, "http://svc.test/", 500*time.Microsecond)
 		_, err := tr.RoundTrip(req)
 		require.Error(t, err)
@@ -297,12 +299,6 @@ func TestNoTimeLeftLogged(t *testing.T) {
 func TestWithDeadlineHeaderPanics(t *testing.T) {
 	assert.Panics(t, func() { WithDeadlineHeader() })
 	assert.Panics(t, func() { WithDeadlineHeader("bad name") })
-}
-
-func TestSentDeadlineFromContextWithoutOne(t *testing.T) {
-	d, ok := SentDeadlineFromContext(context.Background())
-	assert.False(t, ok)
-	assert.Zero(t, d)
 }
 
 func TestErrNoTimeLeft(t *testing.T) {
@@ -334,9 +330,9 @@ func BenchmarkDeadlineOverhead(b *testing.B) {
 		opts []Option
 	}{
 		{"no deadline", context.Background(), nil},
-		{"no deadline, headers on", context.Background(), []Option{WithDeadlineHeader(GRPCTimeout)}},
+		{"no deadline, headers on", context.Background(), []Option{WithDeadlineHeader(deadline.GRPCTimeout)}},
 		{"deadline", ctx, nil},
-		{"deadline, headers on", ctx, []Option{WithDeadlineHeader(GRPCTimeout)}},
+		{"deadline, headers on", ctx, []Option{WithDeadlineHeader(deadline.GRPCTimeout)}},
 		{"deadline, four headers on", ctx, []Option{WithDeadlineHeader(allFormats...)}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {

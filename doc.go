@@ -121,11 +121,12 @@
 // WithDeadlineHeader sends, with each attempt, the time left before the
 // request's deadline, as gRPC (grpc-timeout), Envoy
 // (x-envoy-expected-rq-timeout-ms), Connect (Connect-Timeout-Ms) or a
-// header of your own in milliseconds say it; an attempt with less than
-// 1 ms left is not sent. On the server, NewHandler with HandlerDeadline
-// makes the deadline a caller sent the incoming request's, less a margin
-// for the way back, never later than the server's own and at most a
-// minute away; an expired request is answered 504 at once. A service whose
+// header of your own in milliseconds say it (package deadline names the
+// formats); an attempt with less than 1 ms left is not sent. On the
+// server, server.Handler with server.Deadline makes the deadline a caller
+// sent the incoming request's, less a margin for the way back, never later
+// than the server's own and at most a minute away; an expired request is
+// answered 504 at once. A service whose
 // Transports send the deadline on then passes what is left of it down a
 // chain of services, each of which stops when its caller stops waiting.
 //
@@ -179,12 +180,12 @@
 // same instance, so the response of a 5xx that is retried is closed unread,
 // which closes its connection; a final response, and a throttled one (429,
 // 503 with Retry-After), keep theirs, so that an outage costs one connection
-// per retry the budget grants. A Dialer, which the default base dials with,
-// dials the addresses at which a request failed last when it retries it,
-// and refuses a pooled connection to one of them. Over HTTP/2, whose one
+// per retry the budget grants. A base.Dialer, which the default base dials
+// with, dials the addresses at which a request failed last when it retries
+// it, and refuses a pooled connection to one of them. Over HTTP/2, whose one
 // connection carries every request, the retry marks the connection it is
 // sent on as not to be reused. Each attempt's peer address is in
-// RetryEvent.Peer, GiveUpEvent.Peer and PeerFromContext.
+// RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
 // # Resuming response bodies
 //
@@ -211,7 +212,7 @@
 // the context done during the wait, the host throttled (no attempt sent),
 // and, for a response body, not resumable or its resume limit reached. Each of these options adds a hook;
 // several are called in order. A base transport reads each attempt's number
-// with AttemptFromContext, and a gauge reads the budget with Transport.Budget
+// with base.Attempt, and a gauge reads the budget with Transport.Budget
 // and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
 //
@@ -232,10 +233,11 @@
 // When every service in a chain retries, the retries multiply: three
 // attempts in each of four layers send 81 calls to a failing fifth service.
 // Wrap the handlers of services that call others through a Transport in
-// Handler: a response that fails because the service gave up on a dependency
-// then carries X-Should-Retry: false, and the layers above do not retry it.
-// Only the layer next to the failure retries. NewHandler with
-// HandlerDeadline also carries the deadline down the chain (see Deadlines).
+// package server's Handler: a response that fails because the service gave
+// up on a dependency then carries X-Should-Retry: false, and the layers
+// above do not retry it. Only the layer next to the failure retries. With
+// server.Deadline it also carries the deadline down the chain (see
+// Deadlines).
 //
 // # Hedging
 //
@@ -289,9 +291,9 @@
 //	deadline headers   none sent                                          WithDeadlineHeader
 //	time for a retry   the host's median answer time (once 20 are         (none)
 //	or a hedge         known), at least 1 ms, left once it is sent
-//	incoming deadline  ignored; when read: less 2 ms for the way back,    NewHandler, HandlerDeadline,
-//	                   at most 1 minute                                   HandlerMaxDeadline,
-//	                                                                      HandlerDeadlineMargin
+//	incoming deadline  ignored; when read: less 2 ms for the way back,    server.Deadline,
+//	                   at most 1 minute                                   server.MaxDeadline,
+//	                                                                      server.DeadlineMargin
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget

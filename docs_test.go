@@ -35,9 +35,12 @@ var docNames = map[string]string{
 	"githubretry":   "github.com/retryhttp/retryhttp/githubretry",
 	"googleretry":   "github.com/retryhttp/retryhttp/googleretry",
 	"backoff":       "github.com/retryhttp/retryhttp/backoff",
+	"base":          "github.com/retryhttp/retryhttp/base",
+	"deadline":      "github.com/retryhttp/retryhttp/deadline",
 	"hedge":         "github.com/retryhttp/retryhttp/hedge",
 	"resume":        "github.com/retryhttp/retryhttp/resume",
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
+	"server":        "github.com/retryhttp/retryhttp/server",
 	"throttle":      "github.com/retryhttp/retryhttp/throttle",
 }
 

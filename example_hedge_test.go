@@ -30,7 +30,7 @@ func ExampleWithHedging() {
 		return
 	}
 	resp.Body.Close()
-	// Which attempt won, AttemptFromContext(resp.Request.Context()) says:
+	// Which attempt won, base.Attempt(resp.Request.Context()) says:
 	// usually the hedge, but the first attempt when the hedge overtook it
 	// on the way to the server.
 	fmt.Printf("%d after %d attempts\n", resp.StatusCode, retryhttp.Attempts(resp))

@@ -13,7 +13,6 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
-	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // flaky starts a local server that answers 503 to its first failures
@@ -143,39 +142,4 @@ func ExampleWithBudget() {
 	fmt.Println("4 requests,", calls.Load(), "server calls")
 	// Output:
 	// 4 requests, 6 server calls
-}
-
-func ExampleHandler() {
-	// C is down. B calls C through retryhttp and is wrapped in Handler; the
-	// client calls B through retryhttp too.
-	var callsToC atomic.Int32
-	c := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		callsToC.Add(1)
-		http.Error(w, "down", http.StatusServiceUnavailable)
-	}))
-	defer c.Close()
-
-	toC := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)))}
-	b := httptest.NewServer(retryhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, c.URL, nil)
-		resp, err := toC.Do(req)
-		if err != nil || resp.StatusCode >= 500 {
-			http.Error(w, "dependency failed", http.StatusBadGateway)
-			return
-		}
-		resp.Body.Close()
-	})))
-	defer b.Close()
-
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)))}
-	resp, err := client.Get(b.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	resp.Body.Close()
-	fmt.Println(resp.StatusCode, "X-Should-Retry:", resp.Header.Get(wire.ShouldRetryHeader))
-	fmt.Println("attempts at B:", retryhttp.Attempts(resp), "calls at C:", callsToC.Load())
-	// Output:
-	// 502 X-Should-Retry: false
-	// attempts at B: 1 calls at C: 3
 }

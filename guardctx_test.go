@@ -5,6 +5,7 @@ import (
 	"net/http/httptrace"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ func TestGuardContext(t *testing.T) {
 		g, ctx := startGuard(context.Background())
 		defer g.end()
 		assert.Same(t, &g.ctx.trace, httptrace.ContextClientTrace(ctx))
-		assert.Nil(t, ctx.Value(attemptKey{}))
+		assert.Equal(t, 1, attempt.Number(ctx), "no attempt number of its own")
 	})
 	t.Run("ended before anyone waited", func(t *testing.T) {
 		g, ctx := startGuard(context.Background())

@@ -116,7 +116,7 @@ type HedgeEvent struct {
 // WithOnHedge calls fn before each hedge is sent, on a goroutine of the
 // Transport's, while the first attempt is in flight. fn must be fast, must
 // not block, and must be safe for concurrent use. Each WithOnHedge adds a
-// hook. Which attempt won is AttemptFromContext of the returned response's
+// hook. Which attempt won is base.Attempt of the returned response's
 // Request's context; Attempts counts both.
 func WithOnHedge(fn func(HedgeEvent)) Option {
 	if fn == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,7 +164,7 @@ func TestHedge(t *testing.T) {
 				}
 				assert.Equal(t, tt.status, resp.StatusCode)
 				assert.Equal(t, tt.attempts, base.calls())
-				assert.Equal(t, tt.winner, AttemptFromContext(resp.Request.Context()), "the winner")
+				assert.Equal(t, tt.winner, attempt.Number(resp.Request.Context()), "the winner")
 				assert.Equal(t, tt.sent, Attempts(resp))
 				assert.Equal(t, tt.hedges, hedges.count())
 				b, _ := io.ReadAll(resp.Body)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -358,9 +360,9 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 			return nil, 0, false
 		}
 	}
-	hctx := context.WithValue(a.Context(), attemptKey{}, n)
+	hctx := attempt.WithNumber(a.Context(), n)
 	if left > 0 {
-		hctx = withSentDeadline(hctx, left)
+		hctx = deadlinefmt.WithSent(hctx, left)
 	}
 	h := a.WithContext(hctx)
 	if t.attemptHeader != "" {

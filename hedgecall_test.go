@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -96,7 +97,7 @@ func TestHedgeLoopback(t *testing.T) {
 		})
 		resp, body := fetch(t, newTransport(time.Millisecond), get(t, srv.URL))
 		assert.Equal(t, big, body)
-		assert.Equal(t, 2, AttemptFromContext(resp.Request.Context()), "the winner")
+		assert.Equal(t, 2, attempt.Number(resp.Request.Context()), "the winner")
 		assert.Equal(t, 2, Attempts(resp))
 		assert.Equal(t, 1, receive(t, srv.cancelled), "the first attempt, cancelled at the server")
 	})
@@ -114,7 +115,7 @@ func TestHedgeLoopback(t *testing.T) {
 		})
 		resp, body := fetch(t, newTransport(time.Millisecond), get(t, srv.URL))
 		assert.Equal(t, big, body)
-		assert.Equal(t, 1, AttemptFromContext(resp.Request.Context()), "the winner")
+		assert.Equal(t, 1, attempt.Number(resp.Request.Context()), "the winner")
 		assert.Equal(t, 2, Attempts(resp))
 		assert.Equal(t, 2, receive(t, srv.cancelled), "the hedge, cancelled at the server")
 	})
@@ -237,7 +238,7 @@ func TestHedgeAttemptsThroughAWrappingBase(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 2, Attempts(resp))
-		assert.Equal(t, 1, AttemptFromContext(resp.Request.Context()), "the winner")
+		assert.Equal(t, 1, attempt.Number(resp.Request.Context()), "the winner")
 		assert.Equal(t, "span", resp.Request.Context().Value(key{}), "the base's own request, kept")
 	})
 }

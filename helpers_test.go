@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -143,15 +142,4 @@ func headerOf(fields map[string]string) http.Header {
 		}
 	}
 	return h
-}
-
-// maxDuration is the longest time.Duration.
-const maxDuration = time.Duration(math.MaxInt64)
-
-// nonNegative maps an int64 onto the Durations from 0 to the largest.
-func nonNegative(x int64) time.Duration {
-	if x < 0 {
-		return time.Duration(-(x + 1))
-	}
-	return time.Duration(x)
 }

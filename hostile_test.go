@@ -25,9 +25,12 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/server"
 )
 
 // The tests of this file answer the Transport as a hostile or careless peer
@@ -395,15 +398,15 @@ func TestHostileOneValuePerHeader(t *testing.T) {
 			opt              Option
 			check            func(t *testing.T, attempt int, v string)
 		}{
-			{"grpc-timeout", "grpc-timeout", "1H", "Grpc-Timeout", WithDeadlineHeader(GRPCTimeout), func(t *testing.T, _ int, v string) {
-				d, kind := GRPCTimeout.parseValue(v)
-				require.Equal(t, deadlineSet, kind, "a grpc-timeout: %q", v)
+			{"grpc-timeout", "grpc-timeout", "1H", "Grpc-Timeout", WithDeadlineHeader(deadline.GRPCTimeout), func(t *testing.T, _ int, v string) {
+				d, kind := deadlinefmt.Parse(string(deadline.GRPCTimeout), v)
+				require.Equal(t, deadlinefmt.Set, kind, "a grpc-timeout: %q", v)
 				assert.Positive(t, d)
 				assert.LessOrEqual(t, d, 5*time.Second, "the Transport's time left, %q", v)
 			}},
-			{"x-envoy-expected-rq-timeout-ms", "x-envoy-expected-rq-timeout-ms", "3600000", "X-Envoy-Expected-Rq-Timeout-Ms", WithDeadlineHeader(EnvoyTimeout), func(t *testing.T, _ int, v string) {
-				d, kind := EnvoyTimeout.parseValue(v)
-				require.Equal(t, deadlineSet, kind, "a time in milliseconds: %q", v)
+			{"x-envoy-expected-rq-timeout-ms", "x-envoy-expected-rq-timeout-ms", "3600000", "X-Envoy-Expected-Rq-Timeout-Ms", WithDeadlineHeader(deadline.EnvoyTimeout), func(t *testing.T, _ int, v string) {
+				d, kind := deadlinefmt.Parse(string(deadline.EnvoyTimeout), v)
+				require.Equal(t, deadlinefmt.Set, kind, "a time in milliseconds: %q", v)
 				assert.LessOrEqual(t, d, 5*time.Second, "the Transport's time left, %q", v)
 			}},
 			{"attempt header", "x-attempt", "bogus", "X-Attempt", WithAttemptHeader("X-Attempt"), func(t *testing.T, attempt int, v string) {
@@ -461,8 +464,8 @@ func TestHostileOneValuePerHeader(t *testing.T) {
 // the 10 digits the formats allow, and that the library's own handler reads
 // it as a deadline, capped, and never reports it malformed.
 func TestHostileDeadlineOfElevenDigits(t *testing.T) {
-	formats := []DeadlineFormat{EnvoyTimeout, ConnectTimeout, MillisecondsHeader("X-Timeout-Ms")}
-	for _, sent := range [][]DeadlineFormat{formats[:1], formats[1:2], formats[2:], formats} {
+	formats := []deadline.Format{deadline.EnvoyTimeout, deadline.ConnectTimeout, deadline.Milliseconds("X-Timeout-Ms")}
+	for _, sent := range [][]deadline.Format{formats[:1], formats[1:2], formats[2:], formats} {
 		var names []string
 		for _, f := range sent {
 			names = append(names, string(f))
@@ -479,7 +482,7 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 				defer mu.Unlock()
 				header, hasDeadline, left = r.Header.Clone(), ok, time.Until(deadline)
 			})
-			h := NewHandler(next, HandlerDeadline(formats...), HandlerOnMalformedDeadline(func(_ *http.Request, f DeadlineFormat, v string) {
+			h := server.Handler(next, server.Deadline(formats...), server.OnMalformedDeadline(func(_ *http.Request, f deadline.Format, v string) {
 				mu.Lock()
 				defer mu.Unlock()
 				malformed = append(malformed, string(f)+": "+v)
@@ -497,12 +500,12 @@ func TestHostileDeadlineOfElevenDigits(t *testing.T) {
 				require.Len(t, values, 1, "values of %s", f)
 				_, ok := wire.Digits(values[0])
 				assert.True(t, ok, "%s: %q is a number", f, values[0])
-				assert.LessOrEqual(t, len(values[0]), msMaxDigits, "%s: %q has at most 10 digits", f, values[0])
+				assert.LessOrEqual(t, len(values[0]), 10, "%s: %q has at most 10 digits", f, values[0])
 			}
 			assert.Empty(t, malformed, "values reported malformed")
 			require.True(t, hasDeadline, "the handler's request has a deadline")
 			assert.Positive(t, left)
-			assert.LessOrEqual(t, left, DefaultHandlerMaxDeadline, "the deadline is capped")
+			assert.LessOrEqual(t, left, time.Minute, "the deadline is capped at server.MaxDeadline's default")
 		})
 	}
 }
@@ -680,7 +683,7 @@ func TestHostileResumeOutOfTimeIsADeadline(t *testing.T) {
 		})
 		var skew time.Duration
 		var events []GiveUpEvent
-		tr := newTestTransport(base, 0.5, WithDeadlineHeader(GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
+		tr := newTestTransport(base, 0.5, WithDeadlineHeader(deadline.GRPCTimeout), WithBackoff(backoff.Constant(10*time.Millisecond)),
 			WithOnRetry(func(e RetryEvent) {
 				if e.Resume {
 					skew = 89500 * time.Microsecond

@@ -20,6 +20,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -56,13 +57,13 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := retryhttptest.NewServer(nil, tc.fault)
 			defer srv.Close()
-			base := &http.Transport{DialContext: retryhttp.NewDialer().DialContext}
-			defer base.CloseIdleConnections()
+			dialing := &http.Transport{DialContext: base.NewDialer().DialContext}
+			defer dialing.CloseIdleConnections()
 			max := 3
 			if tc.name == "final 5xx" {
 				max = 1
 			}
-			rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithMaxAttempts(max),
+			rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithMaxAttempts(max),
 				retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithThrottleBackoff(backoff.Constant(0)))
 			_, n := roundTrip(t, rt, srv.URL)
 			assert.Equal(t, tc.attempts, n, "attempts of the first request")
@@ -233,9 +234,9 @@ func TestRetryDialsAnotherAddress(t *testing.T) {
 	url := "http://svc.test:" + port + "/"
 	for _, workers := range []int{1, 8} {
 		t.Run("concurrency "+strconv.Itoa(workers), func(t *testing.T) {
-			base := &http.Transport{DialContext: (&retryhttp.Dialer{Resolver: addrs}).DialContext}
-			defer base.CloseIdleConnections()
-			rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
+			dialing := &http.Transport{DialContext: (&base.Dialer{Resolver: addrs}).DialContext}
+			defer dialing.CloseIdleConnections()
+			rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithBackoff(backoff.Constant(0)),
 				retryhttp.WithoutBudget())
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -278,7 +279,7 @@ func TestDialerKeepsTheResolverOrderForAFirstAttempt(t *testing.T) {
 	srv.Listener = lns[1]
 	srv.Start()
 	defer srv.Close()
-	d := &retryhttp.Dialer{Resolver: addrs}
+	d := &base.Dialer{Resolver: addrs}
 	c, err := d.DialContext(context.Background(), "tcp", "svc.test:"+port)
 	require.NoError(t, err)
 	defer c.Close()
@@ -331,8 +332,8 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	second.Start()
 	defer second.Close()
 
-	base := &http.Transport{DialContext: (&retryhttp.Dialer{Resolver: addrs}).DialContext}
-	defer base.CloseIdleConnections()
+	dialing := &http.Transport{DialContext: (&base.Dialer{Resolver: addrs}).DialContext}
+	defer dialing.CloseIdleConnections()
 	url := "http://svc.test:" + port + "/"
 	// Two requests at once leave two idle connections to the first address.
 	var wg sync.WaitGroup
@@ -340,7 +341,7 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			req, _ := http.NewRequest(http.MethodGet, url, nil)
-			resp, err := base.RoundTrip(req)
+			resp, err := dialing.RoundTrip(req)
 			if err != nil {
 				failed <- err
 				return
@@ -363,7 +364,7 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	require.Equal(t, 2, first.Connections())
 
 	failing.Store(true)
-	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
+	rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithBackoff(backoff.Constant(0)))
 	code, attempts := roundTrip(t, rt, url)
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 2, attempts, "the retry went to the second address")
@@ -403,15 +404,15 @@ type unwrapping struct {
 
 func (u *unwrapping) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := u.base.RoundTrip(r)
-	u.peers = append(u.peers, retryhttp.PeerFromContext(r.Context()))
+	u.peers = append(u.peers, base.Peer(r.Context()))
 	return resp, err
 }
 
 func (u *unwrapping) Unwrap() http.RoundTripper { return u.base }
 
-// TestPeerFromContextUnderAWrapper proves that a base which unwraps to an
+// TestPeerUnderAWrapper proves that a base which unwraps to an
 // *http.Transport has its attempts traced, and reads each attempt's peer.
-func TestPeerFromContextUnderAWrapper(t *testing.T) {
+func TestPeerUnderAWrapper(t *testing.T) {
 	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
 	defer srv.Close()
 	u := &unwrapping{base: &http.Transport{}}
@@ -424,7 +425,7 @@ func TestPeerFromContextUnderAWrapper(t *testing.T) {
 	want := netip.MustParseAddrPort(srv.Listener.Addr().String())
 	assert.Equal(t, []netip.AddrPort{want, want}, u.peers, "peers read under the Transport")
 	assert.Equal(t, []netip.AddrPort{want}, events)
-	assert.False(t, retryhttp.PeerFromContext(context.Background()).IsValid())
+	assert.False(t, base.Peer(context.Background()).IsValid())
 }
 
 // opaque hides its transport from the Transport, which then does not trace

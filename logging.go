@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/resume"
 )
 
@@ -44,7 +45,7 @@ func (t *Transport) logAttempt(a *http.Request, resp *http.Response, err error) 
 		return
 	}
 	t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: attempt",
-		attemptAttrs(a, AttemptFromContext(ctx), statusOf(resp), err, PeerFromContext(ctx))...)
+		attemptAttrs(a, attempt.Number(ctx), statusOf(resp), err, attempt.Peer(ctx))...)
 }
 
 // logRetry logs e, a retry or a resume about to be made, at DEBUG.

@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"context"
 	"net/http"
 	"net/netip"
 	"time"
@@ -164,21 +163,10 @@ func (t *Transport) giveUpHooks(e GiveUpEvent) {
 	t.onGiveUp(e)
 }
 
-// PeerFromContext returns the remote address of the connection that
-// carries the attempt whose request context is ctx, once the base has
-// obtained one, and otherwise the zero AddrPort. A RoundTripper under a
-// Transport (in its base, as otelretry's spans are) reads it when the
-// attempt's RoundTrip returns. Attempts are traced only over an
-// *http.Transport, as RetryEvent.Peer says.
-func PeerFromContext(ctx context.Context) netip.AddrPort {
-	p, _ := ctx.Value(peerKey{}).(*peerTrace)
-	return p.peer()
-}
-
 // tracesPeers reports whether t learns each attempt's connection through
 // net/http/httptrace: when its base is an *http.Transport (the default base
 // is one), or a RoundTripper whose Unwrap method leads to one, which reports
-// it, and whose Dialer, if it is retryhttp's, sends a retry to another
+// it, and whose base.Dialer, if it dials with one, sends a retry to another
 // address. It costs an attempt four small allocations, a few hundred bytes
 // beside net/http's own, so other bases, which may report nothing, are not
 // traced: their RetryEvent.Peer is the zero AddrPort.
@@ -195,17 +183,4 @@ func tracesPeers(t *Transport) bool {
 		}
 	}
 	return false
-}
-
-// AttemptFromContext returns the number of the attempt whose request
-// context is ctx: 1 for a first attempt, or for a context that did not come
-// from a Transport, 2 for the first retry, and so on. A RoundTripper under a
-// Transport (its base) reads it from each attempt's request; the
-// OpenTelemetry attribute http.request.resend_count is the attempt number
-// less one.
-func AttemptFromContext(ctx context.Context) int {
-	if n, ok := ctx.Value(attemptKey{}).(int); ok {
-		return n
-	}
-	return 1
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -194,18 +195,18 @@ func TestHooksCompose(t *testing.T) {
 	})
 }
 
-func TestAttemptFromContext(t *testing.T) {
+func TestAttemptNumbers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []int
 		base := rtFunc(func(r *http.Request) (*http.Response, error) {
-			seen = append(seen, AttemptFromContext(r.Context()))
+			seen = append(seen, attempt.Number(r.Context()))
 			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody}, nil
 		})
 		resp, err := newTestTransport(base, 0.5).RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, []int{1, 2, 3}, seen)
-		assert.Equal(t, 1, AttemptFromContext(context.Background()))
+		assert.Equal(t, 1, attempt.Number(context.Background()))
 	})
 }
 

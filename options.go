@@ -309,7 +309,7 @@ func WithLogger(l *slog.Logger) Option {
 //
 // A refused request gets an *Error with no attempts wrapping ErrThrottled,
 // so that the caller can fall back; the WithOnGiveUp hooks see it with
-// reason GiveUpThrottled, and a Handler serving the request answers a 5xx
+// reason GiveUpThrottled, and a server.Handler serving the request answers a 5xx
 // as 503 with "X-Should-Retry: false". Transport.Rejections reports the
 // probabilities, for a gauge. Each Transport has counts of its own, even
 // when several share the Option.

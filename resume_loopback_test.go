@@ -20,6 +20,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -324,7 +325,7 @@ func TestResumeOffForTransportAndCall(t *testing.T) {
 
 // TestResumeLeavesTheAddressThatFailed serves one file from two addresses
 // of a host name, the first of which cuts every body, and checks that the
-// resume goes to the second, through the Dialer the default base dials
+// resume goes to the second, through the base.Dialer the default base dials
 // with: the caller reads the whole body, and the first address saw one
 // request.
 func TestResumeLeavesTheAddressThatFailed(t *testing.T) {
@@ -339,10 +340,10 @@ func TestResumeLeavesTheAddressThatFailed(t *testing.T) {
 		servers[i].Start()
 		defer servers[i].Close()
 	}
-	base := &http.Transport{DialContext: (&retryhttp.Dialer{Resolver: addrs}).DialContext}
-	defer base.CloseIdleConnections()
+	dialing := &http.Transport{DialContext: (&base.Dialer{Resolver: addrs}).DialContext}
+	defer dialing.CloseIdleConnections()
 	var peers []netip.AddrPort
-	tr := newResumingTransport(base, retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { peers = append(peers, e.Peer) }))
+	tr := newResumingTransport(dialing, retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) { peers = append(peers, e.Peer) }))
 
 	got, err := readAll(t, t.Context(), tr, http.MethodGet, "http://files.test:"+port+"/file")
 	require.NoError(t, err)

@@ -435,7 +435,7 @@ func joinCause(err, cause error) error {
 
 // report logs the end of the body's resumes (delay is the wait the resume
 // would have had, for GiveUpDeadline), reports it to the give-up hooks, and
-// tells a Handler serving the request.
+// tells a server.Handler serving the request.
 func (b *resumeBody) report(reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict) {
 	s := b.state()
 	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())

@@ -26,8 +26,10 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/retryhttptest"
@@ -584,7 +586,7 @@ func TestResumesAreRetries(t *testing.T) {
 				return base.RoundTrip(r)
 			})
 			tr := retryhttp.New(retryhttp.WithBase(recording), retryhttp.WithBackoff(backoff.Constant(time.Second)),
-				retryhttp.WithDeadlineHeader(retryhttp.MillisecondsHeader("X-Time-Left")), retryhttp.WithAttemptHeader("X-Attempt"))
+				retryhttp.WithDeadlineHeader(deadline.Milliseconds("X-Time-Left")), retryhttp.WithAttemptHeader("X-Attempt"))
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			body, err := readBody(fetch(t, ctx, tr, "http://files.test/f"))
@@ -596,10 +598,10 @@ func TestResumesAreRetries(t *testing.T) {
 	})
 	t.Run("hooks, log and attempt numbers", func(t *testing.T) {
 		var numbers []int
-		base := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
+		files := retryhttptest.NewTransport(newFile(version{body: oneMiB, etag: `"v1"`}), retryhttptest.Sequence(retryhttptest.ResetAfter(1000)))
 		numbered := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			numbers = append(numbers, retryhttp.AttemptFromContext(r.Context()))
-			return base.RoundTrip(r)
+			numbers = append(numbers, base.Attempt(r.Context()))
+			return files.RoundTrip(r)
 		})
 		var logs bytes.Buffer
 		var events []retryhttp.RetryEvent

@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -328,13 +328,13 @@ func TestGiveUpMarksServedRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				state := &serving{}
-				ctx := context.WithValue(t.Context(), servingKey{}, state)
+				state := &layer.Serving{}
+				ctx := layer.NewContext(t.Context(), state)
 				resp, err := newTestTransport(&script{steps: tt.steps}, 0, tt.opts...).RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
 				if err == nil {
 					resp.Body.Close()
 				}
-				assert.Equal(t, tt.marked, state.gaveUp.Load())
+				assert.Equal(t, tt.marked, state.GaveUp())
 			})
 		})
 	}

@@ -9,6 +9,9 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -48,7 +51,7 @@ type retryState struct {
 	attempt int                // the current attempt's number, from 1
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
-	failed  []netip.AddrPort   // where earlier attempts failed, for a Dialer
+	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
 	retire  bool               // an HTTP/2 attempt failed: retries retire their connection
 	info    bool               // the call has logged its one line at INFO
 }
@@ -133,13 +136,13 @@ func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard) {
 // that sends its deadline carries the time left it sends.
 func (s *retryState) context(ctx context.Context) context.Context {
 	if s.attempt > 1 {
-		ctx = context.WithValue(ctx, attemptKey{}, s.attempt)
+		ctx = attempt.WithNumber(ctx, s.attempt)
 		if len(s.failed) > 0 {
-			ctx = context.WithValue(ctx, failedKey{}, s.failed)
+			ctx = attempt.WithFailed(ctx, s.failed)
 		}
 	}
 	if s.left > 0 {
-		ctx = withSentDeadline(ctx, s.left)
+		ctx = deadlinefmt.WithSent(ctx, s.left)
 	}
 	return ctx
 }
@@ -252,7 +255,7 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 		var ok bool
 		if s.left, ok = s.t.timeToSend(ctx); !ok {
 			s.t.logNoTimeLeft(s.req, s.attempt+1, s.left)
-			markGaveUp(ctx)
+			layer.MarkGaveUp(ctx)
 			err = ErrNoTimeLeft
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/throttle"
 )
@@ -317,14 +318,14 @@ func (th *throttling) update(h *hostThrottle, now int64) float64 {
 
 // shed ends req, refused by adaptive throttling with probability p, before
 // any attempt: it closes the body, logs and reports the refusal, and tells
-// a Handler serving the request that a dependency was shed.
+// a server.Handler serving the request that a dependency was shed.
 func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
 	t.logRefusal(req, p)
 	t.reportGiveUp(req, GiveUpThrottled, ErrThrottled)
-	markShed(req.Context())
+	layer.MarkShed(req.Context())
 	return nil, &Error{Err: ErrThrottled}
 }
 

@@ -20,8 +20,10 @@ import (
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
+	"github.com/retryhttp/retryhttp/server"
 	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -695,7 +697,7 @@ func TestHandlerAnswersAShedDependencyWith503(t *testing.T) {
 		{"a fallback's 200 stays", http.StatusOK, 200, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := server.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://dep.test/", nil)
 				_, err := dep.RoundTrip(req)
 				require.ErrorIs(t, err, ErrThrottled)
@@ -854,7 +856,7 @@ func TestThrottleDoesNotCountARequestNeverSent(t *testing.T) {
 			t.Error("an attempt was sent")
 			return nil, errors.New("sent")
 		})
-		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(throttle.MinRequests(1)), WithDeadlineHeader(GRPCTimeout))
+		tr := newTestTransport(base, 0.5, WithAdaptiveThrottling(throttle.MinRequests(1)), WithDeadlineHeader(deadline.GRPCTimeout))
 		for range 10 {
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Microsecond)
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)

@@ -13,9 +13,13 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -71,12 +75,12 @@ type Transport struct {
 	hedge           *hedging // nil: no hedging
 	throttle        *throttling
 	logger          *slog.Logger
-	peers           bool             // each attempt's connection is traced
-	deadlineHeaders []DeadlineFormat // nil: no deadline is sent
-	answers         *latencyTable    // hosts' answer times, when hedging does not keep them
-	noFitCheck      bool             // in-package tests turn the check before a retry off
-	shaped          bool             // attempts are numbered, hedged, throttled or traced: none is plain
-	resumeLimit     int              // the most resumes of a body; 0: bodies are not resumed
+	peers           bool              // each attempt's connection is traced
+	deadlineHeaders []deadline.Format // nil: no deadline is sent
+	answers         *latencyTable     // hosts' answer times, when hedging does not keep them
+	noFitCheck      bool              // in-package tests turn the check before a retry off
+	shaped          bool              // attempts are numbered, hedged, throttled or traced: none is plain
+	resumeLimit     int               // the most resumes of a body; 0: bodies are not resumed
 	stallTimeout    time.Duration
 
 	// now and rand are the clock and the random source of jitter, uniform in
@@ -137,11 +141,11 @@ const defaultIdlePerHost = 100
 // perhaps a TLS handshake, for most requests just when it can least afford
 // them.
 func defaultBase() *http.Transport {
-	base := cleanhttp.DefaultPooledTransport()
-	base.MaxIdleConnsPerHost = defaultIdlePerHost
-	base.DialContext = NewDialer().DialContext
-	reportProxyRefusals(base, true)
-	return base
+	tr := cleanhttp.DefaultPooledTransport()
+	tr.MaxIdleConnsPerHost = defaultIdlePerHost
+	tr.DialContext = base.NewDialer().DialContext
+	reportProxyRefusals(tr, true)
+	return tr
 }
 
 // ready returns the Transport that does t's work: t itself when New made
@@ -212,15 +216,8 @@ func Attempts(resp *http.Response) int {
 	if n, ok := ctx.Value(sentKey{}).(int); ok {
 		return n
 	}
-	if n, ok := ctx.Value(attemptKey{}).(int); ok {
-		return n
-	}
-	return 1
+	return attempt.Number(ctx)
 }
-
-// attemptKey is the context key under which a retry's request carries its
-// attempt number.
-type attemptKey struct{}
 
 // RoundTrip sends req through the base transport, retrying as the Transport
 // is configured to. It implements http.RoundTripper: it never modifies req,
@@ -281,8 +278,8 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 
 		v := s.judge(a, resp, err)
 		if v.Decision != classify.Retry {
-			if err != nil || failureStatus(resp.StatusCode) {
-				markGaveUp(req.Context())
+			if err != nil || layer.Failure(resp.StatusCode) {
+				layer.MarkGaveUp(req.Context())
 			} else if healthy(resp) {
 				s.succeed()
 			}
@@ -357,18 +354,18 @@ func (t *Transport) policy(req *http.Request) policy {
 // giveUp ends the retries of the request, whose last attempt, a, failed in
 // a way worth retrying with verdict v, for the given reason (after a retry
 // of delay was planned, for GiveUpDeadline): it logs the reason, reports it
-// to the give-up hooks, tells a Handler serving the request that a
+// to the give-up hooks, tells a server.Handler serving the request that a
 // dependency was given up on, and returns the last result.
 func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard) (*http.Response, error) {
 	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
 
-// announceGiveUp is reportGiveUp, and tells a Handler serving the request
-// that a dependency was given up on.
+// announceGiveUp is reportGiveUp, and tells a server.Handler serving the
+// request that a dependency was given up on.
 func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
 	s.reportGiveUp(a, e, delay)
-	markGaveUp(a.Context())
+	layer.MarkGaveUp(a.Context())
 }
 
 // reportGiveUp counts e, the end of the retries whose last attempt is a,
@@ -381,12 +378,6 @@ func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent, delay time.Dur
 	}
 	s.info = s.t.logGiveUp(a, e, delay, s.info)
 	s.t.giveUpHooks(e)
-}
-
-// failureStatus reports the statuses by which a dependency fails in a way a
-// caller might retry: 408, 429 and 5xx.
-func failureStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || (code >= 500 && code <= 599)
 }
 
 // checkRequest rejects requests no transport can send, before any attempt.

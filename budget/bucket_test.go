@@ -30,7 +30,7 @@ func bothBudgets(u *url.URL, opts ...Option) []budgetCase {
 	hosts := NewPerHost(opts...)
 	return []budgetCase{
 		{"Bucket", bucket, bucket.Balance},
-		{"HostBudget", hosts, func() Millitokens { return hosts.Balance(u) }},
+		{"PerHost", hosts, func() Millitokens { return hosts.Balance(u) }},
 	}
 }
 

@@ -25,8 +25,9 @@ const (
 	// Abstain passes the outcome to the next classifier of First.
 	iota
 	Retry
-	// Retry says the outcome is transient: another attempt may succeed.
 	DontRetry
+
+	// Retry says the outcome is transient: another attempt may succeed.
 
 	// DontRetry says the outcome is final.
 

@@ -12,6 +12,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/otelretry"
 )
 
@@ -25,7 +26,7 @@ func TestDeadlineOnSpansAndEvents(t *testing.T) {
 		ctx, op := tel.operation(t.Context())
 		ctx, cancel := context.WithTimeout(ctx, 180*time.Millisecond)
 		defer cancel()
-		resp, err := do(t, newTransport(tel, base, retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout)), newRequest(t, ctx, "", ""))
+		resp, err := do(t, newTransport(tel, base, retryhttp.WithDeadlineHeader(deadline.GRPCTimeout)), newRequest(t, ctx, "", ""))
 		require.NoError(t, err)
 		op.End()
 		assert.Equal(t, 503, resp.StatusCode)
@@ -57,7 +58,7 @@ func TestNoDeadlineNoDeadlineAttributes(t *testing.T) {
 		tel := newTelemetry(t)
 		base := newScript(map[string][]step{"/": statuses(503, 200)})
 		ctx, op := tel.operation(t.Context())
-		_, err := do(t, newTransport(tel, base, retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout)), newRequest(t, ctx, "", ""))
+		_, err := do(t, newTransport(tel, base, retryhttp.WithDeadlineHeader(deadline.GRPCTimeout)), newRequest(t, ctx, "", ""))
 		require.NoError(t, err)
 		op.End()
 		for _, s := range tel.clientSpans() {
@@ -78,7 +79,7 @@ func TestFirstAttemptWithoutTimeGivenUp(t *testing.T) {
 		ctx, op := tel.operation(t.Context())
 		ctx, cancel := context.WithTimeout(ctx, 500*time.Microsecond)
 		defer cancel()
-		_, err := do(t, newTransport(tel, base, retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout)), newRequest(t, ctx, "", ""))
+		_, err := do(t, newTransport(tel, base, retryhttp.WithDeadlineHeader(deadline.GRPCTimeout)), newRequest(t, ctx, "", ""))
 		require.ErrorIs(t, err, retryhttp.ErrNoTimeLeft)
 		op.End()
 		assert.Empty(t, tel.clientSpans(), "no attempt")

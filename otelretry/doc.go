@@ -26,17 +26,16 @@
 // attributes (http.request.method, url.full, server.address, server.port,
 // http.response.status_code, error.type) and span status, and, with the
 // propagators, injects each attempt's own span context into its headers. Under otelhttp a layer reads
-// the attempt's number (retryhttp.AttemptFromContext) and gives every resend
+// the attempt's number (base.Attempt) and gives every resend
 // the attribute http.request.resend_count: 1 on the first retry, 2 on the
 // second. When the base is an *http.Transport (the default), the layer
 // also gives each attempt's span network.peer.address and network.peer.port,
 // the remote address of the connection that carried it
-// (retryhttp.PeerFromContext), so that a retry that left a failing instance
+// (base.Peer), so that a retry that left a failing instance
 // shows it; and, when the Transport sends the request's deadline
 // (retryhttp.WithDeadlineHeader), retryhttp.deadline.sent, the time left the
-// attempt carried to the server, in seconds
-// (retryhttp.SentDeadlineFromContext). There is no span around the whole call: the conventions ask for
-// none. The attempt spans are children of the span in the request's
+// attempt carried to the server, in seconds (deadline.Sent). There is no span
+// around the whole call: the conventions ask for none. The attempt spans are children of the span in the request's
 // context, if any; without one, each attempt is a trace of its own, as the
 // conventions' examples show.
 //

@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/base"
+	"github.com/retryhttp/retryhttp/deadline"
 )
 
 // ScopeName is the instrumentation scope of the instruments this package
@@ -132,10 +134,10 @@ func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
 
 // defaultBase returns a transport configured as retryhttp's default base.
 func defaultBase() http.RoundTripper {
-	base := cleanhttp.DefaultPooledTransport()
-	base.MaxIdleConnsPerHost = 100
-	base.DialContext = retryhttp.NewDialer().DialContext
-	return base
+	t := cleanhttp.DefaultPooledTransport()
+	t.MaxIdleConnsPerHost = 100
+	t.DialContext = base.NewDialer().DialContext
+	return t
 }
 
 // An observer records the attempts and decisions of one Transport.
@@ -192,8 +194,8 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	r, full := restore(r)
 	ctx := r.Context()
-	resend := retryhttp.AttemptFromContext(ctx) - 1
-	sent, hasSent := retryhttp.SentDeadlineFromContext(ctx)
+	resend := base.Attempt(ctx) - 1
+	sent, hasSent := deadline.Sent(ctx)
 	if resend > 0 || full != "" || r.Method == methodQuery || hasSent {
 		if span := trace.SpanFromContext(ctx); madeSpan(ctx) && span.IsRecording() {
 			annotate(span, r, resend, full, sent)
@@ -201,7 +203,7 @@ func (a *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	a.o.countAttempt(ctx, r)
 	resp, err := a.base.RoundTrip(r)
-	if peer := retryhttp.PeerFromContext(ctx); peer.IsValid() && madeSpan(ctx) {
+	if peer := base.Peer(ctx); peer.IsValid() && madeSpan(ctx) {
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			span.SetAttributes(semconv.NetworkPeerAddress(peer.Addr().String()), semconv.NetworkPeerPort(int(peer.Port())))
 		}

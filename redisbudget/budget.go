@@ -121,7 +121,7 @@ func New(client redis.UniversalClient, name string, opts ...Option) *Budget {
 	cfg.check()
 	l := bucketLimits(cfg.bucket)
 	if l.capacity > maxCapacity {
-		panic(fmt.Sprintf("redisbudget: BucketCapacity must be at most %d tokens", maxCapacity/budget.Token))
+		panic(fmt.Sprintf("redisbudget: budget.Capacity must be at most %d tokens", maxCapacity/budget.Token))
 	}
 	return newBudget(newRedisStore(client, l.capacity, cfg.keyTTL), name, l, cfg)
 }

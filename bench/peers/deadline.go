@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/deadline"
 )
 
 // RetryHTTPDeadline is the name of retryhttp sending each attempt's time
@@ -11,8 +12,8 @@ import (
 const RetryHTTPDeadline = "retryhttp, deadline sent"
 
 // NewRetryHTTPDeadline is NewRetryHTTP with
-// retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout): each attempt of a
+// retryhttp.WithDeadlineHeader(deadline.GRPCTimeout): each attempt of a
 // request with a deadline carries the time left before it.
 func NewRetryHTTPDeadline(base http.RoundTripper, c Config) http.RoundTripper {
-	return newRetryHTTP(base, c, retryhttp.WithDeadlineHeader(retryhttp.GRPCTimeout))
+	return newRetryHTTP(base, c, retryhttp.WithDeadlineHeader(deadline.GRPCTimeout))
 }

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench/peers"
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/server"
 )
 
 // DeadlineParams sizes the deadline scenario: a chain A -> B -> C -> D -> E
@@ -26,7 +27,7 @@ type DeadlineParams struct {
 	Slow        time.Duration // E's work before it answers 200, when it is slow
 	Config      peers.Config  // every layer's retries
 	// Margin is what each service takes off the deadline it is sent, with
-	// retryhttp.HandlerDeadline; 0 keeps its default.
+	// server.DeadlineMargin; 0 keeps its default.
 	Margin time.Duration
 }
 
@@ -47,15 +48,15 @@ func DefaultDeadlineParams() DeadlineParams {
 type ChainSetup struct {
 	Name    string
 	Lib     peers.Library // every service's client
-	Handler bool          // every service is wrapped in retryhttp's Handler
+	Handler bool          // every service is wrapped in server.Handler
 	// Deadline: every service reads the deadline its caller sends
-	// (retryhttp.HandlerDeadline), which Lib must send.
+	// (server.Deadline), which Lib must send.
 	Deadline bool
 }
 
 // ChainSetups returns the chain with no retry library, with
-// go-retryablehttp, with retryhttp and its Handler, and with retryhttp and
-// its Handler carrying the deadline down the chain.
+// go-retryablehttp, with retryhttp and server.Handler, and with retryhttp
+// and server.Handler carrying the deadline down the chain.
 func ChainSetups() []ChainSetup {
 	return []ChainSetup{
 		{Name: "plain net/http, no retries", Lib: peers.Library{Name: peers.Plain, New: peers.NewPlain}},
@@ -130,12 +131,12 @@ type chainLayer struct {
 
 type runKey struct{}
 
-// newChainLayer starts a service serving h, wrapped in retryhttp's Handler
+// newChainLayer starts a service serving h, wrapped in server.Handler
 // as s says, with margin if not 0, on 127.0.0.1.
 func newChainLayer(s ChainSetup, margin time.Duration, h http.Handler) *chainLayer {
 	l := &chainLayer{runs: map[string][]*handlerRun{}}
 	// The innermost handler sees the context the service gives it, with
-	// the deadline its Handler applied.
+	// the deadline server.Handler applied.
 	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		if run, ok := r.Context().Value(runKey{}).(*handlerRun); ok {
@@ -143,14 +144,14 @@ func newChainLayer(s ChainSetup, margin time.Duration, h http.Handler) *chainLay
 		}
 	})
 	if s.Handler {
-		var opts []retryhttp.HandlerOption
+		var opts []server.Option
 		if s.Deadline {
-			opts = append(opts, retryhttp.HandlerDeadline(retryhttp.GRPCTimeout))
+			opts = append(opts, server.Deadline(deadline.GRPCTimeout))
 			if margin > 0 {
-				opts = append(opts, retryhttp.HandlerDeadlineMargin(margin))
+				opts = append(opts, server.DeadlineMargin(margin))
 			}
 		}
-		inner = retryhttp.NewHandler(inner, opts...)
+		inner = server.Handler(inner, opts...)
 	}
 	l.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		run := &handlerRun{start: time.Now()}
@@ -328,7 +329,7 @@ func Deadline(ctx context.Context, p Params) []Table {
 		t := Table{
 			Title: fmt.Sprintf("deadline: A -> B -> C -> D -> E, A's deadline %v, %s", dp.Deadline, e.Name),
 			Note: fmt.Sprintf("Each service is a loopback server with a client of its own (%d attempts, backoff from %v, no "+
-				"retry budget), calling the next with its request's context, and, with retryhttp, wrapped in its Handler. "+
+				"retry budget), calling the next with its request's context, and, with retryhttp, wrapped in server.Handler. "+
 				"A gives its call to B a deadline of %v. %d requests to A, %d at a time, after %d of warm-up. Per request to A: "+
 				"E's calls; E's calls after A stopped waiting for B (its call returned, answered or cut off); the time "+
 				"B, C, D and E spent on it after that; the retries started anywhere in B..E that could not finish "+

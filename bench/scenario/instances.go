@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/bench/peers"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -127,7 +127,7 @@ func (r staticResolver) LookupNetIP(context.Context, string, string) ([]netip.Ad
 // .3, the first answering 503 to everything, reached by a name that
 // resolves to the three in that order. Every library's base dials the
 // addresses in order until one connects, as net.Dialer does; retryhttp's
-// dials with a retryhttp.Dialer, whose only difference is that a retry
+// dials with a base.Dialer, whose only difference is that a retry
 // dials the addresses that failed last.
 func namedFleet(withDialer bool) (*fleet, error) {
 	addrs := staticResolver{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
@@ -170,7 +170,7 @@ func namedFleet(withDialer bool) (*fleet, error) {
 		s.Start()
 		servers = append(servers, s)
 	}
-	d := &retryhttp.Dialer{Resolver: addrs}
+	d := &base.Dialer{Resolver: addrs}
 	return &fleet{
 		url: "http://svc.test:" + port + "/",
 		base: func() *http.Transport {
@@ -291,7 +291,7 @@ func Instances(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "instances: a name with three addresses, the first answering 503",
 		Note: note + " Every base dials the addresses in the resolver's order until one connects, as net.Dialer " +
-			"does; retryhttp's dials through retryhttp.Dialer, which dials the addresses a request failed at last.",
+			"does; retryhttp's dials through base.Dialer, which dials the addresses a request failed at last.",
 		Header: header,
 	}
 	for _, lib := range peers.All() {
@@ -301,7 +301,7 @@ func Instances(ctx context.Context, p Params) []Table {
 			}
 			name := lib.Name
 			if lib.Name == peers.RetryHTTP && !dialer {
-				name += " without retryhttp.Dialer"
+				name += " without base.Dialer"
 			}
 			f, err := namedFleet(dialer)
 			if err != nil {

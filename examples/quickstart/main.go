@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -92,7 +93,7 @@ var steps = []step{{
 	lesson: "a slow request is hedged: a second copy went out when the first had no answer after 50 ms, it won, and the first was cancelled",
 	holds: func(resp *http.Response, err error, srv *retryhttptest.Server, _ *service) bool {
 		return err == nil && resp.StatusCode == 200 && srv.Attempts() >= 2 &&
-			retryhttp.AttemptFromContext(resp.Request.Context()) >= 2
+			base.Attempt(resp.Request.Context()) >= 2
 	},
 }}
 

@@ -1,4 +1,4 @@
-package retryhttp
+package server
 
 import (
 	"context"
@@ -9,35 +9,38 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
-	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// malformedSeen records what HandlerOnMalformedDeadline reports.
+// malformedSeen records what OnMalformedDeadline reports.
 type malformedSeen struct{ values []string }
 
-func (m *malformedSeen) option() HandlerOption {
-	return HandlerOnMalformedDeadline(func(_ *http.Request, f DeadlineFormat, v string) {
+func (m *malformedSeen) option() Option {
+	return OnMalformedDeadline(func(_ *http.Request, f deadline.Format, v string) {
 		m.values = append(m.values, string(f)+"="+v)
 	})
 }
 
-// serveDeadline serves a GET carrying header through NewHandler with opts,
+// serveDeadline serves a GET carrying header through Handler with opts,
 // in a synctest bubble's time, and returns the time left on the handler's
 // context (-1 without a deadline; the handler not run: -2), the response,
 // and the malformed values reported.
-func serveDeadline(t *testing.T, parent context.Context, header http.Header, opts ...HandlerOption) (time.Duration, *http.Response, []string) {
+func serveDeadline(t *testing.T, parent context.Context, header http.Header, opts ...Option) (time.Duration, *http.Response, []string) {
 	t.Helper()
 	var m malformedSeen
 	left := time.Duration(-2)
-	h := NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		left = -1
 		if d, ok := r.Context().Deadline(); ok {
 			left = time.Until(d)
 		}
-	}), append([]HandlerOption{m.option()}, opts...)...)
+	}), append([]Option{m.option()}, opts...)...)
 	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(parent)
 	req.Header = header
 	rec := httptest.NewRecorder()
@@ -45,31 +48,31 @@ func serveDeadline(t *testing.T, parent context.Context, header http.Header, opt
 	return left, rec.Result(), m.values
 }
 
-func TestHandlerDeadline(t *testing.T) {
+func TestDeadline(t *testing.T) {
 	const none, notRun = time.Duration(-1), time.Duration(-2)
-	every := HandlerDeadline(GRPCTimeout, EnvoyTimeout, ConnectTimeout, "X-Deadline-Ms")
-	ms250 := 250*time.Millisecond - DefaultHandlerDeadlineMargin // 250 ms sent
+	every := Deadline(deadline.GRPCTimeout, deadline.EnvoyTimeout, deadline.ConnectTimeout, "X-Deadline-Ms")
+	ms250 := 250*time.Millisecond - defaultMargin // 250 ms sent
 	tests := []struct {
 		name      string
 		header    http.Header
-		opts      []HandlerOption
+		opts      []Option
 		left      time.Duration
 		malformed []string
 	}{
 		{"grpc-timeout", http.Header{"Grpc-Timeout": {"250m"}}, nil, ms250, nil},
-		{"grpc-timeout in seconds", http.Header{"Grpc-Timeout": {"2S"}}, nil, 2*time.Second - DefaultHandlerDeadlineMargin, nil},
+		{"grpc-timeout in seconds", http.Header{"Grpc-Timeout": {"2S"}}, nil, 2*time.Second - defaultMargin, nil},
 		{"Envoy", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"250"}}, nil, ms250, nil},
 		{"Connect", http.Header{"Connect-Timeout-Ms": {"250"}}, nil, ms250, nil},
 		{"a name of our own", http.Header{"X-Deadline-Ms": {"250"}}, nil, ms250, nil},
 		{"no header", http.Header{}, nil, none, nil},
 		{"a format not read", http.Header{"X-Other-Ms": {"250"}}, nil, none, nil},
-		{"margin", http.Header{"Grpc-Timeout": {"250m"}}, []HandlerOption{HandlerDeadlineMargin(10 * time.Millisecond)}, 240 * time.Millisecond, nil},
-		{"no margin", http.Header{"Grpc-Timeout": {"250m"}}, []HandlerOption{HandlerDeadlineMargin(0)}, 250 * time.Millisecond, nil},
-		{"capped", http.Header{"Grpc-Timeout": {"2H"}}, nil, DefaultHandlerMaxDeadline, nil},
-		{"capped by the service", http.Header{"Grpc-Timeout": {"2S"}}, []HandlerOption{HandlerMaxDeadline(500 * time.Millisecond)}, 500 * time.Millisecond, nil},
-		{"a cap below the margin", http.Header{"Grpc-Timeout": {"10m"}}, []HandlerOption{HandlerMaxDeadline(time.Millisecond)}, time.Millisecond, nil},
-		{"longer than a Duration", http.Header{"Grpc-Timeout": {"99999999H"}}, nil, DefaultHandlerMaxDeadline, nil},
-		{"Envoy's huge", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"9999999999"}}, nil, DefaultHandlerMaxDeadline, nil},
+		{"margin", http.Header{"Grpc-Timeout": {"250m"}}, []Option{DeadlineMargin(10 * time.Millisecond)}, 240 * time.Millisecond, nil},
+		{"no margin", http.Header{"Grpc-Timeout": {"250m"}}, []Option{DeadlineMargin(0)}, 250 * time.Millisecond, nil},
+		{"capped", http.Header{"Grpc-Timeout": {"2H"}}, nil, defaultMaxDeadline, nil},
+		{"capped by the service", http.Header{"Grpc-Timeout": {"2S"}}, []Option{MaxDeadline(500 * time.Millisecond)}, 500 * time.Millisecond, nil},
+		{"a cap below the margin", http.Header{"Grpc-Timeout": {"10m"}}, []Option{MaxDeadline(time.Millisecond)}, time.Millisecond, nil},
+		{"longer than a Duration", http.Header{"Grpc-Timeout": {"99999999H"}}, nil, defaultMaxDeadline, nil},
+		{"Envoy's huge", http.Header{"X-Envoy-Expected-Rq-Timeout-Ms": {"9999999999"}}, nil, defaultMaxDeadline, nil},
 		{"expired: 0n", http.Header{"Grpc-Timeout": {"0n"}}, nil, notRun, nil},
 		{"expired: within the margin", http.Header{"Connect-Timeout-Ms": {"1"}}, nil, notRun, nil},
 		{"expired: the margin", http.Header{"Grpc-Timeout": {"2m"}}, nil, notRun, nil},
@@ -107,12 +110,12 @@ func TestHandlerDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				left, resp, malformed := serveDeadline(t, t.Context(), tt.header, append([]HandlerOption{every}, tt.opts...)...)
+				left, resp, malformed := serveDeadline(t, t.Context(), tt.header, append([]Option{every}, tt.opts...)...)
 				assert.Equal(t, tt.left, left, "time left in the handler")
 				assert.Equal(t, tt.malformed, malformed, "malformed values reported")
 				if tt.left == notRun {
 					assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
-					assert.Equal(t, "false", resp.Header.Get(wire.ShouldRetryHeader))
+					assert.Equal(t, "false", resp.Header.Get(layer.ShouldRetryHeader))
 					return
 				}
 				assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -125,7 +128,7 @@ func TestHandlerDeadlineNeverExtendsItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
-		left, _, _ := serveDeadline(t, ctx, http.Header{"Grpc-Timeout": {"5S"}}, HandlerDeadline(GRPCTimeout))
+		left, _, _ := serveDeadline(t, ctx, http.Header{"Grpc-Timeout": {"5S"}}, Deadline(deadline.GRPCTimeout))
 		assert.Equal(t, 100*time.Millisecond, left)
 	})
 }
@@ -138,27 +141,31 @@ func TestHandlerWithoutDeadlineOptionIgnoresHeaders(t *testing.T) {
 	})
 }
 
-func TestHandlerOnMalformedDeadlineHooksAddUp(t *testing.T) {
+func TestOnMalformedDeadlineHooksAddUp(t *testing.T) {
 	var calls []string
-	h := NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		HandlerDeadline(ConnectTimeout),
-		HandlerOnMalformedDeadline(func(*http.Request, DeadlineFormat, string) { calls = append(calls, "first") }),
-		HandlerOnMalformedDeadline(func(*http.Request, DeadlineFormat, string) { calls = append(calls, "second") }))
+	h := Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		Deadline(deadline.ConnectTimeout),
+		OnMalformedDeadline(func(*http.Request, deadline.Format, string) { calls = append(calls, "first") }),
+		OnMalformedDeadline(func(*http.Request, deadline.Format, string) { calls = append(calls, "second") }))
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("Connect-Timeout-Ms", "x")
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	assert.Equal(t, []string{"first", "second"}, calls)
 }
 
-func TestHandlerOptionsPanic(t *testing.T) {
+func TestOptionsPanic(t *testing.T) {
 	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	assert.Panics(t, func() { NewHandler(nil) })
-	assert.Panics(t, func() { NewHandler(h, nil) })
-	assert.Panics(t, func() { HandlerDeadline() })
-	assert.Panics(t, func() { HandlerDeadline("a b") })
-	assert.Panics(t, func() { HandlerMaxDeadline(0) })
-	assert.Panics(t, func() { HandlerDeadlineMargin(-time.Nanosecond) })
-	assert.Panics(t, func() { HandlerOnMalformedDeadline(nil) })
+	assert.Panics(t, func() { Handler(nil) })
+	assert.Panics(t, func() { Handler(h, nil) })
+	assert.Panics(t, func() { Deadline() })
+	assert.Panics(t, func() { Deadline("a b") })
+	assert.Panics(t, func() { MaxDeadline(0) })
+	assert.Panics(t, func() { DeadlineMargin(-time.Nanosecond) })
+	assert.Panics(t, func() { OnMalformedDeadline(nil) })
+	assert.PanicsWithValue(t, "server: Handler: nil handler", func() { Handler(nil) })
+	assert.PanicsWithValue(t, "server: Handler: nil Option", func() { Handler(h, nil) })
+	assert.PanicsWithValue(t, "server: Deadline: no deadline.Format", func() { Deadline() })
+	assert.PanicsWithValue(t, "server: MaxDeadline: duration must be positive, got 0s", func() { MaxDeadline(0) })
 }
 
 // TestDeadlineCarriedThroughAService serves a request with 300 ms left
@@ -167,21 +174,24 @@ func TestHandlerOptionsPanic(t *testing.T) {
 // the margin and the time the handler took before calling.
 func TestDeadlineCarriedThroughAService(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dep := &script{steps: statuses(200)}
-		client := &http.Client{Transport: newTestTransport(dep, 0, WithDeadlineHeader(GRPCTimeout))}
-		h := NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sent []string
+		dep := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			sent = append(sent, r.Header.Get("Grpc-Timeout"))
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		client := &http.Client{Transport: retryhttp.New(retryhttp.WithBase(dep), retryhttp.WithDeadlineHeader(deadline.GRPCTimeout))}
+		h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(20 * time.Millisecond) // work before the call
 			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://dep.test/", nil)
 			require.NoError(t, err)
 			resp, err := client.Do(req)
 			require.NoError(t, err)
 			resp.Body.Close()
-		}), HandlerDeadline(GRPCTimeout))
+		}), Deadline(deadline.GRPCTimeout))
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.Header.Set("Grpc-Timeout", "300m")
 		h.ServeHTTP(httptest.NewRecorder(), req)
-		require.Equal(t, 1, dep.count())
-		assert.Equal(t, "278m", dep.headers[0].Get("Grpc-Timeout"))
+		assert.Equal(t, []string{"278m"}, sent)
 	})
 }
 
@@ -190,18 +200,31 @@ func TestDeadlineCarriedThroughAService(t *testing.T) {
 // retry the 504.
 func TestExpiredRequestSignalledAbove(t *testing.T) {
 	runs := 0
-	srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runs++ }), HandlerDeadline(GRPCTimeout)))
+	srv := httptest.NewServer(Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runs++ }), Deadline(deadline.GRPCTimeout)))
 	defer srv.Close()
-	tr := New(WithBackoff(backoff.Constant(0)))
+	tr := retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)))
 	defer tr.CloseIdleConnections()
-	req := get(t, srv.URL)
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
 	req.Header.Set("Grpc-Timeout", "0n")
 	resp, err := tr.RoundTrip(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
-	assert.Equal(t, 1, Attempts(resp))
+	assert.Equal(t, 1, retryhttp.Attempts(resp))
 	assert.Zero(t, runs, "the handler never ran")
+}
+
+// deadlineSeeds are values of each format, well-formed and not, for the
+// seed corpus of FuzzHandlerDeadline; the parser's own table has more.
+var deadlineSeeds = [][2]string{
+	{"Grpc-Timeout", "250m"}, {"Grpc-Timeout", "0n"}, {"Grpc-Timeout", "99999999H"},
+	{"Grpc-Timeout", "000000007m"}, {"Grpc-Timeout", "5s"}, {"Grpc-Timeout", " 5m\t"},
+	{"Grpc-Timeout", "5m,6m"}, {"Grpc-Timeout", "1\u00b5"},
+	{"X-Envoy-Expected-Rq-Timeout-Ms", "250"}, {"X-Envoy-Expected-Rq-Timeout-Ms", "0"},
+	{"X-Envoy-Expected-Rq-Timeout-Ms", "10000000000"}, {"X-Envoy-Expected-Rq-Timeout-Ms", "-1"},
+	{"Connect-Timeout-Ms", "250"}, {"Connect-Timeout-Ms", "0"}, {"Connect-Timeout-Ms", "250m"},
+	{"X-Deadline-Ms", "1"}, {"X-Deadline-Ms", "1,1"}, {"X-Deadline-Ms", "NaN"},
 }
 
 // FuzzHandlerDeadline serves requests with any value in a format of any
@@ -211,41 +234,41 @@ func TestExpiredRequestSignalledAbove(t *testing.T) {
 // or, when the margin takes it all, it is not run and the answer is 504
 // with the signal; and each malformed value is reported once per format
 // that reads it.
-func FuzzHandlerDeadline(f *testing.F) {
-	for _, tt := range parseTests {
-		f.Add(string(tt.f), tt.value, "250m", int64(DefaultHandlerDeadlineMargin))
+func FuzzDeadline(f *testing.F) {
+	for _, tt := range deadlineSeeds {
+		f.Add(tt[0], tt[1], "250m", int64(defaultMargin))
 	}
 	f.Add("X-Deadline-Ms", "1", "0n", int64(0))
 	f.Add("Connect-Timeout-Ms", "9999999999", "99999999H", int64(math.MaxInt64))
 	f.Add("grpc-timeout", "1S", "1u", int64(-1))
 	f.Fuzz(func(t *testing.T, name, value, grpc string, margin int64) {
-		if name == "" || !validHeaderName(name) {
+		if name == "" || !deadlinefmt.ValidHeaderName(name) {
 			return
 		}
-		format := DeadlineFormat(http.CanonicalHeaderKey(name))
-		formats := []DeadlineFormat{format, GRPCTimeout}
+		format := deadline.Format(http.CanonicalHeaderKey(name))
+		formats := []deadline.Format{format, deadline.GRPCTimeout}
 		m := nonNegative(margin)
 		const limit = time.Second
 		header := http.Header{string(format): {value}}
-		header.Add(string(GRPCTimeout), grpc)
+		header.Add(string(deadline.GRPCTimeout), grpc)
 
 		var least time.Duration
 		found, malformed := false, 0
 		for _, f := range formats {
 			for _, v := range header[string(f)] {
-				switch d, kind := f.parseValue(v); kind {
-				case deadlineSet:
+				switch d, kind := deadlinefmt.Parse(string(f), v); kind {
+				case deadlinefmt.Set:
 					if !found || d < least {
 						least, found = d, true
 					}
-				case deadlineMalformed:
+				case deadlinefmt.Malformed:
 					malformed++
 				}
 			}
 		}
 		synctest.Test(t, func(t *testing.T) {
 			left, resp, reported := serveDeadline(t, t.Context(), header,
-				HandlerDeadline(formats...), HandlerMaxDeadline(limit), HandlerDeadlineMargin(m))
+				Deadline(formats...), MaxDeadline(limit), DeadlineMargin(m))
 			if len(reported) != malformed {
 				t.Fatalf("%q: %d malformed values reported (%q), want %d", header, len(reported), reported, malformed)
 			}
@@ -255,7 +278,7 @@ func FuzzHandlerDeadline(f *testing.F) {
 					t.Fatalf("%q: no deadline sent, but the handler saw %v left, answered %d", header, left, resp.StatusCode)
 				}
 			case least <= m:
-				if left != -2 || resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(wire.ShouldRetryHeader) != "false" {
+				if left != -2 || resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(layer.ShouldRetryHeader) != "false" {
 					t.Fatalf("%q, margin %v: handler saw %v left, answered %d %q; want it not run, 504", header, m, left, resp.StatusCode, resp.Header)
 				}
 			default:
@@ -265,4 +288,17 @@ func FuzzHandlerDeadline(f *testing.F) {
 			}
 		})
 	})
+}
+
+// roundTripperFunc makes a function an http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// nonNegative maps an int64 onto the Durations from 0 to the largest.
+func nonNegative(x int64) time.Duration {
+	if x < 0 {
+		return time.Duration(-(x + 1))
+	}
+	return time.Duration(x)
 }

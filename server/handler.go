@@ -1,4 +1,4 @@
-package retryhttp
+package server
 
 import (
 	"bufio"
@@ -6,24 +6,22 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
 
-	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/internal/layer"
 )
 
 // Handler wraps next, the handler of a service that calls its own
-// dependencies through Transports, so that in a chain of such services only
-// the layer closest to a failure retries it.
-//
-// When every service in a chain A -> B -> C -> D -> E retries three times, a
-// failing E sees 3⁴ = 81 calls for each request to A: each layer multiplies
-// the retries of the layers below. With Handler around B, C and D, a layer
-// that gave up on its dependency (attempts spent, budget empty, or the
-// dependency itself said not to retry) and answers with a status worth
-// retrying (408, 429 or 5xx) adds "X-Should-Retry: false" to its response.
-// The Transport of the layer above honours that signal, as does any client
-// that follows classify.ShouldRetry's convention, so E sees only the
-// attempts of D.
+// dependencies through retryhttp Transports, so that in a chain of such
+// services only the layer closest to a failure retries it. When a
+// Transport gave up on a dependency while next served the request
+// (attempts spent, budget empty, the dependency said not to retry, no time
+// left) and next answers with a status worth retrying (408, 429 or 5xx),
+// the response carries "X-Should-Retry: false", which the Transport of the
+// layer above honours. When adaptive throttling refused a request to a
+// dependency (retryhttp.ErrThrottled), the dependency is down as far as
+// this layer knows: a 5xx next answers becomes 503 Service Unavailable,
+// with the signal, whatever 5xx next chose for the error. With Deadline,
+// the deadline a caller sends becomes the incoming request's.
 //
 // The Transport learns which incoming request it serves from the request's
 // context: make outgoing requests with the incoming request's context (or
@@ -32,37 +30,21 @@ import (
 // so a handler that writes its status before calling its dependencies sends
 // none.
 //
-// A dependency that adaptive throttling refused a request to
-// (WithAdaptiveThrottling, ErrThrottled) is down as far as this layer
-// knows: a 5xx status the handler then answers with becomes 503 Service
-// Unavailable, with "X-Should-Retry: false", whatever 5xx the handler
-// chose for the error.
-//
-// Handler has the shape of the middleware of most routers
-// (func(http.Handler) http.Handler). NewHandler takes options too: with
-// HandlerDeadline, the deadline a caller sends (WithDeadlineHeader, gRPC,
-// Envoy, Connect) becomes the incoming request's.
-func Handler(next http.Handler) http.Handler {
+// A router whose middleware is a func(http.Handler) http.Handler takes it
+// as func(h http.Handler) http.Handler { return server.Handler(h, opts...) }.
+// It panics on a nil handler or a nil Option.
+func Handler(next http.Handler, opts ...Option) http.Handler {
 	if next == nil {
-		panic("retryhttp: Handler: nil handler")
+		panic("server: Handler: nil handler")
 	}
-	return NewHandler(next)
-}
-
-// NewHandler is Handler, configured by opts: HandlerDeadline and the
-// options that go with it. It panics on a nil handler or a nil option.
-func NewHandler(next http.Handler, opts ...HandlerOption) http.Handler {
-	if next == nil {
-		panic("retryhttp: NewHandler: nil handler")
-	}
-	c := newHandlerConfig(opts)
-	if c.formats == nil {
+	c := newConfig(opts)
+	if c.Formats == nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			serve(next, w, r, r.Context())
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel, ok := c.deadline(w, r)
+		ctx, cancel, ok := withDeadline(&c, w, r)
 		if !ok {
 			return // answered: the deadline had passed
 		}
@@ -76,51 +58,27 @@ func NewHandler(next http.Handler, opts ...HandlerOption) http.Handler {
 // serve runs next for r under ctx, r's context or one derived from it, with
 // the state through which Transports report giving up.
 func serve(next http.Handler, w http.ResponseWriter, r *http.Request, ctx context.Context) {
-	state := &serving{}
-	r = r.WithContext(context.WithValue(ctx, servingKey{}, state))
+	state := &layer.Serving{}
+	r = r.WithContext(layer.NewContext(ctx, state))
 	next.ServeHTTP(wrapWriter(w, state), r)
-}
-
-// serving records, for one incoming request, whether a Transport gave up on
-// a dependency while serving it, and whether adaptive throttling refused a
-// request to one. Transports may record from any goroutine.
-type serving struct{ gaveUp, shed atomic.Bool }
-
-type servingKey struct{}
-
-// markGaveUp records in ctx's incoming request, if any, that a dependency
-// was given up on.
-func markGaveUp(ctx context.Context) {
-	if s, ok := ctx.Value(servingKey{}).(*serving); ok {
-		s.gaveUp.Store(true)
-	}
-}
-
-// markShed records in ctx's incoming request, if any, that a request to a
-// dependency was refused by adaptive throttling, which is giving up on it.
-func markShed(ctx context.Context) {
-	if s, ok := ctx.Value(servingKey{}).(*serving); ok {
-		s.gaveUp.Store(true)
-		s.shed.Store(true)
-	}
 }
 
 // signalWriter adds the do-not-retry signal to a failure response of a
 // request whose dependencies were given up on.
 type signalWriter struct {
 	http.ResponseWriter
-	state       *serving
+	state       *layer.Serving
 	wroteHeader bool
 }
 
 func (w *signalWriter) WriteHeader(code int) {
 	if !w.wroteHeader && code >= 200 { // 1xx responses are not the final status
 		w.wroteHeader = true
-		if code >= 500 && code <= 599 && w.state.shed.Load() {
+		if code >= 500 && code <= 599 && w.state.Shed() {
 			code = http.StatusServiceUnavailable
 		}
-		if failureStatus(code) && w.state.gaveUp.Load() {
-			w.Header().Set(wire.ShouldRetryHeader, "false")
+		if layer.Failure(code) && w.state.GaveUp() {
+			w.Header().Set(layer.ShouldRetryHeader, "false")
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -139,7 +97,7 @@ func (w *signalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // interfaces http.Flusher, http.Hijacker, io.ReaderFrom and http.Pusher
 // exactly when w has it, so that handlers asserting them directly, and
 // http.ResponseController, see what w can do.
-func wrapWriter(w http.ResponseWriter, state *serving) http.ResponseWriter {
+func wrapWriter(w http.ResponseWriter, state *layer.Serving) http.ResponseWriter {
 	sw := &signalWriter{ResponseWriter: w, state: state}
 	var mask int
 	if _, ok := w.(http.Flusher); ok {

@@ -1,4 +1,4 @@
-package retryhttp
+package server
 
 import (
 	"fmt"
@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
-	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +29,7 @@ func chain(t *testing.T, middleware bool) (string, *atomic.Int32, func()) {
 	stops := []func(){e.Close}
 	next := e.URL
 	for range 4 { // D, C, B, A
-		tr := New(WithBackoff(backoff.Constant(0)))
+		tr := retryhttp.New(retryhttp.WithBackoff(backoff.Constant(0)))
 		client := &http.Client{Transport: tr}
 		dep := next
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +104,7 @@ func TestChainFigures(t *testing.T) {
 	for _, middleware := range []bool{false, true} {
 		name := "retryhttp in every layer"
 		if middleware {
-			name += ", with retryhttp.Handler"
+			name += ", with server.Handler"
 		}
 		fmt.Fprintf(&b, "| %s |", name)
 		for _, n := range []int{1, 50, 1000} {
@@ -138,13 +139,13 @@ func TestHandlerSignal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if tt.gaveUp {
-					markGaveUp(r.Context())
+					layer.MarkGaveUp(r.Context())
 				}
 				tt.write(w)
 			}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-			assert.Equal(t, tt.want, rec.Result().Header.Get(wire.ShouldRetryHeader))
+			assert.Equal(t, tt.want, rec.Result().Header.Get(layer.ShouldRetryHeader))
 		})
 	}
 }
@@ -229,11 +230,13 @@ func TestHandlerWriterHasExactlyTheWrappedFeatures(t *testing.T) {
 				inner = writerFeatures(ww)
 			})).ServeHTTP(w, r)
 		}))
-		var base http.RoundTripper = http.DefaultTransport
+		base := http.DefaultTransport
 		if h2c {
 			srv.Config.Protocols = new(http.Protocols)
 			srv.Config.Protocols.SetUnencryptedHTTP2(true)
-			tr := h2cTransport()
+			var p http.Protocols
+			p.SetUnencryptedHTTP2(true)
+			tr := &http.Transport{Protocols: &p}
 			defer tr.CloseIdleConnections()
 			base = tr
 		}
@@ -285,11 +288,11 @@ func TestHandlerSignalAfterReadFrom(t *testing.T) {
 		io.ReaderFrom
 	}{rec, readerFromFunc(func(r io.Reader) (int64, error) { return io.Copy(rec.Body, r) })}
 	Handler(http.HandlerFunc(func(ww http.ResponseWriter, r *http.Request) {
-		markGaveUp(r.Context())
+		layer.MarkGaveUp(r.Context())
 		io.Copy(ww, strings.NewReader("streamed"))
 		ww.WriteHeader(http.StatusBadGateway)
 	})).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-	assert.Empty(t, rec.Header().Get(wire.ShouldRetryHeader))
+	assert.Empty(t, rec.Header().Get(layer.ShouldRetryHeader))
 	assert.Equal(t, "streamed", rec.Body.String())
 }
 
