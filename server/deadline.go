@@ -44,7 +44,17 @@ func newConfig(opts []Option) config.Server {
 		}
 		o(&c)
 	}
+	if c.Tuned != "" && c.Formats == nil {
+		panic("server: Handler: " + c.Tuned + " does nothing without Deadline")
+	}
 	return c
+}
+
+// tuned records that option, which only tunes Deadline, was given.
+func tuned(c *config.Server, option string) {
+	if c.Tuned == "" {
+		c.Tuned = option
+	}
 }
 
 // Deadline makes the deadline a caller sends in any of the given formats
@@ -90,7 +100,7 @@ func MaxDeadline(d time.Duration) Option {
 	if d <= 0 {
 		panic("server: MaxDeadline: duration must be positive, got " + d.String())
 	}
-	return func(c *config.Server) { c.MaxDeadline = d }
+	return func(c *config.Server) { c.MaxDeadline = d; tuned(c, "MaxDeadline") }
 }
 
 // DeadlineMargin sets the time taken off an incoming deadline (Deadline)
@@ -103,7 +113,7 @@ func DeadlineMargin(d time.Duration) Option {
 	if d < 0 {
 		panic("server: DeadlineMargin: negative duration " + d.String())
 	}
-	return func(c *config.Server) { c.Margin = d }
+	return func(c *config.Server) { c.Margin = d; tuned(c, "DeadlineMargin") }
 }
 
 // OnMalformedDeadline calls fn with each malformed deadline value an
@@ -123,6 +133,7 @@ func OnMalformedDeadline(fn func(r *http.Request, format deadline.Format, value 
 		panic("server: OnMalformedDeadline: nil function")
 	}
 	return func(c *config.Server) {
+		tuned(c, "OnMalformedDeadline")
 		if prev := c.OnMalformed; prev != nil {
 			c.OnMalformed = func(r *http.Request, f deadline.Format, v string) {
 				prev(r, f, v)

@@ -135,7 +135,18 @@ func TestHandlerDeadlineNeverExtendsItsOwn(t *testing.T) {
 
 func TestHandlerWithoutDeadlineOptionIgnoresHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		left, resp, _ := serveDeadline(t, t.Context(), http.Header{"Grpc-Timeout": {"0n"}})
+		left := time.Duration(-2)
+		h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			left = -1
+			if d, ok := r.Context().Deadline(); ok {
+				left = time.Until(d)
+			}
+		}))
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("Grpc-Timeout", "0n")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		resp := rec.Result()
 		assert.Equal(t, time.Duration(-1), left)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	})
@@ -166,6 +177,18 @@ func TestOptionsPanic(t *testing.T) {
 	assert.PanicsWithValue(t, "server: Handler: nil Option", func() { Handler(h, nil) })
 	assert.PanicsWithValue(t, "server: Deadline: no deadline.Format", func() { Deadline() })
 	assert.PanicsWithValue(t, "server: MaxDeadline: duration must be positive, got 0s", func() { MaxDeadline(0) })
+}
+
+// TestTuningWithoutDeadlinePanics: the options that only tune Deadline do
+// nothing without it, and Handler refuses them, naming the first; with
+// Deadline they are accepted in any order.
+func TestTuningWithoutDeadlinePanics(t *testing.T) {
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	hook := OnMalformedDeadline(func(*http.Request, deadline.Format, string) {})
+	assert.PanicsWithValue(t, "server: Handler: DeadlineMargin does nothing without Deadline", func() { Handler(h, DeadlineMargin(time.Millisecond)) })
+	assert.PanicsWithValue(t, "server: Handler: MaxDeadline does nothing without Deadline", func() { Handler(h, MaxDeadline(time.Second), DeadlineMargin(0)) })
+	assert.PanicsWithValue(t, "server: Handler: OnMalformedDeadline does nothing without Deadline", func() { Handler(h, hook) })
+	assert.NotPanics(t, func() { Handler(h, DeadlineMargin(0), MaxDeadline(time.Second), hook, Deadline(deadline.GRPCTimeout)) })
 }
 
 // TestDeadlineCarriedThroughAService serves a request with 300 ms left

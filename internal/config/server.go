@@ -22,4 +22,6 @@ type Server struct {
 	Margin time.Duration
 	// OnMalformed, if not nil, is called with each malformed deadline value.
 	OnMalformed func(r *http.Request, format deadline.Format, value string)
+	// Tuned names the first option given that only tunes Deadline.
+	Tuned string
 }
