@@ -12,28 +12,32 @@
 // dependency), as with http.Transport, so that its connection pool and
 // retry budget are shared too.
 //
+// # Packages
+//
+// The root holds what most callers need: New and its options, the per-call
+// controls, the errors and the events of the hooks. Each concept that
+// stands on its own has a package:
+//
+//   - backoff: the delay before each retry (schedules and jitters)
+//   - classify: which outcomes are retried; awsretry, githubretry and
+//     googleretry read those vendors' errors
+//   - budget: how many retries a client may spend, per host or in all
+//   - hedge, throttle, resume: the options of hedging, adaptive throttling
+//     and body resumption, and what they report
+//   - deadline: the formats a deadline travels in; server: the middleware
+//     of a service that calls others (retry at one layer, incoming deadlines)
+//   - base: for authors of the transport a Transport sends attempts through
+//   - retryhttptest: servers and faults for testing your own retries
+//
 // # Guides
 //
-// This documentation is the reference. The guides in the repository's docs
-// folder take one topic each, with what was measured and the commands that
-// reproduce it:
-//
-//   - [How each decision is made]: the procedure after each attempt, where a
-//     retry goes, what never reached the server, what net/http resends on
-//     its own
-//   - [What is safe to resend]: per API and per call
-//   - [What servers say about retrying], and where each vendor puts its error
-//   - [Under an SDK]: Stripe, AWS, GitHub, OpenAI, Anthropic, Azure
-//   - [Hedging]: cutting the tail
-//   - [Failing fast] when a host is down
-//   - [Budgets], and one budget for a fleet
-//   - [Retrying at one layer] of a chain of services
-//   - [Deadlines across a chain]: sending and honouring them, and retries
-//     not started for lack of time
-//   - [Resuming response bodies] cut, reset or stalled after their headers
-//   - [Observability] and OpenTelemetry
-//   - [Testing your own retries] with package retryhttptest
-//   - [Performance], and how retryhttp fares [against other Go retry libraries]
+// The guides in the repository's docs folder take one topic each, with what
+// was measured and the commands that reproduce it: [How each decision is
+// made], [What is safe to resend], [What servers say about retrying], [Under
+// an SDK], [Hedging], [Failing fast], [Budgets], [Retrying at one layer],
+// [Deadlines across a chain], [Resuming response bodies], [Observability],
+// [Testing your own retries], [Performance] and [against other Go retry
+// libraries].
 //
 // # What it returns
 //
@@ -81,10 +85,9 @@
 // resends, which are stopped before they write anything (ErrResendStopped),
 // but those that follow a send that provably never ran: over HTTP/1,
 // net/http sends it again only when nothing of it was written to a reused
-// connection (a blank key is sent under its lower-case name, so that
-// net/http does not call the request replayable); over HTTP/2, a resend on
-// the connection of a stream the server refused (REFUSED_STREAM). These go
-// out as through a plain transport. WithIdempotencyKeys gives
+// connection; over HTTP/2, a resend on the connection of a stream the
+// server refused (REFUSED_STREAM). These go out as through a plain
+// transport. WithIdempotencyKeys gives
 // key-less requests a random key, the same on every attempt. MaxAttempts
 // changes the number of attempts for one call.
 //
@@ -291,9 +294,6 @@
 //	deadline headers   none sent                                          WithDeadlineHeader
 //	time for a retry   the host's median answer time (once 20 are         (none)
 //	or a hedge         known), at least 1 ms, left once it is sent
-//	incoming deadline  ignored; when read: less 2 ms for the way back,    server.Deadline,
-//	                   at most 1 minute                                   server.MaxDeadline,
-//	                                                                      server.DeadlineMargin
 //	hedging            off; when on: after the host's p95 latency         WithHedging, NoHedge
 //	                   (>= 1 ms, once 100 are known), at most 5% of a
 //	                   host's requests, paid from the budget
@@ -315,10 +315,8 @@
 // request; past that, scheduling the work again is the caller's decision.
 // 1 MiB covers nearly all API request bodies while bounding the memory a
 // request in flight can hold. An attempt given less time than its host's
-// median answer is more likely cut off than answered. An incoming deadline
-// is capped at a minute for the Retry-After limit's reason, and 2 ms covers
-// a round trip between the zones of a cloud region and a busy caller.
-// Package resume gives the reasons of its defaults.
+// median answer is more likely cut off than answered. Packages server and
+// resume give the reasons of their defaults.
 //
 // [How each decision is made]: https://github.com/retryhttp/retryhttp/blob/main/docs/decisions.md
 // [What is safe to resend]: https://github.com/retryhttp/retryhttp/blob/main/docs/resending.md
