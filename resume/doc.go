@@ -56,10 +56,10 @@
 // cuts every body gets about 100 resumes from a full bucket), stays within
 // the request's context, is reported to retryhttp.WithOnRetry
 // (RetryEvent.Resume and Offset) and the log, and goes, through the
-// retryhttp.Dialer, to an address other than the one that failed. A body
+// base.Dialer, to an address other than the one that failed. A body
 // gets at most Limit resumes. retryhttp.WithoutResume turns resumption off
-// for a Transport, retryhttp.NoResume and retryhttp.MaxAttempts(ctx, 1) for one call,
-// and so does retryhttp.WithMaxAttempts(1). Closing the body stops
+// for a Transport, retryhttp.NoResume and retryhttp.MaxAttempts(ctx, 1) for
+// one call, and so does retryhttp.WithMaxAttempts(1). Closing the body stops
 // everything, whenever it is called.
 //
 // # Stalls
