@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/throttle"
 )
 
@@ -169,7 +169,7 @@ func WithIdempotencyKeys() Option {
 // servers and their logs can tell retries from first attempts. A common
 // choice of name is "Retry-Attempt". The caller's request is not modified.
 func WithAttemptHeader(name string) Option {
-	if name == "" || !validHeaderName(name) {
+	if name == "" || !wire.ValidHeaderName(name) {
 		panic("retryhttp: WithAttemptHeader: invalid header name " + strconv.Quote(name))
 	}
 	return func(t *Transport) { t.attemptHeader = http.CanonicalHeaderKey(name) }
@@ -184,17 +184,6 @@ func WithAttemptHeader(name string) Option {
 // ignored: many servers send them with every response.
 func WithRateLimitHints() Option {
 	return func(t *Transport) { t.rateLimitHints = true }
-}
-
-// validHeaderName reports whether name is a valid HTTP field name (a token).
-func validHeaderName(name string) bool {
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // A RetryEvent describes a retry about to be made, for WithOnRetry.
