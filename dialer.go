@@ -325,8 +325,8 @@ func multiplexed(c net.Conn) bool {
 // A peerTrace records which connection carried one attempt, through
 // net/http/httptrace's GotConn, which an *http.Transport calls on the
 // goroutine of RoundTrip. The lock covers bases that call it from another.
-// It is also the attempt's context, so that PeerFromContext finds it
-// without a context of its own.
+// It is also the attempt's context, so that PeerFromContext finds it, and
+// net/http its trace, without a context of its own.
 type peerTrace struct {
 	context.Context
 	mu     sync.Mutex
@@ -335,6 +335,9 @@ type peerTrace struct {
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
 	trace  httptrace.ClientTrace
+	// carries is set when the peerTrace answers for its trace itself,
+	// rather than through a context of httptrace's.
+	carries bool
 }
 
 // tracePeer returns a copy of a whose context records the connection that
@@ -348,18 +351,43 @@ type peerTrace struct {
 // GetBody, and not guarded.
 func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTrace) {
 	p := &peerTrace{Context: a.Context(), refuse: refuse}
-	p.trace.GotConn = p.gotConn
-	return a.WithContext(httptrace.WithClientTrace(p, &p.trace)), p
+	if traceKey == nil {
+		p.trace.GotConn = p.gotConn
+		return a.WithContext(httptrace.WithClientTrace(p, &p.trace)), p
+	}
+	// The context answers for the trace itself, composed with the one
+	// already there (the guard's, the caller's) as httptrace composes
+	// them, this one's hooks first, without a context or reflection.
+	p.carries = true
+	old := httptrace.ContextClientTrace(p.Context)
+	if old == nil {
+		p.trace.GotConn = p.gotConn
+		return a.WithContext(p), p
+	}
+	p.trace = *old
+	if gotConn := old.GotConn; gotConn != nil {
+		p.trace.GotConn = func(info httptrace.GotConnInfo) {
+			p.gotConn(info)
+			gotConn(info)
+		}
+	} else {
+		p.trace.GotConn = p.gotConn
+	}
+	return a.WithContext(p), p
 }
 
 // peerKey is the context key under which an attempt's context finds its
 // peerTrace.
 type peerKey struct{}
 
-// Value returns p for peerKey, and the parent's values otherwise.
+// Value returns p for peerKey, its trace for httptrace's key when it
+// carries it, and the parent's values otherwise.
 func (p *peerTrace) Value(key any) any {
-	if key == (peerKey{}) {
+	switch {
+	case key == (peerKey{}):
 		return p
+	case p.carries && key != nil && key == traceKey:
+		return &p.trace
 	}
 	return p.Context.Value(key)
 }
