@@ -61,9 +61,9 @@ func TestKeylessPostAllocations(t *testing.T) {
 }
 
 // TestTracedAttemptAllocations pins the cost of an attempt traced as those
-// of an *http.Transport are (the default base), which finds its peer: the
-// trace, its hook and the attempt's request, and for a key-less POST the
-// guard's besides.
+// of an *http.Transport are (the default base), which finds its peer and
+// counts the sends its base makes again: the trace, its two hooks and the
+// attempt's request, and for a key-less POST the guard's besides.
 func TestTracedAttemptAllocations(t *testing.T) {
 	payload := bytes.Repeat([]byte("p"), 1024)
 	for _, tt := range []struct {
@@ -74,9 +74,9 @@ func TestTracedAttemptAllocations(t *testing.T) {
 		{"GET", func() (*http.Request, func()) {
 			req, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
 			return req, func() {}
-		}, 3},
-		{"keyed POST", func() (*http.Request, func()) { return post(payload, true, "k-1") }, 3},
-		{"key-less POST", func() (*http.Request, func()) { return post(payload, true, "") }, 6},
+		}, 4},
+		{"keyed POST", func() (*http.Request, func()) { return post(payload, true, "k-1") }, 4},
+		{"key-less POST", func() (*http.Request, func()) { return post(payload, true, "") }, 7},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, reset := tt.make()

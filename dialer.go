@@ -219,6 +219,10 @@ var errRetired = errors.New("retryhttp: connection retired after a failed respon
 type dialedConn struct {
 	net.Conn
 	state atomic.Int64
+	// sent is how many bytes were written to the connection: a send of
+	// the attempt whose trace saw it at sentAt, and saw it no higher once
+	// the send was over, wrote nothing (see sends.go).
+	sent atomic.Int64
 	// addrs are the addresses the host name resolved to when the Dialer
 	// resolved it, nil when the underlying dialer did.
 	addrs []netip.Addr
@@ -268,7 +272,11 @@ func (c *dialedConn) Write(p []byte) (int, error) {
 			return 0, errRetired
 		}
 		if s&1 == 0 || c.state.CompareAndSwap(s, s+1) {
-			return c.Conn.Write(p)
+			n, err := c.Conn.Write(p)
+			if n > 0 {
+				c.sent.Add(int64(n))
+			}
+			return n, err
 		}
 	}
 }
@@ -324,9 +332,11 @@ func multiplexed(c net.Conn) bool {
 
 // A peerTrace records which connection carried one attempt, through
 // net/http/httptrace's GotConn, which an *http.Transport calls on the
-// goroutine of RoundTrip. The lock covers bases that call it from another.
-// It is also the attempt's context, so that PeerFromContext finds it, and
-// net/http its trace, without a context of its own.
+// goroutine of RoundTrip, and counts the sends of the attempt that the
+// base made again on its own (see sends.go). The lock covers bases that
+// call GotConn from another goroutine. It is also the attempt's context,
+// so that PeerFromContext finds it, and net/http its trace, without a
+// context of its own.
 type peerTrace struct {
 	context.Context
 	mu     sync.Mutex
@@ -335,24 +345,24 @@ type peerTrace struct {
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
 	trace  httptrace.ClientTrace
-	// carries is set when the peerTrace answers for its trace itself,
-	// rather than through a context of httptrace's.
-	carries bool
+	sendCount
 }
 
 // tracePeer returns a copy of a whose context records the connection that
-// carries it, composed with any trace the caller set. A pooled HTTP/1
-// connection that a Dialer made to an address in refuse is retired as the
-// attempt gets it, before anything is written: net/http then sends the
-// attempt on another connection, as it does when a server closed an idle
-// one, so that a retry does not meet an instance that failed the request
-// through another connection to it. The caller passes refuse only for
-// attempts that net/http may resend by itself: without a body, or with
-// GetBody, and not guarded.
-func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTrace) {
+// carries it, composed with any trace the caller set, and counts the sends
+// the base makes again; g is the attempt's guard, nil if it has none. A
+// pooled HTTP/1 connection that a Dialer made to an address in refuse is
+// retired as the attempt gets it, before anything is written: net/http
+// then sends the attempt on another connection, as it does when a server
+// closed an idle one, so that a retry does not meet an instance that
+// failed the request through another connection to it. The caller passes
+// refuse only for attempts that net/http may resend by itself: without a
+// body, or with GetBody, and not guarded.
+func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard) (*http.Request, *peerTrace) {
 	p := &peerTrace{Context: a.Context(), refuse: refuse}
+	p.g = g
 	if traceKey == nil {
-		p.trace.GotConn = p.gotConn
+		p.trace.GotConn, p.trace.WroteRequest = p.gotConn, p.wroteRequest
 		return a.WithContext(httptrace.WithClientTrace(p, &p.trace)), p
 	}
 	// The context answers for the trace itself, composed with the one
@@ -361,7 +371,7 @@ func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTr
 	p.carries = true
 	old := httptrace.ContextClientTrace(p.Context)
 	if old == nil {
-		p.trace.GotConn = p.gotConn
+		p.trace.GotConn, p.trace.WroteRequest = p.gotConn, p.wroteRequest
 		return a.WithContext(p), p
 	}
 	p.trace = *old
@@ -372,6 +382,14 @@ func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTr
 		}
 	} else {
 		p.trace.GotConn = p.gotConn
+	}
+	if wrote := old.WroteRequest; wrote != nil {
+		p.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
+			p.wroteRequest(info)
+			wrote(info)
+		}
+	} else {
+		p.trace.WroteRequest = p.wroteRequest
 	}
 	return a.WithContext(p), p
 }
@@ -393,6 +411,7 @@ func (p *peerTrace) Value(key any) any {
 }
 
 func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
+	p.sendBegins()
 	c := info.Conn
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
@@ -400,12 +419,14 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 	dc, _ := c.(*dialedConn)
 	if dc != nil && info.Reused && len(p.refuse) > 0 && !multiplexed(info.Conn) &&
 		dc.elsewhere(p.refuse) && dc.refuse() {
+		p.sendRefused()
 		return
 	}
 	p.mu.Lock()
 	p.conn, p.dc = info.Conn, dc
 	if dc != nil {
 		p.began = dc.state.Load()
+		p.sentAt = dc.sent.Load()
 	}
 	p.mu.Unlock()
 }
