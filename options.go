@@ -58,7 +58,9 @@ func WithBase(rt http.RoundTripper) Option {
 }
 
 // WithMaxAttempts sets how many attempts a request gets, the first included.
-// 1 disables retries. The default is 3.
+// 1 disables retries. The default is 3. A send that the base makes again on
+// its own (RetryEvent.BaseResend) is no attempt of the Transport's: Attempts
+// counts it, the limit does not.
 func WithMaxAttempts(n int) Option {
 	if n < 1 {
 		panic("retryhttp: WithMaxAttempts: attempts must be at least 1, got " + strconv.Itoa(n))
