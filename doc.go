@@ -45,7 +45,9 @@
 // as the base transport returned it: the response, even a 503, with its body
 // unread and a nil error; or, when no response exists, an *Error that wraps
 // the last error (errors.Is and errors.As see through it) and counts the
-// attempts. Attempts reports how many attempts produced a response.
+// attempts. Attempts reports how many times the request that produced a
+// response was sent, as the server received it: its attempts, and the
+// sends net/http made again on its own (see Observing retries).
 //
 // # Which outcomes are retried
 //
@@ -218,6 +220,16 @@
 // with base.Attempt, and a gauge reads the budget with Transport.Budget
 // and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
+//
+// net/http sends a request again by itself when the connection it wrote
+// it to failed before any answer: a reused keep-alive connection that the
+// server closed, for an idempotent or keyed request; an HTTP/2 stream
+// refused, or a GOAWAY. The server may have received both sends, so the
+// Transport counts each: WithOnRetry sees it as a RetryEvent with
+// BaseResend set, the log has it at DEBUG, and Attempts and Error.Attempts
+// include it. It sees them through net/http/httptrace, when the base is an
+// *http.Transport (the default) or unwraps to one, outside hedged
+// attempts; another base's resends are its own.
 //
 // WithLogger logs by slog's levels. INFO has what an operator acts on, at
 // most one line a call: a call given up on because its attempts, its budget

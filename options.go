@@ -56,7 +56,9 @@ func WithBase(rt http.RoundTripper) Option {
 }
 
 // WithMaxAttempts sets how many attempts a request gets, the first included.
-// 1 disables retries. The default is 3.
+// 1 disables retries. The default is 3. A send that the base makes again on
+// its own (RetryEvent.BaseResend) is no attempt of the Transport's: Attempts
+// counts it, the limit does not.
 func WithMaxAttempts(n int) Option {
 	if n < 1 {
 		panic("retryhttp: WithMaxAttempts: attempts must be at least 1, got " + strconv.Itoa(n))
@@ -221,13 +223,32 @@ type RetryEvent struct {
 	// Offset is, when Resume is set, how many bytes of the body the caller
 	// had received: the rest begins there.
 	Offset int64
+	// BaseResend reports a send that the base transport made again on its
+	// own, within attempt Attempt: net/http writes a request again, on
+	// another connection or stream, when the one it was written to failed
+	// before any byte of a response (a reused keep-alive connection that
+	// the server closed, for a request net/http calls replayable: an
+	// idempotent method, or an idempotency key, and a body it can get
+	// again; an HTTP/2 stream refused, or a GOAWAY). The server may have
+	// received both, so each counts in Attempts. Peer is the address of
+	// the connection that failed; Delay, StatusCode, Err, Verdict and
+	// TimeLeft are zero: net/http does not say why it sent again, and it
+	// did so at once, without the classifier, the budget or a wait. The
+	// hook is called once the attempt's send through the base has
+	// returned, before the attempt is judged. Sends are seen only through
+	// net/http/httptrace, when the base is an *http.Transport or unwraps to
+	// one, as for Peer, and not for hedged attempts.
+	BaseResend bool
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the
 // request, and before each resume of a response body (RetryEvent.Resume),
-// on the goroutine reading the body. fn must be fast and must not block: the
-// retry waits for it. Each WithOnRetry adds a hook: several are called in the
-// order of their options.
+// on the goroutine reading the body. It also calls fn for each send the
+// base transport made again on its own (RetryEvent.BaseResend), once the
+// attempt's send through the base has returned, so that counting its
+// events and first attempts counts every send. fn must be fast and must not
+// block: the retry waits for it. Each WithOnRetry adds a hook: several are
+// called in the order of their options.
 func WithOnRetry(fn func(RetryEvent)) Option {
 	if fn == nil {
 		panic("retryhttp: WithOnRetry: nil function")
@@ -259,8 +280,11 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 //     DEBUG.
 //
 // DEBUG is for each attempt ("retryhttp: attempt", with its status or
-// error) and each decision: a retry ("retryhttp: retrying", with its delay)
-// or a resume ("retryhttp: resuming response body"), a hedge
+// error), each send the base made again on its own ("retryhttp: resent by
+// the base", with the address of the connection that failed; see
+// RetryEvent.BaseResend), and each decision: a retry ("retryhttp:
+// retrying", with its delay) or a resume ("retryhttp: resuming response
+// body"), a hedge
 // ("retryhttp: hedging"), an attempt not sent for lack of time
 // ("retryhttp: not sending"), a request refused by adaptive throttling
 // ("retryhttp: throttled"), and a give-up that is no operator's concern: the

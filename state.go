@@ -49,6 +49,7 @@ type retryState struct {
 	left time.Duration
 
 	attempt int                // the current attempt's number, from 1
+	resent  int                // sends the base made again on its own, beyond the attempts
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
 	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
@@ -177,18 +178,24 @@ func (s *retryState) hedges() bool {
 }
 
 // send sends the attempt a, whose guard is g, through the base, tracing
-// its connection when the Transport traces peers. It returns the attempt's
-// request as sent, with its trace.
+// its connection when the Transport traces peers, and counts and reports
+// the sends the base made again on its own before it logs the attempt. It
+// returns the attempt's request as sent, with its trace.
 func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
-	var pt *peerTrace
-	if s.t.peers {
-		var refuse []netip.AddrPort
-		if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
-			refuse = s.failed
-		}
-		a, pt = tracePeer(a, refuse)
+	if !s.t.peers {
+		resp, err := s.t.send(a)
+		return a, nil, resp, err
 	}
-	resp, err := s.t.send(a)
+	var refuse []netip.AddrPort
+	if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
+		refuse = s.failed
+	}
+	a, pt := tracePeer(a, refuse, g)
+	resp, err := s.t.exchange(a)
+	s.countResends(pt)
+	if s.t.logger != nil {
+		s.t.logAttempt(a, resp, err)
+	}
 	return a, pt, resp, err
 }
 

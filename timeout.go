@@ -16,25 +16,30 @@ import (
 // costs the budget's timeout cost.
 var ErrAttemptTimeout = wire.ErrAttemptTimeout
 
-// send makes one attempt through the base transport, applying the
-// per-attempt timeout, and never returns both a response and an error. It
-// records the attempt's time to response headers for the check before a
-// retry when the request has a deadline and the Transport keeps its own
-// table of answer times (answerTable: hedging keeps them otherwise), and
-// logs the attempt's outcome.
-func (t *Transport) send(a *http.Request) (resp *http.Response, err error) {
-	switch {
-	case t.answers != nil && hasDeadline(a.Context()):
-		resp, err = t.sendTimed(a)
-	case t.attemptTimeout <= 0:
-		resp, err = checkResult(t.base.RoundTrip(a))
-	default:
-		resp, err = t.sendWithTimeout(a)
-	}
+// send makes one attempt through the base transport, as exchange does,
+// and logs its outcome.
+func (t *Transport) send(a *http.Request) (*http.Response, error) {
+	resp, err := t.exchange(a)
 	if t.logger != nil {
 		t.logAttempt(a, resp, err)
 	}
 	return resp, err
+}
+
+// exchange makes one attempt through the base transport, applying the
+// per-attempt timeout, and never returns both a response and an error. It
+// records the attempt's time to response headers for the check before a
+// retry when the request has a deadline and the Transport keeps its own
+// table of answer times (answerTable: hedging keeps them otherwise).
+func (t *Transport) exchange(a *http.Request) (*http.Response, error) {
+	switch {
+	case t.answers != nil && hasDeadline(a.Context()):
+		return t.sendTimed(a)
+	case t.attemptTimeout <= 0:
+		return checkResult(t.base.RoundTrip(a))
+	default:
+		return t.sendWithTimeout(a)
+	}
 }
 
 // sendWithTimeout is send with a per-attempt timeout, without recording.
