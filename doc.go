@@ -221,15 +221,9 @@
 // and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
 //
-// net/http sends a request again by itself when the connection it wrote
-// it to failed before any answer: a reused keep-alive connection that the
-// server closed, for an idempotent or keyed request; an HTTP/2 stream
-// refused, or a GOAWAY. The server may have received both sends, so the
-// Transport counts each: WithOnRetry sees it as a RetryEvent with
-// BaseResend set, the log has it at DEBUG, and Attempts and Error.Attempts
-// include it. It sees them through net/http/httptrace, when the base is an
-// *http.Transport (the default) or unwraps to one, outside hedged
-// attempts; another base's resends are its own.
+// net/http sends a request again by itself when the connection it was
+// written to failed before any answer; the server may have received both,
+// so the Transport counts each (RetryEvent.BaseResend) where it sees them.
 //
 // WithLogger logs by slog's levels. INFO has what an operator acts on, at
 // most one line a call: a call given up on because its attempts, its budget

@@ -223,31 +223,20 @@ type RetryEvent struct {
 	// Offset is, when Resume is set, how many bytes of the body the caller
 	// had received: the rest begins there.
 	Offset int64
-	// BaseResend reports a send that the base transport made again on its
-	// own, within attempt Attempt: net/http writes a request again, on
-	// another connection or stream, when the one it was written to failed
-	// before any byte of a response (a reused keep-alive connection that
-	// the server closed, for a request net/http calls replayable: an
-	// idempotent method, or an idempotency key, and a body it can get
-	// again; an HTTP/2 stream refused, or a GOAWAY). The server may have
-	// received both, so each counts in Attempts. Peer is the address of
-	// the connection that failed; Delay, StatusCode, Err, Verdict and
-	// TimeLeft are zero: net/http does not say why it sent again, and it
-	// did so at once, without the classifier, the budget or a wait. The
-	// hook is called once the attempt's send through the base has
-	// returned, before the attempt is judged. Sends are seen only through
-	// net/http/httptrace, when the base is an *http.Transport or unwraps to
-	// one, as for Peer, and not for hedged attempts.
+	// BaseResend reports a send that the base made again on its own,
+	// within attempt Attempt: net/http writes a request again when the
+	// connection or stream it was written to failed before any answer.
+	// The server may have received both, so each counts in Attempts. Peer
+	// is the connection that failed; the other fields are zero. Such sends
+	// are seen only where Peer is, and not within hedged attempts.
 	BaseResend bool
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the
 // request, and before each resume of a response body (RetryEvent.Resume),
-// on the goroutine reading the body. It also calls fn for each send the
-// base transport made again on its own (RetryEvent.BaseResend), once the
-// attempt's send through the base has returned, so that counting its
-// events and first attempts counts every send. fn must be fast and must not
-// block: the retry waits for it. Each WithOnRetry adds a hook: several are
+// on the goroutine reading the body, and for each send the base made again
+// on its own (RetryEvent.BaseResend). fn must be fast and must not block:
+// the retry waits for it. Each WithOnRetry adds a hook: several are
 // called in the order of their options.
 func WithOnRetry(fn func(RetryEvent)) Option {
 	if fn == nil {
@@ -258,49 +247,25 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 
 // WithLogger logs what the Transport does to l, by slog's levels.
 //
-// INFO is for what an operator acts on, and a call logs at most one line
-// there:
+// INFO is for what an operator acts on, at most one line a call: a call
+// given up on ("retryhttp: not retrying", with its GiveUpReason, the last
+// attempt's number and status or error) when its attempts, budget or time
+// ran out, the server asked for too long a wait, or its body could not be
+// resumed; a body whose reader gets a *resume.Error for another cause
+// ("retryhttp: response body failed"); and adaptive throttling that starts
+// or ends refusing a host's requests ("retryhttp: throttling started",
+// "retryhttp: throttling ended"), once a change.
 //
-//   - a call given up on, "retryhttp: not retrying" with its reason, the
-//     last attempt's number and status or error, when its attempts ran out
-//     after a retry (GiveUpAttemptsExhausted), or its budget
-//     (GiveUpBudgetExhausted) or its time (GiveUpDeadline), or the server
-//     asked for a wait beyond the limit (GiveUpRetryAfterLimit,
-//     GiveUpRateLimitResetLimit), or a response body could not be resumed
-//     (GiveUpNotResumable, GiveUpResumeLimit, and the budget and deadline
-//     of a resume);
-//   - a response body whose reader gets a *resume.Error for another cause
-//     while its caller still waits, "retryhttp: response body failed",
-//     with the resume.Reason: a resume refused or answered with another
-//     representation, a wrong length or digest;
-//   - adaptive throttling that starts refusing a host's requests,
-//     "retryhttp: throttling started" with the probability, and that ends,
-//     "retryhttp: throttling ended": once a change, not once a refusal. A
-//     call whose end makes the change logs it, and its own give-up at
-//     DEBUG.
-//
-// DEBUG is for each attempt ("retryhttp: attempt", with its status or
-// error), each send the base made again on its own ("retryhttp: resent by
-// the base", with the address of the connection that failed; see
-// RetryEvent.BaseResend), and each decision: a retry ("retryhttp:
-// retrying", with its delay) or a resume ("retryhttp: resuming response
-// body"), a hedge
-// ("retryhttp: hedging"), an attempt not sent for lack of time
-// ("retryhttp: not sending"), a request refused by adaptive throttling
-// ("retryhttp: throttled"), and a give-up that is no operator's concern: the
-// caller's context done (GiveUpCanceled), a request that could not be sent
-// again (GiveUpNotResendable, GiveUpBodyNotReplayable), or a failure of a
-// call allowed one attempt. A final outcome (a 404, a TLS error, a caller
-// who gave up during an attempt) is no give-up, and is in its attempt's
-// line only.
-//
-// A give-up for lack of time carries the delay the retry would have waited,
-// time_left, what would have been left before the deadline once it was
-// sent (negative when the delay passes the deadline), as a retry's line
-// does, and host_latency, the host's typical answer time (0 while fewer
-// than 20 are known: the retry then needed 1 ms). The messages name the
-// method, scheme, host and path, never headers, user information or query
-// strings.
+// DEBUG is for each attempt ("retryhttp: attempt"), each send the base made
+// again on its own ("retryhttp: resent by the base"), each decision (a
+// retry, a resume, a hedge, an attempt not sent for lack of time, a request
+// refused by throttling), and the give-ups that are no operator's concern:
+// the caller's context done, a request that could not be sent again, a
+// call allowed one attempt. A final outcome (a 404, a TLS error) is no
+// give-up, and is in its attempt's line only. A give-up for lack of time
+// carries delay, time_left and host_latency, the host's typical answer
+// time. The messages name the method, scheme, host and path, never
+// headers, user information or query strings.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		panic("retryhttp: WithLogger: nil Logger")
