@@ -139,11 +139,12 @@ const defaultIdlePerHost = 100
 // GOMAXPROCS+1, closes the connections of concurrent callers as soon as they
 // finish, so a struggling dependency would see a new connection, and
 // perhaps a TLS handshake, for most requests just when it can least afford
-// them.
+// them. The connections it does open resume TLS sessions (resumeTLS).
 func defaultBase() *http.Transport {
 	tr := cleanhttp.DefaultPooledTransport()
 	tr.MaxIdleConnsPerHost = defaultIdlePerHost
 	tr.DialContext = base.NewDialer().DialContext
+	resumeTLS(tr)
 	reportProxyRefusals(tr, true)
 	return tr
 }
