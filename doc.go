@@ -190,6 +190,13 @@
 // sent on as not to be reused. Each attempt's peer address is in
 // RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
+// A new connection over TLS costs the server a handshake. The default base
+// keeps the TLS sessions of 64 hosts, so that its new connections to a host
+// it has reached before, a retry's among them, resume the session: an
+// abbreviated handshake, without the certificate and the signature of a
+// full one. A base of your own needs a tls.Config.ClientSessionCache for
+// the same.
+//
 // # Resuming response bodies
 //
 // A failure after the response headers, while the caller reads the body
@@ -303,7 +310,8 @@
 //	body resumption    on, where provably safe; at most 10 resumes        WithResume, WithoutResume,
 //	                   per body; a stall after 10 s without a byte        NoResume
 //	classifier         classify.Default()                                WithClassifier
-//	base transport     go-cleanhttp's pooled transport                    WithBase
+//	base transport     go-cleanhttp's pooled transport, resuming the TLS  WithBase
+//	                   sessions of 64 hosts
 //
 // Three attempts recover most transient failures while bounding the load a
 // request can cause; the budget bounds it further when failures are not
