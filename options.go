@@ -40,6 +40,12 @@ type Option func(*Transport)
 // abbreviated handshake). A base of yours keeps its own TLS config: give it
 // a ClientSessionCache for the same.
 //
+// The retry of a 421 Misdirected Request goes through a clone of an
+// *http.Transport base with keep-alives off, which dials a new connection
+// for it. Through any other base, or one whose HTTP/2 comes with it
+// (golang.org/x/net/http2's ConfigureTransport), a 421 is returned as it
+// is.
+//
 // The base must not be an *http.Client's follow-redirects machinery: wrap
 // the client's Transport instead.
 //

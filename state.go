@@ -54,6 +54,10 @@ type retryState struct {
 	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
 	retire  bool               // an HTTP/2 attempt failed: retries retire their connection
 	info    bool               // the call has logged its one line at INFO
+	// misdirected is set once a misdirected attempt (421) is retried, which
+	// happens once a request; fresh while the current attempt is that
+	// retry, which goes on a new connection.
+	misdirected, fresh bool
 }
 
 // start readies the retries of req, a valid request, through t. It
@@ -188,7 +192,14 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		}
 		a, pt = tracePeer(a, refuse)
 	}
-	resp, err := s.t.send(a)
+	var resp *http.Response
+	var err error
+	if s.fresh {
+		s.fresh = false
+		resp, err = s.t.sendThrough(s.t.newConns(), a)
+	} else {
+		resp, err = s.t.send(a)
+	}
 	return a, pt, resp, err
 }
 
@@ -205,8 +216,17 @@ func (s *retryState) judge(a *http.Request, resp *http.Response, err error) clas
 
 // plan decides whether the failed attempt a, with verdict v, is retried
 // and after what delay, as Transport.plan does under the request's policy.
+// A misdirected attempt is retried once, on a new connection: not when
+// its request was retried so already, nor when the base cannot open one.
 func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v classify.Verdict, g *guard) (time.Duration, GiveUpReason) {
-	return s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
+	delay, reason := s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
+	if reason == "" && v.Misdirected {
+		if s.misdirected || s.t.newConns() == nil {
+			return 0, GiveUpMisdirected
+		}
+		s.misdirected, s.fresh = true, true
+	}
+	return delay, reason
 }
 
 // pay withdraws the cost of a retry with verdict v from the budget, and

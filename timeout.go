@@ -22,14 +22,19 @@ var ErrAttemptTimeout = wire.ErrAttemptTimeout
 // retry when the request has a deadline and the Transport keeps its own
 // table of answer times (answerTable: hedging keeps them otherwise), and
 // logs the attempt's outcome.
-func (t *Transport) send(a *http.Request) (resp *http.Response, err error) {
+func (t *Transport) send(a *http.Request) (*http.Response, error) {
+	return t.sendThrough(t.base, a)
+}
+
+// sendThrough is send through rt, the base or a transport made from it.
+func (t *Transport) sendThrough(rt http.RoundTripper, a *http.Request) (resp *http.Response, err error) {
 	switch {
 	case t.answers != nil && hasDeadline(a.Context()):
-		resp, err = t.sendTimed(a)
+		resp, err = t.sendTimed(rt, a)
 	case t.attemptTimeout <= 0:
-		resp, err = checkResult(t.base.RoundTrip(a))
+		resp, err = checkResult(rt.RoundTrip(a))
 	default:
-		resp, err = t.sendWithTimeout(a)
+		resp, err = t.sendWithTimeout(rt, a)
 	}
 	if t.logger != nil {
 		t.logAttempt(a, resp, err)
@@ -37,11 +42,12 @@ func (t *Transport) send(a *http.Request) (resp *http.Response, err error) {
 	return resp, err
 }
 
-// sendWithTimeout is send with a per-attempt timeout, without recording.
-func (t *Transport) sendWithTimeout(a *http.Request) (*http.Response, error) {
+// sendWithTimeout is sendThrough with a per-attempt timeout, without
+// recording.
+func (t *Transport) sendWithTimeout(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(a.Context())
 	timer := time.AfterFunc(t.attemptTimeout, func() { cancel(ErrAttemptTimeout) })
-	resp, err := t.base.RoundTrip(a.WithContext(ctx))
+	resp, err := rt.RoundTrip(a.WithContext(ctx))
 	fired := !timer.Stop()
 	resp, err = checkResult(resp, err)
 	if fired && a.Context().Err() == nil {
