@@ -60,9 +60,10 @@
 // 503 or 429 (a ProxyConnectError; never sent to the destination, so
 // retried whatever the method), and HTTP/2 streams the server refused
 // (REFUSED_STREAM) or aborted (INTERNAL_ERROR), read from the error's type,
-// never its text. It never retries certificate or other TLS errors, a host
-// that does not exist, errors it does not know (an unsupported scheme, an
-// invalid header), or anything after the caller's own
+// never its text. It never retries certificate or other TLS errors, a 425
+// Too Early (net/http never sends TLS early data, so a retry would be the
+// same request), a host that does not exist, errors it does not know (an
+// unsupported scheme, an invalid header), or anything after the caller's own
 // context is done. Before the status, it heeds what the server said about
 // retrying (see below). Put your classifiers in front of it to change a case.
 //

@@ -285,6 +285,14 @@ func isTLSError(err error) bool {
 // 429, and 503 with a Retry-After header, carry the Throttle facet; 504
 // carries the Timeout facet; 421 (Misdirected Request) carries the
 // Misdirected facet. It abstains about errors.
+//
+// 425 (Too Early, RFC 8470) is final. It asks a client that sent the
+// request in TLS early data to send it again once the handshake is done,
+// and net/http never sends early data: the request was already sent after
+// the handshake, so a retry would be the same request, refused the same
+// way. When the request came through an intermediary that received it in
+// early data (it carries Early-Data: 1), RFC 8470 requires the 425 to go
+// back to the client that sent it, which alone can wait for its handshake.
 func Status() Classifier { return statusClassifier{} }
 
 type statusClassifier struct{}

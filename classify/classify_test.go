@@ -30,6 +30,8 @@ func TestStatusClassifier(t *testing.T) {
 		{404, nil, final},
 		{409, nil, final},
 		{422, nil, final},
+		{425, nil, final},
+		{425, http.Header{"Early-Data": {"1"}}, final},
 		{408, nil, retry},
 		{421, nil, Verdict{Decision: Retry, Misdirected: true}},
 		{429, nil, Verdict{Decision: Retry, Throttle: true}},
