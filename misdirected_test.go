@@ -1,9 +1,11 @@
 package retryhttp
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -340,4 +342,18 @@ func TestMisdirectedWithoutABody(t *testing.T) {
 	require.Len(t, addrs, 2)
 	assert.NotEqual(t, addrs[0], addrs[1], "the retry's connection")
 	assert.EqualValues(t, 2, conns.Load(), "connections")
+}
+
+// TestMisdirectedGiveUpLoggedAtInfo: a 421 that cannot be retried on a new
+// connection is an operator's concern, logged at INFO with its reason.
+func TestMisdirectedGiveUpLoggedAtInfo(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	base := &script{steps: statuses(http.StatusMisdirectedRequest)}
+	resp, err := newTestTransport(base, 0, WithLogger(logger)).RoundTrip(get(t, "http://svc.test/x"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 1, base.count())
+	assert.Contains(t, buf.String(), "retryhttp: not retrying")
+	assert.Contains(t, buf.String(), string(GiveUpMisdirected))
 }

@@ -265,9 +265,10 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 //     after a retry (GiveUpAttemptsExhausted), or its budget
 //     (GiveUpBudgetExhausted) or its time (GiveUpDeadline), or the server
 //     asked for a wait beyond the limit (GiveUpRetryAfterLimit,
-//     GiveUpRateLimitResetLimit), or a response body could not be resumed
-//     (GiveUpNotResumable, GiveUpResumeLimit, and the budget and deadline
-//     of a resume);
+//     GiveUpRateLimitResetLimit), or a 421 could not be retried on a new
+//     connection (GiveUpMisdirected), or a response body could not be
+//     resumed (GiveUpNotResumable, GiveUpResumeLimit, and the budget and
+//     deadline of a resume);
 //   - a response body whose reader gets a *resume.Error for another cause
 //     while its caller still waits, "retryhttp: response body failed",
 //     with the resume.Reason: a resume refused or answered with another
