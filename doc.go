@@ -112,8 +112,7 @@
 // Verdict.RetryAfter; the longest counts) is a floor on the delay; one longer
 // than WithRetryAfterLimit, or one
 // that would pass the request's deadline, is not waited for: the response is
-// returned at once for the caller to act on. The retry of a 421 has no
-// backoff: the server did no work. No wait ever passes the
+// returned at once for the caller to act on. No wait ever passes the
 // request's deadline, and cancelling the request ends a wait at once.
 //
 // # Deadlines
@@ -194,19 +193,9 @@
 // sent on as not to be reused. Each attempt's peer address is in
 // RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
-// A 421 Misdirected Request says that the connection reached a server that
-// does not serve the request's host. Its retry goes, once and whatever the
-// method, through a clone of the base (an *http.Transport) with keep-alives
-// off: it dials a connection of its own, over HTTP/2 too, while the
-// requests on the connection that answered 421 go on. Through another base
-// the 421 is returned (GiveUpMisdirected), as is a second 421.
-//
-// A new connection over TLS costs the server a handshake. The default base
-// keeps the TLS sessions of 64 hosts, so that its new connections to a host
-// it has reached before, a retry's among them, resume the session: an
-// abbreviated handshake, without the certificate and the signature of a
-// full one. A base of your own needs a tls.Config.ClientSessionCache for
-// the same.
+// A 421 is retried once, on a connection of its own that a clone of the
+// base dials (see WithBase), over HTTP/2 too. New connections of the
+// default base resume TLS sessions: an abbreviated handshake.
 //
 // # Resuming response bodies
 //
@@ -322,8 +311,7 @@
 //	body resumption    on, where provably safe; at most 10 resumes        WithResume, WithoutResume,
 //	                   per body; a stall after 10 s without a byte        NoResume
 //	classifier         classify.Default()                                WithClassifier
-//	base transport     go-cleanhttp's pooled transport, resuming the TLS  WithBase
-//	                   sessions of 64 hosts
+//	base transport     go-cleanhttp's pooled transport, TLS resumed       WithBase
 //
 // Three attempts recover most transient failures while bounding the load a
 // request can cause; the budget bounds it further when failures are not

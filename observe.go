@@ -65,11 +65,9 @@ const (
 	// GiveUpResumeLimit: a response body failed again after the most
 	// resumes a body gets (resume.Limit). The event's Resume is set.
 	GiveUpResumeLimit GiveUpReason = "resume limit reached"
-	// GiveUpMisdirected: the server answered 421 Misdirected Request
-	// (classify.Verdict's Misdirected), which is retried once, on a new
-	// connection: this 421 answered that retry, or the base is not an
-	// *http.Transport (or brings an HTTP/2 of its own), through which the
-	// Transport cannot open a new connection (WithBase).
+	// GiveUpMisdirected: a 421 (classify.Verdict's Misdirected) answered
+	// the retry of a 421, or the base cannot open a new connection for
+	// one (WithBase).
 	GiveUpMisdirected GiveUpReason = "no new connection for a misdirected request"
 )
 

@@ -36,15 +36,11 @@ type Option func(*Transport)
 // standard library's defaults, not shared with other packages, that keeps up
 // to 100 idle connections per host, so that concurrent callers reuse their
 // connections instead of opening new ones, and a TLS session cache of 64
-// hosts, so that a new connection to a host resumes its session (an
-// abbreviated handshake). A base of yours keeps its own TLS config: give it
-// a ClientSessionCache for the same.
-//
-// The retry of a 421 Misdirected Request goes through a clone of an
-// *http.Transport base with keep-alives off, which dials a new connection
-// for it. Through any other base, or one whose HTTP/2 comes with it
-// (golang.org/x/net/http2's ConfigureTransport), a 421 is returned as it
-// is.
+// hosts, so that new connections resume TLS (give a base of yours a
+// ClientSessionCache for the same). A 421's retry goes through a clone of
+// an *http.Transport base without keep-alives, so that it dials a new
+// connection; through any other base, or one with golang.org/x/net/http2's
+// HTTP/2, a 421 is returned.
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
 // the client's Transport instead.
