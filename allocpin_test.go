@@ -59,3 +59,28 @@ func TestKeylessPostAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestTracedAttemptAllocations pins the cost of an attempt traced as those
+// of an *http.Transport are (the default base), which finds its peer and
+// counts the sends its base makes again: the trace, its two hooks and the
+// attempt's request, and for a key-less POST the guard's besides.
+func TestTracedAttemptAllocations(t *testing.T) {
+	payload := bytes.Repeat([]byte("p"), 1024)
+	for _, tt := range []struct {
+		name string
+		make func() (*http.Request, func())
+		max  float64
+	}{
+		{"GET", func() (*http.Request, func()) {
+			req, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+			return req, func() {}
+		}, 4},
+		{"keyed POST", func() (*http.Request, func()) { return post(payload, true, "k-1") }, 4},
+		{"key-less POST", func() (*http.Request, func()) { return post(payload, true, "") }, 7},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, reset := tt.make()
+			assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(tracedStub{newStub()})), req, reset), tt.max)
+		})
+	}
+}

@@ -29,8 +29,18 @@ func newStub() *stubBase {
 	return &stubBase{resp: http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}}
 }
 
+// tracedStub is a stub that unwraps to an *http.Transport, which it never
+// uses: the Transport traces each attempt as it traces those of its default
+// base, so that the cost of the trace is measured without a network.
+type tracedStub struct{ *stubBase }
+
+func (tracedStub) Unwrap() http.RoundTripper { return unusedTransport }
+
+var unusedTransport = &http.Transport{}
+
 // BenchmarkOverhead compares requests of each shape through the bare stub
-// and through a default Transport over the same stub.
+// and through a default Transport over the same stub, with hedging, and
+// traced as a Transport over an *http.Transport traces each attempt.
 func BenchmarkOverhead(b *testing.B) {
 	payload := bytes.Repeat([]byte("p"), 1024)
 	// Each shape makes a request and a function that readies its body for
@@ -56,6 +66,7 @@ func BenchmarkOverhead(b *testing.B) {
 			{"bare", newStub()},
 			{"retryhttp", New(WithBase(newStub()))},
 			{"retryhttp-hedging", New(WithBase(newStub()), WithHedging())},
+			{"retryhttp-traced", New(WithBase(tracedStub{newStub()}))},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHostBudgetDeadHostUnderChurnThroughATransport is the churn of the
+// TestPerHostDeadHostUnderChurnThroughATransport is the churn of the
 // shapes above through a Transport: a dead host answering 503 to every
 // attempt, and between two of its requests 200 new hosts answering 504,
 // with a table of 16 hosts. The dead host gets at most its 2 retries a
 // request, and at least the 100 its bucket pays for.
-func TestHostBudgetDeadHostUnderChurnThroughATransport(t *testing.T) {
+func TestPerHostDeadHostUnderChurnThroughATransport(t *testing.T) {
 	var dead atomic.Int64
 	base := rtFunc(func(r *http.Request) (*http.Response, error) {
 		code := http.StatusGatewayTimeout

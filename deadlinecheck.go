@@ -109,7 +109,7 @@ func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration
 	return left, true
 }
 
-// sendTimed is sendThrough, recording the attempt's time to response
+// sendTimed is exchange, recording the attempt's time to response
 // headers.
 func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
 	start := monotonic()

@@ -45,7 +45,9 @@
 // as the base transport returned it: the response, even a 503, with its body
 // unread and a nil error; or, when no response exists, an *Error that wraps
 // the last error (errors.Is and errors.As see through it) and counts the
-// attempts. Attempts reports how many attempts produced a response.
+// attempts. Attempts reports how many times the request that produced a
+// response was sent, as the server received it: its attempts, and the
+// sends net/http made again on its own (see Observing retries).
 //
 // # Which outcomes are retried
 //
@@ -193,9 +195,8 @@
 // sent on as not to be reused. Each attempt's peer address is in
 // RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
-// A 421 is retried once, on a connection of its own that a clone of the
-// base dials (see WithBase), over HTTP/2 too. New connections of the
-// default base resume TLS sessions: an abbreviated handshake.
+// A 421 is retried once, on a new connection (see WithBase), over HTTP/2
+// too; the default base's new connections resume TLS sessions.
 //
 // # Resuming response bodies
 //
@@ -226,6 +227,10 @@
 // with base.Attempt, and a gauge reads the budget with Transport.Budget
 // and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
 // builds OpenTelemetry spans and metrics on these hooks.
+//
+// net/http sends a request again by itself when the connection it was
+// written to failed before any answer; the server may have received both,
+// so the Transport counts each (RetryEvent.BaseResend) where it sees them.
 //
 // WithLogger logs by slog's levels. INFO has what an operator acts on, at
 // most one line a call: a call given up on because its attempts, its budget

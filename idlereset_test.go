@@ -171,6 +171,7 @@ func TestIdleConnClosedByServer(t *testing.T) {
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
 			assert.Equal(t, []bool{true, false}, reused, "written to the reset connection, then to a new one")
 			assert.EqualValues(t, 1, executions.Load(), "executed once")
+			assert.Equal(t, 1, Attempts(resp), "nothing of the first send left the client")
 		})
 	}
 }

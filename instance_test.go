@@ -287,21 +287,28 @@ func TestDialerKeepsTheResolverOrderForAFirstAttempt(t *testing.T) {
 }
 
 // TestTracedAttemptKeepsCallerTrace proves that the caller's own trace
-// still sees the connection when the Transport traces it too.
+// still sees the connection, the write and the rest when the Transport
+// traces them too.
 func TestTracedAttemptKeepsCallerTrace(t *testing.T) {
 	srv := retryhttptest.NewServer(nil, retryhttptest.Pass())
 	defer srv.Close()
 	rt := retryhttp.New()
 	defer rt.CloseIdleConnections()
-	var got atomic.Int32
+	var getConn, gotConn, wrote, firstByte atomic.Int32
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { got.Add(1) },
+		GetConn:              func(string) { getConn.Add(1) },
+		GotConn:              func(httptrace.GotConnInfo) { gotConn.Add(1) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Add(1) },
+		GotFirstResponseByte: func() { firstByte.Add(1) },
 	})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	resp, err := rt.RoundTrip(req)
 	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	assert.Equal(t, int32(1), got.Load())
+	for name, n := range map[string]*atomic.Int32{"GetConn": &getConn, "GotConn": &gotConn, "WroteRequest": &wrote, "GotFirstResponseByte": &firstByte} {
+		assert.Equal(t, int32(1), n.Load(), name)
+	}
 }
 
 // TestRetryRefusesAPooledConnectionToAFailedAddress proves that a retry

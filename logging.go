@@ -48,10 +48,15 @@ func (t *Transport) logAttempt(a *http.Request, resp *http.Response, err error) 
 		attemptAttrs(a, attempt.Number(ctx), statusOf(resp), err, attempt.Peer(ctx))...)
 }
 
-// logRetry logs e, a retry or a resume about to be made, at DEBUG.
+// logRetry logs e, a retry or a resume about to be made, or a send the
+// base made again on its own, at DEBUG.
 func (t *Transport) logRetry(e RetryEvent) {
 	ctx := e.Request.Context()
 	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	if e.BaseResend {
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: resent by the base", attemptAttrs(e.Request, e.Attempt, 0, nil, e.Peer)...)
 		return
 	}
 	msg := "retryhttp: retrying"

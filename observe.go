@@ -65,9 +65,8 @@ const (
 	// GiveUpResumeLimit: a response body failed again after the most
 	// resumes a body gets (resume.Limit). The event's Resume is set.
 	GiveUpResumeLimit GiveUpReason = "resume limit reached"
-	// GiveUpMisdirected: a 421 (classify.Verdict's Misdirected) answered
-	// the retry of a 421, or the base cannot open a new connection for
-	// one (WithBase).
+	// GiveUpMisdirected: a 421 answered the retry of a 421, or the base
+	// cannot open a new connection for that retry (WithBase).
 	GiveUpMisdirected GiveUpReason = "no new connection for a misdirected request"
 )
 
@@ -167,13 +166,15 @@ func (t *Transport) giveUpHooks(e GiveUpEvent) {
 	t.onGiveUp(e)
 }
 
-// tracesPeers reports whether t learns each attempt's connection through
-// net/http/httptrace: when its base is an *http.Transport (the default base
-// is one), or a RoundTripper whose Unwrap method leads to one, which reports
-// it, and whose base.Dialer, if it dials with one, sends a retry to another
-// address. It costs an attempt four small allocations, a few hundred bytes
-// beside net/http's own, so other bases, which may report nothing, are not
-// traced: their RetryEvent.Peer is the zero AddrPort.
+// tracesPeers reports whether t learns each attempt's connection, and the
+// sends its base makes again on its own, through net/http/httptrace: when
+// its base is an *http.Transport (the default base is one), or a
+// RoundTripper whose Unwrap method leads to one, which reports them, and
+// whose base.Dialer, if it dials with one, sends a retry to another address. It
+// costs an attempt four small allocations, a few hundred bytes beside
+// net/http's own, so other bases, which may report nothing, are not
+// traced: their RetryEvent.Peer is the zero AddrPort, and their own
+// resends are not counted.
 func tracesPeers(t *Transport) bool {
 	rt := t.base
 	for range 8 { // a bound, should wrappers unwrap to each other

@@ -210,7 +210,7 @@ func TestAttemptNumbers(t *testing.T) {
 	})
 }
 
-func TestHostBudgetBalances(t *testing.T) {
+func TestPerHostBalances(t *testing.T) {
 	h := budget.NewPerHost(budget.Capacity(10), budget.RetryCost(2), budget.MaxHosts(4))
 	assert.Empty(t, slices.Collect(h.Balances()), "no bucket before a retry")
 	a, err := http.NewRequest(http.MethodGet, "https://A.example:443/x", nil)

@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/throttle"
 )
 
@@ -36,10 +36,9 @@ type Option func(*Transport)
 // standard library's defaults, not shared with other packages, that keeps up
 // to 100 idle connections per host, so that concurrent callers reuse their
 // connections instead of opening new ones, and a TLS session cache of 64
-// hosts, so that new connections resume TLS (give a base of yours a
-// ClientSessionCache for the same). A 421's retry goes through a clone of
-// an *http.Transport base without keep-alives, so that it dials a new
-// connection; through any other base, or one with golang.org/x/net/http2's
+// hosts (give a base of yours a ClientSessionCache too). A 421's retry
+// dials a new connection through a clone of an *http.Transport base
+// without keep-alives; through another base, or one with x/net/http2's
 // HTTP/2, a 421 is returned.
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
@@ -61,7 +60,9 @@ func WithBase(rt http.RoundTripper) Option {
 }
 
 // WithMaxAttempts sets how many attempts a request gets, the first included.
-// 1 disables retries. The default is 3.
+// 1 disables retries. The default is 3. A send that the base makes again on
+// its own (RetryEvent.BaseResend) is no attempt of the Transport's: Attempts
+// counts it, the limit does not.
 func WithMaxAttempts(n int) Option {
 	if n < 1 {
 		panic("retryhttp: WithMaxAttempts: attempts must be at least 1, got " + strconv.Itoa(n))
@@ -174,7 +175,7 @@ func WithIdempotencyKeys() Option {
 // servers and their logs can tell retries from first attempts. A common
 // choice of name is "Retry-Attempt". The caller's request is not modified.
 func WithAttemptHeader(name string) Option {
-	if name == "" || !validHeaderName(name) {
+	if name == "" || !wire.ValidHeaderName(name) {
 		panic("retryhttp: WithAttemptHeader: invalid header name " + strconv.Quote(name))
 	}
 	return func(t *Transport) { t.attemptHeader = http.CanonicalHeaderKey(name) }
@@ -189,17 +190,6 @@ func WithAttemptHeader(name string) Option {
 // ignored: many servers send them with every response.
 func WithRateLimitHints() Option {
 	return func(t *Transport) { t.rateLimitHints = true }
-}
-
-// validHeaderName reports whether name is a valid HTTP field name (a token).
-func validHeaderName(name string) bool {
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // A RetryEvent describes a retry about to be made, for WithOnRetry.
@@ -237,13 +227,21 @@ type RetryEvent struct {
 	// Offset is, when Resume is set, how many bytes of the body the caller
 	// had received: the rest begins there.
 	Offset int64
+	// BaseResend reports a send that the base made again on its own,
+	// within attempt Attempt: net/http writes a request again when the
+	// connection or stream it was written to failed before any answer.
+	// The server may have received both, so each counts in Attempts. Peer
+	// is the connection that failed; the other fields are zero. Such sends
+	// are seen only where Peer is, and not within hedged attempts.
+	BaseResend bool
 }
 
 // WithOnRetry calls fn before each retry's wait, on the goroutine making the
 // request, and before each resume of a response body (RetryEvent.Resume),
-// on the goroutine reading the body. fn must be fast and must not block: the
-// retry waits for it. Each WithOnRetry adds a hook: several are called in the
-// order of their options.
+// on the goroutine reading the body, and for each send the base made again
+// on its own (RetryEvent.BaseResend). fn must be fast and must not block:
+// the retry waits for it. Each WithOnRetry adds a hook: several are
+// called in the order of their options.
 func WithOnRetry(fn func(RetryEvent)) Option {
 	if fn == nil {
 		panic("retryhttp: WithOnRetry: nil function")
@@ -253,47 +251,26 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 
 // WithLogger logs what the Transport does to l, by slog's levels.
 //
-// INFO is for what an operator acts on, and a call logs at most one line
-// there:
+// INFO is for what an operator acts on, at most one line a call: a call
+// given up on ("retryhttp: not retrying", with its GiveUpReason, the last
+// attempt's number and status or error) when its attempts, budget or time
+// ran out, the server asked for too long a wait, a 421 found no new
+// connection for its retry (GiveUpMisdirected), or its body could not be
+// resumed; a body whose reader gets a *resume.Error for another cause
+// ("retryhttp: response body failed"); and adaptive throttling that starts
+// or ends refusing a host's requests ("retryhttp: throttling started",
+// "retryhttp: throttling ended"), once a change.
 //
-//   - a call given up on, "retryhttp: not retrying" with its reason, the
-//     last attempt's number and status or error, when its attempts ran out
-//     after a retry (GiveUpAttemptsExhausted), or its budget
-//     (GiveUpBudgetExhausted) or its time (GiveUpDeadline), or the server
-//     asked for a wait beyond the limit (GiveUpRetryAfterLimit,
-//     GiveUpRateLimitResetLimit), or a 421 could not be retried on a new
-//     connection (GiveUpMisdirected), or a response body could not be
-//     resumed (GiveUpNotResumable, GiveUpResumeLimit, and the budget and
-//     deadline of a resume);
-//   - a response body whose reader gets a *resume.Error for another cause
-//     while its caller still waits, "retryhttp: response body failed",
-//     with the resume.Reason: a resume refused or answered with another
-//     representation, a wrong length or digest;
-//   - adaptive throttling that starts refusing a host's requests,
-//     "retryhttp: throttling started" with the probability, and that ends,
-//     "retryhttp: throttling ended": once a change, not once a refusal. A
-//     call whose end makes the change logs it, and its own give-up at
-//     DEBUG.
-//
-// DEBUG is for each attempt ("retryhttp: attempt", with its status or
-// error) and each decision: a retry ("retryhttp: retrying", with its delay)
-// or a resume ("retryhttp: resuming response body"), a hedge
-// ("retryhttp: hedging"), an attempt not sent for lack of time
-// ("retryhttp: not sending"), a request refused by adaptive throttling
-// ("retryhttp: throttled"), and a give-up that is no operator's concern: the
-// caller's context done (GiveUpCanceled), a request that could not be sent
-// again (GiveUpNotResendable, GiveUpBodyNotReplayable), or a failure of a
-// call allowed one attempt. A final outcome (a 404, a TLS error, a caller
-// who gave up during an attempt) is no give-up, and is in its attempt's
-// line only.
-//
-// A give-up for lack of time carries the delay the retry would have waited,
-// time_left, what would have been left before the deadline once it was
-// sent (negative when the delay passes the deadline), as a retry's line
-// does, and host_latency, the host's typical answer time (0 while fewer
-// than 20 are known: the retry then needed 1 ms). The messages name the
-// method, scheme, host and path, never headers, user information or query
-// strings.
+// DEBUG is for each attempt ("retryhttp: attempt"), each send the base made
+// again on its own ("retryhttp: resent by the base"), each decision (a
+// retry, a resume, a hedge, an attempt not sent for lack of time, a request
+// refused by throttling), and the give-ups that are no operator's concern:
+// the caller's context done, a request that could not be sent again, a
+// call allowed one attempt. A final outcome (a 404, a TLS error) is no
+// give-up, and is in its attempt's line only. A give-up for lack of time
+// carries delay, time_left and host_latency, the host's typical answer
+// time. The messages name the method, scheme, host and path, never
+// headers, user information or query strings.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		panic("retryhttp: WithLogger: nil Logger")

@@ -262,6 +262,9 @@ func TestStoppedHTTP1SendWritesNothing(t *testing.T) {
 				tr := New(WithBase(base), WithBackoff(backoff.Constant(0)))
 				_, err := tr.RoundTrip(guardedPost("https://"+srv.ln.Addr().String()+"/orders", body, "no key"))
 				require.ErrorIs(t, err, ErrResendStopped)
+				var rerr *Error
+				require.ErrorAs(t, err, &rerr)
+				require.Equal(t, 1, rerr.Attempts, "the stopped send is not counted")
 				require.NoError(t, srv.drain())
 				sends, execs := srv.take()
 				require.Equal(t, 1, sends, "the HTTP/1 send never arrived")
@@ -276,17 +279,25 @@ func TestRefusedStreamResentOnItsConnection(t *testing.T) {
 	// A stream refused with REFUSED_STREAM was not processed (RFC 9113,
 	// section 8.7), and leaves its connection open to new streams:
 	// net/http's own resend on that connection is let through, whatever
-	// the POST's body. The server runs the POST once.
+	// the POST's body. The server runs the POST once, and both sends are
+	// counted.
 	for _, body := range guardedBodies {
 		t.Run(body, func(t *testing.T) {
 			srv := newLaneServer(t, true, "refuse", nil)
-			tr := New(WithBase(&http.Transport{DialContext: srv.dial, Protocols: h2cTransport().Protocols}), WithBackoff(backoff.Constant(0)))
+			var resends int
+			tr := New(WithBase(&http.Transport{DialContext: srv.dial, Protocols: h2cTransport().Protocols}), WithBackoff(backoff.Constant(0)),
+				WithOnRetry(func(e RetryEvent) {
+					if e.BaseResend {
+						resends++
+					}
+				}))
 			defer tr.CloseIdleConnections()
 			resp, err := tr.RoundTrip(guardedPost("http://"+srv.ln.Addr().String()+"/orders", body, "blank Idempotency-Key"))
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
-			assert.Equal(t, 1, Attempts(resp), "resent by net/http, not retried")
+			assert.Equal(t, 2, Attempts(resp), "refused, then resent by net/http")
+			assert.Equal(t, 1, resends, "the resend reported, not retried")
 			require.NoError(t, srv.drain())
 			sends, execs := srv.take()
 			assert.Equal(t, 2, sends, "refused, then resent")

@@ -49,6 +49,7 @@ type retryState struct {
 	left time.Duration
 
 	attempt int                // the current attempt's number, from 1
+	resent  int                // sends the base made again on its own, beyond the attempts
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
 	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
@@ -180,25 +181,31 @@ func (s *retryState) hedges() bool {
 		hedgeable(req, wire.IdempotentMethod(req.Method), req.Body != nil && req.Body != http.NoBody, s.p)
 }
 
-// send sends the attempt a, whose guard is g, through the base, tracing
-// its connection when the Transport traces peers. It returns the attempt's
-// request as sent, with its trace.
+// send sends the attempt a, whose guard is g, through the base (the retry
+// of a 421 through a clone of it that dials a new connection), tracing its
+// connection when the Transport traces peers, and counts and reports the
+// sends the base made again on its own before it logs the attempt. It
+// returns the attempt's request as sent, with its trace.
 func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
-	var pt *peerTrace
-	if s.t.peers {
-		var refuse []netip.AddrPort
-		if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
-			refuse = s.failed
-		}
-		a, pt = tracePeer(a, refuse)
+	if !s.t.peers {
+		resp, err := s.t.send(a)
+		return a, nil, resp, err
 	}
-	var resp *http.Response
-	var err error
+	var refuse []netip.AddrPort
+	if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
+		refuse = s.failed
+	}
+	a, pt := tracePeer(a, refuse, g)
+	var rt http.RoundTripper = s.t.base
 	if s.fresh {
-		s.fresh = false
-		resp, err = s.t.sendThrough(s.t.newConns(), a)
-	} else {
-		resp, err = s.t.send(a)
+		// Only an *http.Transport base, whose attempts are traced, has
+		// a clone that dials new connections.
+		rt, s.fresh = s.t.newConns(), false
+	}
+	resp, err := s.t.exchange(rt, a)
+	s.countResends(pt)
+	if s.t.logger != nil {
+		s.t.logAttempt(a, resp, err)
 	}
 	return a, pt, resp, err
 }

@@ -16,33 +16,34 @@ import (
 // costs the budget's timeout cost.
 var ErrAttemptTimeout = wire.ErrAttemptTimeout
 
-// send makes one attempt through the base transport, applying the
-// per-attempt timeout, and never returns both a response and an error. It
-// records the attempt's time to response headers for the check before a
-// retry when the request has a deadline and the Transport keeps its own
-// table of answer times (answerTable: hedging keeps them otherwise), and
-// logs the attempt's outcome.
+// send makes one attempt through the base transport, as exchange does,
+// and logs its outcome.
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
-	return t.sendThrough(t.base, a)
-}
-
-// sendThrough is send through rt, the base or a transport made from it.
-func (t *Transport) sendThrough(rt http.RoundTripper, a *http.Request) (resp *http.Response, err error) {
-	switch {
-	case t.answers != nil && hasDeadline(a.Context()):
-		resp, err = t.sendTimed(rt, a)
-	case t.attemptTimeout <= 0:
-		resp, err = checkResult(rt.RoundTrip(a))
-	default:
-		resp, err = t.sendWithTimeout(rt, a)
-	}
+	resp, err := t.exchange(t.base, a)
 	if t.logger != nil {
 		t.logAttempt(a, resp, err)
 	}
 	return resp, err
 }
 
-// sendWithTimeout is sendThrough with a per-attempt timeout, without
+// exchange makes one attempt through rt, the base or a transport made from
+// it, applying the per-attempt timeout, and never returns both a response
+// and an error. It records the attempt's time to response headers for the
+// check before a retry when the request has a deadline and the Transport
+// keeps its own table of answer times (answerTable: hedging keeps them
+// otherwise).
+func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
+	switch {
+	case t.answers != nil && hasDeadline(a.Context()):
+		return t.sendTimed(rt, a)
+	case t.attemptTimeout <= 0:
+		return checkResult(rt.RoundTrip(a))
+	default:
+		return t.sendWithTimeout(rt, a)
+	}
+}
+
+// sendWithTimeout is exchange with a per-attempt timeout, without
 // recording.
 func (t *Transport) sendWithTimeout(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(a.Context())

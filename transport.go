@@ -183,7 +183,9 @@ func (t *Transport) Budget() budget.Budget { return t.ready().budget }
 // failed with an error, or the request could not be sent. Unwrap returns the
 // last attempt's error, so errors.Is and errors.As see through it.
 type Error struct {
-	// Attempts is how many attempts were sent, 0 when none was.
+	// Attempts is how many times the request was sent, 0 when it never
+	// was: its attempts and the sends the base made again on its own, as
+	// the function Attempts counts them.
 	Attempts int
 	// Err is the last attempt's error.
 	Err error
@@ -213,9 +215,10 @@ func isTimeout(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// Attempts reports how many attempts were sent for the request that
-// produced resp, hedges included: 1 unless resp came from a Transport that
-// retried or hedged.
+// Attempts reports how many times the request that produced resp was
+// sent: its attempts, hedges included, and the sends the base transport
+// made again on its own (RetryEvent.BaseResend). It is 1 unless resp came
+// from a Transport that retried, hedged or saw its base send again.
 func Attempts(resp *http.Response) int {
 	if resp == nil || resp.Request == nil {
 		return 1
@@ -316,7 +319,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
-			return nil, &Error{Attempts: s.attempt, Err: werr}
+			return nil, &Error{Attempts: s.sent(), Err: werr}
 		}
 		s.next(delay)
 	}
@@ -471,14 +474,17 @@ func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response,
 	s.body.done()
 	if err != nil {
 		g.end()
-		return nil, &Error{Attempts: s.attempt, Err: err}
+		return nil, &Error{Attempts: s.sent(), Err: err}
 	}
 	if g != nil {
 		// The body is read in the attempt's context: end it on Close.
 		resp.Body = g.wrap(resp.Body)
 	}
-	if s.attempt > 1 && resp.Request == nil {
+	if s.sent() > 1 && resp.Request == nil {
 		resp.Request = a
+	}
+	if s.resent > 0 {
+		withSent(resp, s.sent())
 	}
 	if resumeCandidate(s.t, resp) {
 		s.offerResume(a, pt, resp)

@@ -281,7 +281,7 @@ func TestBucketOptionsPanic(t *testing.T) {
 		new  func(...Option)
 	}{
 		{"NewBucket", func(opts ...Option) { NewBucket(opts...) }},
-		{"NewHostBudget", func(opts ...Option) { NewPerHost(opts...) }},
+		{"NewPerHost", func(opts ...Option) { NewPerHost(opts...) }},
 	}
 	for _, c := range constructors {
 		for _, tt := range tests {

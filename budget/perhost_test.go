@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestHostBudgetKeys(t *testing.T) {
+func TestPerHostKeys(t *testing.T) {
 	tests := []struct {
 		name string
 		a, b string
@@ -60,7 +60,7 @@ func TestHostBudgetKeys(t *testing.T) {
 	}
 }
 
-func TestHostBudgetRequestHost(t *testing.T) {
+func TestPerHostRequestHost(t *testing.T) {
 	h := NewPerHost(Capacity(10))
 	// As on a server, or a client request built by hand: no URL.Host.
 	req := &http.Request{
@@ -81,7 +81,7 @@ func TestHostBudgetRequestHost(t *testing.T) {
 	assert.Equal(t, 5*Token, h.Balance(mustParse(t, "https://b.example/")))
 }
 
-func TestHostBudgetDepositUnknownHost(t *testing.T) {
+func TestPerHostDepositUnknownHost(t *testing.T) {
 	h := NewPerHost()
 	for i := range 1000 {
 		req := newRequest(t, fmt.Sprintf("https://h%d.example/", i))
@@ -93,7 +93,7 @@ func TestHostBudgetDepositUnknownHost(t *testing.T) {
 	assert.Nil(t, h.debts.Load(), "debts made by deposits")
 }
 
-func TestHostBudgetDepositRefillsHost(t *testing.T) {
+func TestPerHostDepositRefillsHost(t *testing.T) {
 	h := NewPerHost()
 	req := newRequest(t, "https://a.example/")
 	u := mustParse(t, "https://a.example/")
@@ -108,7 +108,7 @@ func TestHostBudgetDepositRefillsHost(t *testing.T) {
 	assert.Equal(t, 500*Token, h.Balance(u), "after a deposit into a full bucket")
 }
 
-func TestHostBudgetHostileStream(t *testing.T) {
+func TestPerHostHostileStream(t *testing.T) {
 	const maxHosts, n = 64, 100_000
 	h := NewPerHost(MaxHosts(maxHosts))
 	hosts := make([]*http.Request, n)
@@ -134,7 +134,7 @@ func TestHostBudgetHostileStream(t *testing.T) {
 	}
 }
 
-func TestHostBudgetForgetsTheLeastRecentlyUsed(t *testing.T) {
+func TestPerHostForgetsTheLeastRecentlyUsed(t *testing.T) {
 	const maxHosts = 4
 	h := NewPerHost(MaxHosts(maxHosts))
 	req := func(i int) *http.Request { return newRequest(t, fmt.Sprintf("https://h%d.example/", i)) }
@@ -156,10 +156,10 @@ func TestHostBudgetForgetsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Nil(t, h.lookup(wire.RequestKey(req(2))), "h2 made room")
 }
 
-// TestHostBudgetRotationKeepsDebts checks that a host that is down, called
+// TestPerHostRotationKeepsDebts checks that a host that is down, called
 // in turn with more hosts than the table holds, has no more retries than
 // its bucket allows: forgetting it does not forgive its debt.
-func TestHostBudgetRotationKeepsDebts(t *testing.T) {
+func TestPerHostRotationKeepsDebts(t *testing.T) {
 	const maxHosts, hosts, rounds = 8, 24, 50
 	h := NewPerHost(MaxHosts(maxHosts), Capacity(20))
 	allowed := make([]int, hosts)
@@ -183,7 +183,7 @@ func TestHostBudgetRotationKeepsDebts(t *testing.T) {
 	assert.LessOrEqual(t, h.Hosts(), maxHosts)
 }
 
-func TestHostBudgetOneHost(t *testing.T) {
+func TestPerHostOneHost(t *testing.T) {
 	h := NewPerHost(MaxHosts(1), Capacity(10))
 	a, b := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
 	_, err := h.Withdraw(a, retryVerdict)
@@ -206,9 +206,9 @@ func TestHostBudgetOneHost(t *testing.T) {
 	assert.ErrorIs(t, err, wire.ErrBudgetExhausted)
 }
 
-// TestHostBudgetEvictedBucket checks what a request that looked a bucket up
+// TestPerHostEvictedBucket checks what a request that looked a bucket up
 // just before it was evicted sees.
-func TestHostBudgetEvictedBucket(t *testing.T) {
+func TestPerHostEvictedBucket(t *testing.T) {
 	h := NewPerHost(MaxHosts(1), Capacity(10))
 	a, b := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
 	_, err := h.Withdraw(a, retryVerdict)
@@ -228,7 +228,7 @@ func TestHostBudgetEvictedBucket(t *testing.T) {
 	assert.Equal(t, 10*Token, h.Balance(a.URL), "balance of an evicted host")
 }
 
-func TestHostBudgetAllocs(t *testing.T) {
+func TestPerHostAllocs(t *testing.T) {
 	h := NewPerHost()
 	tracked, untracked := newRequest(t, "https://a.example/"), newRequest(t, "https://b.example/")
 	_, err := h.Withdraw(tracked, retryVerdict)
@@ -253,10 +253,10 @@ func TestHostBudgetAllocs(t *testing.T) {
 	}
 }
 
-// TestHostBudgetConcurrentEviction has goroutines use more hosts than there
+// TestPerHostConcurrentEviction has goroutines use more hosts than there
 // is room for, so that buckets are created, swept and evicted while others
 // use them.
-func TestHostBudgetConcurrentEviction(t *testing.T) {
+func TestPerHostConcurrentEviction(t *testing.T) {
 	const (
 		goroutines = 8
 		ops        = 10_000
@@ -445,12 +445,12 @@ func deadHostRetries(t *testing.T, maxHosts, rounds, warm, warmOthers, others, r
 	return got
 }
 
-// TestHostBudgetDeadHostUnderChurn checks the bound of a dead host (100
+// TestPerHostDeadHostUnderChurn checks the bound of a dead host (100
 // retries: its bucket of 500 tokens at 5 a retry) with a table of 16 hosts,
 // as other hosts come and go between its requests: where PerHost's
 // documentation says it holds, and what the dead host gets where it says
 // it does not.
-func TestHostBudgetDeadHostUnderChurn(t *testing.T) {
+func TestPerHostDeadHostUnderChurn(t *testing.T) {
 	const maxHosts, rounds = 16, 120
 	tests := []struct {
 		name             string

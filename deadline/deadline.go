@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // A Format is a request header that carries the time its caller has left
@@ -45,7 +46,7 @@ const (
 // GRPCTimeout's.
 func Milliseconds(name string) Format {
 	f := Format(http.CanonicalHeaderKey(name))
-	if name == "" || !deadlinefmt.ValidHeaderName(name) || f == GRPCTimeout {
+	if name == "" || !wire.ValidHeaderName(name) || f == GRPCTimeout {
 		panic("deadline: Milliseconds: invalid header name " + strconv.Quote(name))
 	}
 	return f

@@ -78,6 +78,14 @@
 //	                   retryhttp.retry, and retryhttp.resume.offset (the
 //	                   bytes the caller had); the request for the rest is an
 //	                   attempt with a span of its own, a resend
+//	retryhttp.base_resend
+//	                   the base transport sent an attempt again on its own
+//	                   (net/http, after the connection it was written to
+//	                   failed before any answer: retryhttp.RetryEvent's
+//	                   BaseResend): retryhttp.attempt (the attempt's
+//	                   number), network.peer.address and network.peer.port
+//	                   (the connection that failed); the second send is
+//	                   within the attempt's span, and no retry
 //
 // A give_up event of a body that failed after its headers has
 // retryhttp.resume (true) and retryhttp.resume.offset too. The events of a
@@ -96,7 +104,8 @@
 //
 //	retryhttp.client.attempts     Counter    {attempt}  attempts sent through
 //	                                                    the base, first ones
-//	                                                    included
+//	                                                    included, and the
+//	                                                    base's own resends
 //	retryhttp.client.retries      Counter    {retry}    retries decided, before
 //	                                                    their wait
 //	retryhttp.client.give_ups     Counter    {give_up}  failures worth retrying
@@ -115,7 +124,9 @@
 //
 // Their attributes:
 //
-//	attempts     http.request.method, server.address, server.port
+//	attempts     http.request.method, server.address, server.port, and
+//	             retryhttp.base_resend (true) for a send the base made
+//	             again on its own
 //	retries      http.request.method, server.address, server.port,
 //	             error.type, retryhttp.verdict.throttle,
 //	             retryhttp.verdict.timeout, and retryhttp.resume (true)

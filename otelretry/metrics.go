@@ -41,6 +41,10 @@ const (
 	// body: a request for the rest of a body that failed after its headers
 	// (retryhttp.RetryEvent.Resume).
 	ResumeEventName = "retryhttp.resume"
+	// BaseResendEventName is the event of a send that the base transport
+	// made again on its own, within one attempt and its span
+	// (retryhttp.RetryEvent.BaseResend).
+	BaseResendEventName = "retryhttp.base_resend"
 )
 
 // Attribute keys of this package, beside the semantic conventions' ones.
@@ -80,6 +84,9 @@ const (
 	// OffsetKey is, on the event of a resume or of a body given up on, how
 	// many bytes of the body the caller had received.
 	OffsetKey = attribute.Key("retryhttp.resume.offset")
+	// BaseResendKey marks, on the attempt counter, a send that the base
+	// transport made again on its own: true, and absent for attempts.
+	BaseResendKey = attribute.Key("retryhttp.base_resend")
 )
 
 // ReasonValue returns the value of the retryhttp.give_up.reason attribute
@@ -130,7 +137,7 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 	m := mp.Meter(ScopeName)
 	o := &observer{transport: t}
 	o.attempts = counter(m.Int64Counter(AttemptsName, metric.WithUnit("{attempt}"),
-		metric.WithDescription("Attempts sent through the base transport, first attempts and retries.")))
+		metric.WithDescription("Attempts sent through the base transport, first attempts and retries, and the sends the base made again on its own.")))
 	o.retries = counter(m.Int64Counter(RetriesName, metric.WithUnit("{retry}"),
 		metric.WithDescription("Retries decided after a failed attempt, counted before the wait.")))
 	o.giveUps = counter(m.Int64Counter(GiveUpsName, metric.WithUnit("{give_up}"),
@@ -222,6 +229,10 @@ func (d *destinations) options(r *http.Request) []metric.AddOption {
 
 // retry is the WithOnRetry hook.
 func (o *observer) retry(e retryhttp.RetryEvent) {
+	if e.BaseResend {
+		o.baseResend(e)
+		return
+	}
 	ctx := e.Request.Context()
 	var buf [8]attribute.KeyValue
 	attrs := requestAttrs(buf[:0], e.Request)
@@ -253,6 +264,24 @@ func (o *observer) retry(e retryhttp.RetryEvent) {
 			ev = append(ev, OffsetKey.Int64(e.Offset))
 		}
 		span.AddEvent(name, trace.WithAttributes(ev...))
+	}
+}
+
+// baseResend counts a send that the base made again on its own as an
+// attempt, marked as such, and records it as an event on the span in the
+// request's context, where the decisions are: it is no retry of the
+// Transport's, and it shares the span of its attempt, which the hooks do
+// not see.
+func (o *observer) baseResend(e retryhttp.RetryEvent) {
+	ctx := e.Request.Context()
+	var buf [4]attribute.KeyValue
+	o.attempts.Add(ctx, 1, metric.WithAttributes(append(requestAttrs(buf[:0], e.Request), BaseResendKey.Bool(true))...))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		ev := []attribute.KeyValue{AttemptKey.Int(e.Attempt)}
+		if e.Peer.IsValid() {
+			ev = append(ev, semconv.NetworkPeerAddress(e.Peer.Addr().String()), semconv.NetworkPeerPort(int(e.Peer.Port())))
+		}
+		span.AddEvent(BaseResendEventName, trace.WithAttributes(ev...))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -265,7 +266,7 @@ func FuzzDeadline(f *testing.F) {
 	f.Add("Connect-Timeout-Ms", "9999999999", "99999999H", int64(math.MaxInt64))
 	f.Add("grpc-timeout", "1S", "1u", int64(-1))
 	f.Fuzz(func(t *testing.T, name, value, grpc string, margin int64) {
-		if name == "" || !deadlinefmt.ValidHeaderName(name) {
+		if name == "" || !wire.ValidHeaderName(name) {
 			return
 		}
 		format := deadline.Format(http.CanonicalHeaderKey(name))

@@ -22,6 +22,10 @@ var ErrRetired = errors.New("retryhttp: connection retired after a failed respon
 type Conn struct {
 	net.Conn
 	state atomic.Int64
+	// sent is how many bytes were written to the connection: a send of
+	// the attempt whose trace saw it at Sent, and saw it no higher once
+	// the send was over, wrote nothing.
+	sent atomic.Int64
 	// addrs are the addresses the host name resolved to when the Dialer
 	// resolved it, nil when the underlying dialer did.
 	addrs []netip.Addr
@@ -74,10 +78,17 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return 0, ErrRetired
 		}
 		if s&1 == 0 || c.state.CompareAndSwap(s, s+1) {
-			return c.Conn.Write(p)
+			n, err := c.Conn.Write(p)
+			if n > 0 {
+				c.sent.Add(int64(n))
+			}
+			return n, err
 		}
 	}
 }
+
+// Sent returns how many bytes were written to the connection.
+func (c *Conn) Sent() int64 { return c.sent.Load() }
 
 func (c *Conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)

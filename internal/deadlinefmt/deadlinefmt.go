@@ -7,11 +7,11 @@ package deadlinefmt
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // The headers whose format is not a plain number of milliseconds, as
@@ -30,23 +30,12 @@ func Check[F ~string](fn string, formats []F) []F {
 	}
 	out := make([]F, 0, len(formats))
 	for _, f := range formats {
-		if f == "" || !ValidHeaderName(string(f)) {
+		if f == "" || !wire.ValidHeaderName(string(f)) {
 			panic(fn + ": invalid header name " + strconv.Quote(string(f)))
 		}
 		out = append(out, F(http.CanonicalHeaderKey(string(f))))
 	}
 	return out
-}
-
-// ValidHeaderName reports whether name is a valid HTTP field name (a token).
-func ValidHeaderName(name string) bool {
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // grpcMaxValue is the largest value grpc-timeout's 8 digits hold.
@@ -117,11 +106,11 @@ const (
 // anything else that is not the format (a sign, a fraction, spaces inside,
 // a missing or unknown unit, a list) makes the value malformed.
 func Parse(format, s string) (time.Duration, Kind) {
-	s = trimOWS(s)
+	s = wire.TrimOWS(s)
 	if format == GRPC {
 		return parseGRPCTimeout(s)
 	}
-	n, ok := digits(s)
+	n, ok := wire.Digits(s)
 	switch {
 	case !ok || len(s) > msMaxDigits:
 		return 0, Malformed
@@ -141,59 +130,16 @@ func parseGRPCTimeout(s string) (time.Duration, Kind) {
 	if len(s) < 2 {
 		return 0, Malformed
 	}
-	n, ok := digits(s[:len(s)-1])
+	n, ok := wire.Digits(s[:len(s)-1])
 	if !ok || len(s) > 9 {
 		return 0, Malformed
 	}
 	for _, u := range grpcUnits {
 		if s[len(s)-1] == u.sign {
-			return units(n, u.unit), Set
+			return wire.Units(n, u.unit), Set
 		}
 	}
 	return 0, Malformed
-}
-
-// trimOWS removes the optional whitespace (spaces and horizontal tabs) that
-// HTTP allows around a field value.
-func trimOWS(s string) string {
-	for s != "" && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// digits parses s, a non-empty run of ASCII digits without sign, as a
-// non-negative integer, saturating at math.MaxInt64. It reports false when s
-// is not such a run.
-func digits(s string) (int64, bool) {
-	if s == "" {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := int64(c - '0')
-		if n > (math.MaxInt64-d)/10 {
-			n = math.MaxInt64 // keep checking that the rest are digits
-			continue
-		}
-		n = n*10 + d
-	}
-	return n, true
-}
-
-// units returns n units as a Duration, saturating at the largest one.
-func units(n int64, unit time.Duration) time.Duration {
-	if n > math.MaxInt64/int64(unit) {
-		return math.MaxInt64
-	}
-	return time.Duration(n) * unit
 }
 
 // sentCtx is an attempt's context that carries the time left its deadline

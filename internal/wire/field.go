@@ -51,3 +51,14 @@ func OnlyValue(h http.Header, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// ValidHeaderName reports whether name is a valid HTTP field name (a token).
+func ValidHeaderName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
