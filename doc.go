@@ -223,10 +223,11 @@
 // the context done during the wait, the host throttled (no attempt sent),
 // no new connection for a misdirected request (421), and, for a response
 // body, not resumable or its resume limit reached. Each of these options
-// adds a hook; several are called in order. A base transport reads each attempt's number
-// with base.Attempt, and a gauge reads the budget with Transport.Budget
-// and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
-// builds OpenTelemetry spans and metrics on these hooks.
+// adds a hook; several are called in order. A base transport reads each
+// attempt's number with base.Attempt, and a gauge reads the budget with
+// Transport.Budget and budget.PerHost.Balances. Module
+// github.com/retryhttp/retryhttp/otelretry builds OpenTelemetry spans and
+// metrics on these hooks.
 //
 // net/http sends a request again by itself when the connection it was
 // written to failed before any answer; the server may have received both,
