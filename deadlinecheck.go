@@ -109,15 +109,16 @@ func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration
 	return left, true
 }
 
-// sendTimed is send, recording the attempt's time to response headers.
-func (t *Transport) sendTimed(a *http.Request) (*http.Response, error) {
+// sendTimed is exchange, recording the attempt's time to response
+// headers.
+func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
 	start := monotonic()
 	var resp *http.Response
 	var err error
 	if t.attemptTimeout <= 0 {
-		resp, err = checkResult(t.base.RoundTrip(a))
+		resp, err = checkResult(rt.RoundTrip(a))
 	} else {
-		resp, err = t.sendWithTimeout(a)
+		resp, err = t.sendWithTimeout(rt, a)
 	}
 	t.recordAnswer(a, start, resp)
 	return resp, err

@@ -54,16 +54,17 @@
 // Each attempt's outcome is judged by a classify.Classifier, a list of small
 // classifiers that each answer Retry, DontRetry or classify.Abstain. The default,
 // classify.Default, retries 408, 429 and 5xx responses except 501, 505 and
-// 511, and transport errors that are transient by type: refused or failed
-// dials, connection resets, a connection closed mid-exchange, network
+// 511, a 421 Misdirected Request once, on a new connection (see Where a
+// retry goes), and transport errors that are transient by type: refused or
+// failed dials, connection resets, a connection closed mid-exchange, network
 // timeouts (the base's own, such as ResponseHeaderTimeout, while the
 // caller's context is alive), a proxy that refused the CONNECT with 502,
 // 503 or 429 (a ProxyConnectError; never sent to the destination, so
 // retried whatever the method), and HTTP/2 streams the server refused
 // (REFUSED_STREAM) or aborted (INTERNAL_ERROR), read from the error's type,
-// never its text. It never
-// retries certificate or other
-// TLS errors, a host that does not exist, errors it does not know (an
+// never its text. It never retries certificate or other TLS errors, a 425
+// Too Early (net/http never sends TLS early data, so a retry would be the
+// same request), a host that does not exist, errors it does not know (an
 // unsupported scheme, an invalid header), or anything after the caller's own
 // context is done. Before the status, it heeds what the server said about
 // retrying (see below). Put your classifiers in front of it to change a case.
@@ -81,9 +82,11 @@
 // connection for the attempt and obtained none (a refused dial, a connection
 // reset during the TLS handshake), which net/http/httptrace shows on the
 // goroutine of RoundTrip, before any byte is written, or an HTTP/2 server
-// refused the stream. Once a connection was obtained the request may have
-// run, and it is never resent: no hook that may fire late, no GOAWAY and no
-// error text counts as proof. Such a request is also kept from net/http's own
+// refused the stream; or when the server answered 421 Misdirected Request,
+// which says that it did not process the request. Otherwise, once a
+// connection was obtained the request may have run, and it is never
+// resent: no hook that may fire late, no GOAWAY and no error text counts as
+// proof. Such a request is also kept from net/http's own
 // resends, which are stopped before they write anything (ErrResendStopped),
 // but those that follow a send that provably never ran: over HTTP/1,
 // net/http sends it again only when nothing of it was written to a reused
@@ -192,6 +195,9 @@
 // sent on as not to be reused. Each attempt's peer address is in
 // RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
+// A 421 is retried once, on a new connection (see WithBase), over HTTP/2
+// too; the default base's new connections resume TLS sessions.
+//
 // # Resuming response bodies
 //
 // A failure after the response headers, while the caller reads the body
@@ -215,11 +221,13 @@
 // with a GiveUpReason: attempts or budget exhausted, not resendable, body not
 // replayable, Retry-After or rate limit reset beyond the limit, deadline,
 // the context done during the wait, the host throttled (no attempt sent),
-// and, for a response body, not resumable or its resume limit reached. Each of these options adds a hook;
-// several are called in order. A base transport reads each attempt's number
-// with base.Attempt, and a gauge reads the budget with Transport.Budget
-// and budget.PerHost.Balances. Module github.com/retryhttp/retryhttp/otelretry
-// builds OpenTelemetry spans and metrics on these hooks.
+// no new connection for a misdirected request (421), and, for a response
+// body, not resumable or its resume limit reached. Each of these options
+// adds a hook; several are called in order. A base transport reads each
+// attempt's number with base.Attempt, and a gauge reads the budget with
+// Transport.Budget and budget.PerHost.Balances. Module
+// github.com/retryhttp/retryhttp/otelretry builds OpenTelemetry spans and
+// metrics on these hooks.
 //
 // net/http sends a request again by itself when the connection it was
 // written to failed before any answer; the server may have received both,
@@ -309,7 +317,7 @@
 //	body resumption    on, where provably safe; at most 10 resumes        WithResume, WithoutResume,
 //	                   per body; a stall after 10 s without a byte        NoResume
 //	classifier         classify.Default()                                WithClassifier
-//	base transport     go-cleanhttp's pooled transport                    WithBase
+//	base transport     go-cleanhttp's pooled transport, TLS resumed       WithBase
 //
 // Three attempts recover most transient failures while bounding the load a
 // request can cause; the budget bounds it further when failures are not

@@ -27,6 +27,7 @@ var docNames = map[string]string{
 	"strings":       "strings",
 	"testing":       "testing",
 	"time":          "time",
+	"tls":           "crypto/tls",
 	"url":           "net/url",
 	"retryhttp":     "github.com/retryhttp/retryhttp",
 	"budget":        "github.com/retryhttp/retryhttp/budget",

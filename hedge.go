@@ -62,10 +62,6 @@ type hedging struct {
 // honour cancellation. When every attempt fails, the retries go on, if
 // attempts remain, as after any failed attempt. NoHedge turns hedging off
 // for one call. WithOnHedge sees each hedge.
-//
-// Latencies and hedge credit are kept for at most 1024 hosts (about 1.7 KiB
-// each): a new host takes the place of the host least recently requested,
-// which starts afresh, as a new host does, if it is requested again.
 func WithHedging(opts ...hedge.Option) Option {
 	for _, o := range opts {
 		if o == nil {

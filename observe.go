@@ -65,6 +65,9 @@ const (
 	// GiveUpResumeLimit: a response body failed again after the most
 	// resumes a body gets (resume.Limit). The event's Resume is set.
 	GiveUpResumeLimit GiveUpReason = "resume limit reached"
+	// GiveUpMisdirected: a 421 answered the retry of a 421, or the base
+	// cannot open a new connection for that retry (WithBase).
+	GiveUpMisdirected GiveUpReason = "no new connection for a misdirected request"
 )
 
 // A GiveUpEvent describes a request whose retries ended although its last
@@ -87,21 +90,14 @@ type GiveUpEvent struct {
 	// RetryEvent.Peer.
 	Peer netip.AddrPort
 	// TimeLeft is, for GiveUpDeadline, the time left before the request's
-	// deadline when the Transport gave up: less than the retry's delay
-	// plus HostLatency (plus 1 ms while HostLatency is less), or, for an
-	// attempt not sent (WithDeadlineHeader), less than 1 ms. It is 0 for
-	// other reasons.
+	// deadline when the Transport gave up; 0 for other reasons.
 	TimeLeft time.Duration
-	// HostLatency is, for GiveUpDeadline, the host's typical answer time
-	// that the retry had to have left once sent: the median of its recent
-	// times to response headers, or 0 while fewer than 20 are known (the
-	// retry then had to have 1 ms). It is 0 for other reasons.
+	// HostLatency is, for GiveUpDeadline, the time the retry had to have
+	// left once sent: the median of the host's recent answer times, or 0
+	// while fewer than 20 are known (then 1 ms); 0 for other reasons.
 	HostLatency time.Duration
 	// Resume reports that the failure is a response body's, after its
-	// headers, or a resume's (see RetryEvent.Resume); the hooks are then
-	// called on the goroutine reading the body, after RoundTrip returned.
-	// Reason is any that applies to a retry (budget, deadline, ...), or
-	// GiveUpNotResumable or GiveUpResumeLimit.
+	// headers, or a resume's (see RetryEvent.Resume).
 	Resume bool
 	// Offset is, when Resume is set, how many bytes of the body the caller
 	// had received.

@@ -35,7 +35,11 @@ type Option func(*Transport)
 // is go-cleanhttp's pooled transport, a fresh *http.Transport with the
 // standard library's defaults, not shared with other packages, that keeps up
 // to 100 idle connections per host, so that concurrent callers reuse their
-// connections instead of opening new ones.
+// connections instead of opening new ones, and a TLS session cache of 64
+// hosts (give a base of yours a ClientSessionCache too). A 421's retry
+// dials a new connection through a clone of an *http.Transport base
+// without keep-alives; through another base, or one with x/net/http2's
+// HTTP/2, a 421 is returned.
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
 // the client's Transport instead.
@@ -202,23 +206,19 @@ type RetryEvent struct {
 	Err error
 	// Verdict is the classifier's verdict on the failed attempt.
 	Verdict classify.Verdict
-	// Peer is the remote address of the failed attempt's connection
-	// (OpenTelemetry's network.peer.address and network.peer.port), the
-	// zero AddrPort when it is unknown: the attempt got no connection, or
-	// the base is not an *http.Transport (the default base is one) nor
-	// unwraps to one (an Unwrap() http.RoundTripper method), or the attempt
-	// was hedged. Behind a proxy it is the proxy's address.
+	// Peer is the remote address of the failed attempt's connection (a
+	// proxy's, behind one), or the zero AddrPort when it is unknown: no
+	// connection, a hedged attempt, or a base that is not, and does not
+	// unwrap to, an *http.Transport.
 	Peer netip.AddrPort
 	// TimeLeft is the time that will be left before the request's deadline
 	// when the retry is sent, after Delay: what its deadline headers will
 	// carry (WithDeadlineHeader). It is 0 when the request has no deadline.
 	TimeLeft time.Duration
-	// Resume reports a resume: the failed attempt is a response body that
-	// failed after its headers (cut or reset, Err says how, or stalled,
-	// resume.ErrStalled), or a request for the rest of one that failed,
-	// and the retry asks for the rest of the body with a range request.
-	// The hook is then called on the goroutine reading the body, after
-	// RoundTrip returned. See WithResume.
+	// Resume reports a resume: a response body failed after its headers
+	// (Err says how), or a request for the rest of one failed, and the
+	// retry asks for the rest. The hook then runs on the goroutine reading
+	// the body. See WithResume.
 	Resume bool
 	// Offset is, when Resume is set, how many bytes of the body the caller
 	// had received: the rest begins there.
@@ -250,7 +250,8 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 // INFO is for what an operator acts on, at most one line a call: a call
 // given up on ("retryhttp: not retrying", with its GiveUpReason, the last
 // attempt's number and status or error) when its attempts, budget or time
-// ran out, the server asked for too long a wait, or its body could not be
+// ran out, the server asked for too long a wait, a 421 found no new
+// connection for its retry (GiveUpMisdirected), or its body could not be
 // resumed; a body whose reader gets a *resume.Error for another cause
 // ("retryhttp: response body failed"); and adaptive throttling that starts
 // or ends refusing a host's requests ("retryhttp: throttling started",

@@ -55,6 +55,10 @@ type retryState struct {
 	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
 	retire  bool               // an HTTP/2 attempt failed: retries retire their connection
 	info    bool               // the call has logged its one line at INFO
+	// misdirected is set once a misdirected attempt (421) is retried, which
+	// happens once a request; fresh while the current attempt is that
+	// retry, which goes on a new connection.
+	misdirected, fresh bool
 }
 
 // start readies the retries of req, a valid request, through t. It
@@ -177,9 +181,10 @@ func (s *retryState) hedges() bool {
 		hedgeable(req, wire.IdempotentMethod(req.Method), req.Body != nil && req.Body != http.NoBody, s.p)
 }
 
-// send sends the attempt a, whose guard is g, through the base, tracing
-// its connection when the Transport traces peers, and counts and reports
-// the sends the base made again on its own before it logs the attempt. It
+// send sends the attempt a, whose guard is g, through the base (the retry
+// of a 421 through a clone of it that dials a new connection), tracing its
+// connection when the Transport traces peers, and counts and reports the
+// sends the base made again on its own before it logs the attempt. It
 // returns the attempt's request as sent, with its trace.
 func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
 	if !s.t.peers {
@@ -191,7 +196,13 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		refuse = s.failed
 	}
 	a, pt := tracePeer(a, refuse, g)
-	resp, err := s.t.exchange(a)
+	var rt http.RoundTripper = s.t.base
+	if s.fresh {
+		// Only an *http.Transport base, whose attempts are traced, has
+		// a clone that dials new connections.
+		rt, s.fresh = s.t.newConns(), false
+	}
+	resp, err := s.t.exchange(rt, a)
 	s.countResends(pt)
 	if s.t.logger != nil {
 		s.t.logAttempt(a, resp, err)
@@ -212,8 +223,17 @@ func (s *retryState) judge(a *http.Request, resp *http.Response, err error) clas
 
 // plan decides whether the failed attempt a, with verdict v, is retried
 // and after what delay, as Transport.plan does under the request's policy.
+// A misdirected attempt is retried once, on a new connection: not when
+// its request was retried so already, nor when the base cannot open one.
 func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v classify.Verdict, g *guard) (time.Duration, GiveUpReason) {
-	return s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
+	delay, reason := s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
+	if reason == "" && v.Misdirected {
+		if s.misdirected || s.t.newConns() == nil {
+			return 0, GiveUpMisdirected
+		}
+		s.misdirected, s.fresh = true, true
+	}
+	return delay, reason
 }
 
 // pay withdraws the cost of a retry with verdict v from the budget, and

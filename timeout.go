@@ -19,34 +19,36 @@ var ErrAttemptTimeout = wire.ErrAttemptTimeout
 // send makes one attempt through the base transport, as exchange does,
 // and logs its outcome.
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
-	resp, err := t.exchange(a)
+	resp, err := t.exchange(t.base, a)
 	if t.logger != nil {
 		t.logAttempt(a, resp, err)
 	}
 	return resp, err
 }
 
-// exchange makes one attempt through the base transport, applying the
-// per-attempt timeout, and never returns both a response and an error. It
-// records the attempt's time to response headers for the check before a
-// retry when the request has a deadline and the Transport keeps its own
-// table of answer times (answerTable: hedging keeps them otherwise).
-func (t *Transport) exchange(a *http.Request) (*http.Response, error) {
+// exchange makes one attempt through rt, the base or a transport made from
+// it, applying the per-attempt timeout, and never returns both a response
+// and an error. It records the attempt's time to response headers for the
+// check before a retry when the request has a deadline and the Transport
+// keeps its own table of answer times (answerTable: hedging keeps them
+// otherwise).
+func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
 	switch {
 	case t.answers != nil && hasDeadline(a.Context()):
-		return t.sendTimed(a)
+		return t.sendTimed(rt, a)
 	case t.attemptTimeout <= 0:
-		return checkResult(t.base.RoundTrip(a))
+		return checkResult(rt.RoundTrip(a))
 	default:
-		return t.sendWithTimeout(a)
+		return t.sendWithTimeout(rt, a)
 	}
 }
 
-// sendWithTimeout is send with a per-attempt timeout, without recording.
-func (t *Transport) sendWithTimeout(a *http.Request) (*http.Response, error) {
+// sendWithTimeout is exchange with a per-attempt timeout, without
+// recording.
+func (t *Transport) sendWithTimeout(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(a.Context())
 	timer := time.AfterFunc(t.attemptTimeout, func() { cancel(ErrAttemptTimeout) })
-	resp, err := t.base.RoundTrip(a.WithContext(ctx))
+	resp, err := rt.RoundTrip(a.WithContext(ctx))
 	fired := !timer.Stop()
 	resp, err = checkResult(resp, err)
 	if fired && a.Context().Err() == nil {

@@ -38,8 +38,9 @@ const (
 //   - the outcome is transient (the Classifier says Retry);
 //   - the request may be sent again (its method is idempotent, it carries an
 //     Idempotency-Key, it is declared resendable with WithResendable or
-//     Resendable, or the failure proves it never reached the server) and
-//     its body can be replayed;
+//     Resendable, the failure proves it never reached the server, or the
+//     server answered 421 Misdirected Request, which it did not process)
+//     and its body can be replayed;
 //   - attempts remain (WithMaxAttempts, or MaxAttempts for one call), the
 //     wait fits the request's deadline and any Retry-After within its
 //     limit, and the Budget pays for the retry.
@@ -92,6 +93,12 @@ type Transport struct {
 	// by New() once, on first use.
 	made     *Transport
 	makeOnce sync.Once
+
+	// fresh is the transport of the retries that must go on a new
+	// connection (after a 421), made from the base on first use; nil when
+	// none can be (newConns).
+	fresh     *http.Transport
+	freshOnce sync.Once
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -139,11 +146,12 @@ const defaultIdlePerHost = 100
 // GOMAXPROCS+1, closes the connections of concurrent callers as soon as they
 // finish, so a struggling dependency would see a new connection, and
 // perhaps a TLS handshake, for most requests just when it can least afford
-// them.
+// them. The connections it does open resume TLS sessions (resumeTLS).
 func defaultBase() *http.Transport {
 	tr := cleanhttp.DefaultPooledTransport()
 	tr.MaxIdleConnsPerHost = defaultIdlePerHost
 	tr.DialContext = base.NewDialer().DialContext
+	resumeTLS(tr)
 	reportProxyRefusals(tr, true)
 	return tr
 }
@@ -419,14 +427,19 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 	if attempt >= p.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
 	}
-	if !p.resendable && !mayResend(a.Method, a.Header, err, g) {
+	if !p.resendable && !notProcessed(resp) && !mayResend(a.Method, a.Header, err, g) {
 		return 0, GiveUpNotResendable
 	}
-	b := t.backoff
-	if v.Throttle {
-		b = t.throttleBackoff
+	var delay time.Duration
+	switch {
+	case v.Misdirected:
+		// Sent at once: the server did no work and another connection
+		// answers it.
+	case v.Throttle:
+		delay = max(t.throttleBackoff(attempt, prev, t.rand()), 0)
+	default:
+		delay = max(t.backoff(attempt, prev, t.rand()), 0)
 	}
-	delay := max(b(attempt, prev, t.rand()), 0)
 	if v.RetryAfter > t.retryAfterLimit {
 		return 0, GiveUpRetryAfterLimit
 	}
@@ -481,15 +494,16 @@ func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response,
 
 // instanceFailure reports whether resp, an attempt about to be retried
 // with verdict v, failed in a way that may belong to the instance of the
-// service that served it (a 5xx), so that the retry should go elsewhere: its
-// connection is closed rather than pooled, since behind a balancer that pins
-// each connection to one instance (a Kubernetes Service, a network load
-// balancer) a retry sent down it again meets the same instance. A throttled
-// response (429, 503 with Retry-After) keeps its connection: the server
-// answered as it meant to and asked for less load, not for another
-// connection, and its quota is seldom the instance's alone.
+// service that served it (a 5xx), or to its connection (a 421, misdirected),
+// so that the retry should go elsewhere: its connection is closed rather
+// than pooled, since behind a balancer that pins each connection to one
+// instance (a Kubernetes Service, a network load balancer) a retry sent down
+// it again meets the same instance. A throttled response (429, 503 with
+// Retry-After) keeps its connection: the server answered as it meant to and
+// asked for less load, not for another connection, and its quota is seldom
+// the instance's alone.
 func instanceFailure(resp *http.Response, v classify.Verdict) bool {
-	return resp != nil && resp.StatusCode >= 500 && !v.Throttle
+	return resp != nil && (v.Misdirected || resp.StatusCode >= 500 && !v.Throttle)
 }
 
 // discard drains a little of a response that will not be returned, so its

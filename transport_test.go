@@ -90,6 +90,51 @@ func TestFinalResponseReturnedUnread(t *testing.T) {
 	}
 }
 
+// TestTooEarlyIsFinal: a 425 Too Early is returned as it is after one
+// attempt, whatever the method, and with the Early-Data: 1 of a request an
+// intermediary received in early data: net/http never sends early data, so
+// a retry would be the same request, and RFC 8470 sends the 425 of a
+// request received in early data back to the client that sent it.
+func TestTooEarlyIsFinal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method string
+		header http.Header
+	}{
+		{"GET", http.MethodGet, nil},
+		{"POST with an Idempotency-Key", http.MethodPost, http.Header{"Idempotency-Key": {"order-42"}}},
+		{"POST without a key", http.MethodPost, nil},
+		{"GET forwarded from early data", http.MethodGet, http.Header{"Early-Data": {"1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &script{steps: []step{{status: http.StatusTooEarly, body: "too early"}, {status: http.StatusOK}}}
+				var retried, gaveUp atomic.Int32
+				rt := newTestTransport(base, 0.5,
+					WithOnRetry(func(RetryEvent) { retried.Add(1) }),
+					WithOnGiveUp(func(GiveUpEvent) { gaveUp.Add(1) }))
+				req, body := withBody(t, context.Background(), tc.method, "http://svc.test/x", "payload", true)
+				for k, v := range tc.header {
+					req.Header[k] = v
+				}
+				resp, err := rt.RoundTrip(req)
+				require.NoError(t, err)
+				assert.Equal(t, http.StatusTooEarly, resp.StatusCode)
+				assert.Equal(t, 1, base.count(), "attempts")
+				assert.Equal(t, 1, Attempts(resp))
+				assert.Zero(t, retried.Load(), "retries")
+				assert.Zero(t, gaveUp.Load(), "give-ups: a 425 is final")
+				assert.EqualValues(t, 1, body.closes.Load(), "request body closes")
+				base.requireDiscardedClosed(t, resp)
+				got, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, "too early", string(got))
+			})
+		})
+	}
+}
+
 func TestErrorWrapsCauseAndCountsAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &script{steps: []step{{err: dialRefused}}}

@@ -58,6 +58,15 @@ type Verdict struct {
 	// Timeout reports that the attempt timed out. A retry after a timeout
 	// costs more budget, since it suggests a degraded dependency.
 	Timeout bool
+	// Misdirected reports that the server did not process the request and
+	// will not on the connection it came on: a 421 Misdirected Request (RFC
+	// 9110, section 15.5.20). A Transport sends the retry without backoff
+	// (a Retry-After still applies), on a new connection (the base must be
+	// an *http.Transport), and only once: a second 421 is returned as it
+	// is. A 421 proves the request was not processed, so it is retried
+	// whatever its method, a POST without an idempotency key included; for
+	// any other response the method's rules stand.
+	Misdirected bool
 	// RetryAfter is the least delay before a retry that the classifier read
 	// from the response, for servers that say so in a header of their own
 	// rather than Retry-After. It is a floor, as Retry-After is: the longer
@@ -270,11 +279,20 @@ func isTLSError(err error) bool {
 		errors.As(err, &record) || errors.As(err, &alert) || errors.As(err, &echRejected)
 }
 
-// Status judges responses by status code: 408, 429 and every 5xx
+// Status judges responses by status code: 408, 421, 429 and every 5xx
 // except 501 (Not Implemented), 505 (HTTP Version Not Supported) and 511
 // (Network Authentication Required) are retried; every other status is final.
 // 429, and 503 with a Retry-After header, carry the Throttle facet; 504
-// carries the Timeout facet. It abstains about errors.
+// carries the Timeout facet; 421 (Misdirected Request) carries the
+// Misdirected facet. It abstains about errors.
+//
+// 425 (Too Early, RFC 8470) is final. It asks a client that sent the
+// request in TLS early data to send it again once the handshake is done,
+// and net/http never sends early data: the request was already sent after
+// the handshake, so a retry would be the same request, refused the same
+// way. When the request came through an intermediary that received it in
+// early data (it carries Early-Data: 1), RFC 8470 requires the 425 to go
+// back to the client that sent it, which alone can wait for its handshake.
 func Status() Classifier { return statusClassifier{} }
 
 type statusClassifier struct{}
@@ -298,6 +316,8 @@ func statusVerdict(code int, h http.Header) Verdict {
 		return Verdict{Decision: Retry, Timeout: true}
 	case code == http.StatusRequestTimeout:
 		return Verdict{Decision: Retry}
+	case code == http.StatusMisdirectedRequest:
+		return Verdict{Decision: Retry, Misdirected: true}
 	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported,
 		code == http.StatusNetworkAuthenticationRequired:
 		return Verdict{Decision: DontRetry}
@@ -309,7 +329,9 @@ func statusVerdict(code int, h http.Header) Verdict {
 
 // Statuses returns a classifier that answers d for responses with any of the
 // given status codes, and abstains otherwise. Put it in front of the
-// default chain to change how a status is treated.
+// default chain to change how a status is treated. A retried 429 carries
+// the Throttle facet, and a retried 421 the Misdirected facet, as Status
+// gives them.
 func Statuses(d Decision, codes ...int) Classifier {
 	set := make(map[int]struct{}, len(codes))
 	for _, c := range codes {
@@ -318,7 +340,9 @@ func Statuses(d Decision, codes ...int) Classifier {
 	return Func(func(_ *http.Request, resp *http.Response, _ error) Verdict {
 		if resp != nil {
 			if _, ok := set[resp.StatusCode]; ok {
-				return Verdict{Decision: d, Throttle: d == Retry && resp.StatusCode == http.StatusTooManyRequests}
+				retry := d == Retry
+				return Verdict{Decision: d, Throttle: retry && resp.StatusCode == http.StatusTooManyRequests,
+					Misdirected: retry && resp.StatusCode == http.StatusMisdirectedRequest}
 			}
 		}
 		return Verdict{}

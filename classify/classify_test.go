@@ -30,7 +30,10 @@ func TestStatusClassifier(t *testing.T) {
 		{404, nil, final},
 		{409, nil, final},
 		{422, nil, final},
+		{425, nil, final},
+		{425, http.Header{"Early-Data": {"1"}}, final},
 		{408, nil, retry},
+		{421, nil, Verdict{Decision: Retry, Misdirected: true}},
 		{429, nil, Verdict{Decision: Retry, Throttle: true}},
 		{500, nil, retry},
 		{501, nil, final},
@@ -74,17 +77,20 @@ func TestContextClassifier(t *testing.T) {
 }
 
 func TestChainAndStatuses(t *testing.T) {
-	c := First(Statuses(DontRetry, 500), Statuses(Retry, 404, 429), Default())
+	c := First(Statuses(DontRetry, 500), Statuses(Retry, 404, 429, 421), Default())
 	req := testkit.Get(t, "http://x.test/")
 	for code, want := range map[int]Verdict{
 		500: {Decision: DontRetry},
 		404: {Decision: Retry},
 		429: {Decision: Retry, Throttle: true},
+		421: {Decision: Retry, Misdirected: true},
 		502: {Decision: Retry},
 		400: {Decision: DontRetry},
 	} {
 		assert.Equal(t, want, c.Classify(req, &http.Response{StatusCode: code}, nil), "status %d", code)
 	}
+	assert.Equal(t, Verdict{Decision: DontRetry}, First(Statuses(DontRetry, 421), Default()).Classify(req, &http.Response{StatusCode: 421}, nil),
+		"a 421 made final carries no facet")
 	assert.Equal(t, Verdict{Decision: DontRetry}, First().Classify(req, &http.Response{StatusCode: 503}, nil), "empty chain: final")
 	fn := Func(func(*http.Request, *http.Response, error) Verdict { return Verdict{Decision: Retry} })
 	assert.Equal(t, Retry, fn.Classify(req, nil, errors.New("x")).Decision)

@@ -6,7 +6,8 @@
 // or Abstain, with facets that price and pace the retry (Throttle, Timeout,
 // RetryAfter). First asks several classifiers in turn, and the first that
 // does not abstain decides. Default is what a retryhttp Transport uses: it
-// retries 408, 429 and most 5xx responses and the transport errors that are
+// retries 408, 429 and most 5xx responses, a 421 once, on a new connection,
+// and the transport errors that are
 // transient by type, honours a server's X-Should-Retry, and never retries
 // once the caller has given up. To adjust it, put your own classifiers in
 // front:

@@ -152,8 +152,8 @@
 // it on the span; a request not sent for lack of time
 // (retryhttp.ErrNoTimeLeft) has "timeout", the conventions' value for it. retryhttp.give_up.reason is one of attempts_exhausted,
 // budget_exhausted, not_resendable, body_not_replayable, retry_after_limit,
-// rate_limit_reset_limit, deadline, canceled, throttled, not_resumable and
-// resume_limit (see ReasonValue and retryhttp.GiveUpReason). A request refused by adaptive throttling is
+// rate_limit_reset_limit, deadline, canceled, throttled, not_resumable,
+// resume_limit and misdirected (see ReasonValue and retryhttp.GiveUpReason). A request refused by adaptive throttling is
 // counted both in give_ups, with reason throttled and error.type
 // *errors.errorString, and in throttled.
 //

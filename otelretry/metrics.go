@@ -92,8 +92,8 @@ const (
 // ReasonValue returns the value of the retryhttp.give_up.reason attribute
 // for r: attempts_exhausted, budget_exhausted, not_resendable,
 // body_not_replayable, retry_after_limit, rate_limit_reset_limit, deadline,
-// canceled, throttled, not_resumable, resume_limit, or _OTHER for a reason
-// this version does not know.
+// canceled, throttled, not_resumable, resume_limit, misdirected, or _OTHER
+// for a reason this version does not know.
 func ReasonValue(r retryhttp.GiveUpReason) string {
 	switch r {
 	case retryhttp.GiveUpAttemptsExhausted:
@@ -118,6 +118,8 @@ func ReasonValue(r retryhttp.GiveUpReason) string {
 		return "not_resumable"
 	case retryhttp.GiveUpResumeLimit:
 		return "resume_limit"
+	case retryhttp.GiveUpMisdirected:
+		return "misdirected"
 	}
 	return "_OTHER"
 }

@@ -143,6 +143,7 @@ func TestReasonValues(t *testing.T) {
 		retryhttp.GiveUpThrottled:           "throttled",
 		retryhttp.GiveUpNotResumable:        "not_resumable",
 		retryhttp.GiveUpResumeLimit:         "resume_limit",
+		retryhttp.GiveUpMisdirected:         "misdirected",
 		"something new":                     "_OTHER",
 	}
 	for r, want := range reasons {

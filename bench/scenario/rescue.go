@@ -96,6 +96,7 @@ const (
 	ruleKeyless     = "a POST without an idempotency key is not resent once the server may have run it"
 	ruleRetryAfter  = "a Retry-After beyond the limit (WithRetryAfterLimit, 1 minute) is not waited for"
 	ruleNetworkAuth = "511 asks for a login to the network (a captive portal): final"
+	ruleTooEarly    = "425 asks for a request sent in TLS early data again after the handshake, and net/http never sends early data: final"
 	ruleBaseResend  = "net/http's own resend of a POST without a key after PROTOCOL_ERROR is stopped (ErrResendStopped): the server may have run it"
 	ruleWeakETag    = "a weak ETag may name other bytes: the body is not resumed (resume.WeakValidator)"
 	ruleNoValidator = "nothing tells this body's rest from another's (no ETag, no Last-Modified a second before Date): not resumed (resume.NoValidator)"

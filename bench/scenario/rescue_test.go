@@ -87,6 +87,17 @@ func TestRescueRowsThatMatter(t *testing.T) {
 	r := rows["GET: proxy answers CONNECT 407 (credentials)"]
 	assert.Zero(t, r.Cells[peers.RetryHTTP].Executions)
 	assert.False(t, r.Cells[peers.RetryHTTP].OK())
+
+	for name, r := range rows {
+		if !strings.Contains(name, "421") {
+			continue
+		}
+		assert.True(t, r.Rescued(peers.RetryHTTP), "%s: %v", name, r.Cells[peers.RetryHTTP])
+		assert.Equal(t, int64(1), r.Cells[peers.RetryHTTP].Executions, name)
+	}
+	r = rows["GET: 425 Too Early, then 200"]
+	assert.Equal(t, 425, r.Cells[peers.RetryHTTP].Status, "a 425 is final")
+	assert.Zero(t, r.Cells[peers.RetryHTTP].Executions)
 }
 
 // TestRescueBodyRows checks that each body row's failure happens (a plain

@@ -64,6 +64,31 @@ func statusCase(name, rule string, once bool, method string, code int, retryAfte
 	}}
 }
 
+// unprocessedCase is a request of method to a server that answers its
+// first attempt with code without running the request (a 421 Misdirected
+// Request, a 425 Too Early), and runs the others; over HTTP/2 (TLS) when
+// h2 is set, HTTP/1.1 otherwise.
+func unprocessedCase(name, rule string, once bool, method string, code int, h2 bool) rescueCase {
+	return rescueCase{name: name, rule: rule, once: once, run: func(ctx context.Context, lib peers.Library) Cell {
+		var attempts, execs atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			if attempts.Add(1) == 1 {
+				http.Error(w, http.StatusText(code), code)
+				return
+			}
+			execs.Add(1)
+			_, _ = io.WriteString(w, "ok\n")
+		}))
+		base := freshBase()
+		startServer(srv, base, h2)
+		defer srv.Close()
+		c := send(lib, base, newReq(ctx, method, srv.URL+"/orders"))
+		c.Executions = execs.Load()
+		return c
+	}}
+}
+
 // resetAfterRead reads the request and then, on the first attempt, resets
 // the connection instead of answering (or closes it, when !rst).
 func resetAfterRead(rst bool) func(http.ResponseWriter, *http.Request, int64) {
@@ -105,6 +130,10 @@ func rescueCases() []rescueCase {
 		statusCase("GET: 503 with Retry-After: 3600, then 200", ruleRetryAfter, false, http.MethodGet, 503, "3600", nil),
 		statusCase("GET: 501, then 200", "", false, http.MethodGet, 501, "", nil),
 		statusCase("GET: 511, then 200", ruleNetworkAuth, false, http.MethodGet, 511, "", nil),
+		unprocessedCase("GET: 421 Misdirected Request, then 200", "", false, http.MethodGet, http.StatusMisdirectedRequest, false),
+		unprocessedCase("POST without a key: 421 Misdirected Request, then 200", "", true, http.MethodPost, http.StatusMisdirectedRequest, false),
+		unprocessedCase("POST without a key: 421 Misdirected Request over HTTP/2, then 200", "", true, http.MethodPost, http.StatusMisdirectedRequest, true),
+		unprocessedCase("GET: 425 Too Early, then 200", ruleTooEarly, false, http.MethodGet, http.StatusTooEarly, false),
 		statusCase("POST with an Idempotency-Key: 503, then 200", "", false, http.MethodPost, 503, "",
 			http.Header{"Idempotency-Key": {"order-42"}}),
 		statusCase("POST without a key: 503, then 200", ruleKeyless, true, http.MethodPost, 503, "", nil),
