@@ -8,15 +8,16 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// defaultClassifier is the classifier New gives a Transport, compared
-// with a Transport's without a dynamic call.
+// defaultClassifier is the classifier New gives a Transport. New compares
+// a Transport's with it once (Transport.plainClassifier), so that a request
+// pays for no comparison of interfaces.
 var defaultClassifier = classify.Default()
 
 // classify is t.classifier.Classify, with the default classifier's answer
 // to a success given without a dynamic call: every request pays for it.
 func (t *Transport) classify(a *http.Request, resp *http.Response, err error) classify.Verdict {
 	if resp != nil && resp.StatusCode < 300 {
-		if t.classifier == defaultClassifier {
+		if t.plainClassifier {
 			return classify.Verdict{Decision: classify.DontRetry}
 		}
 	}
@@ -57,7 +58,7 @@ func (t *Transport) doneAtOnce(req *http.Request, resp *http.Response) bool {
 	if resp.StatusCode >= 300 {
 		return false
 	}
-	if t.classifier != defaultClassifier {
+	if !t.plainClassifier {
 		return false
 	}
 	if t.budget != nil {

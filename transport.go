@@ -58,6 +58,7 @@ const (
 type Transport struct {
 	base            http.RoundTripper // nil only in a Transport New did not make
 	given           given             // the options that New checks against each other
+	plainClassifier bool              // the classifier is the default one
 	maxAttempts     int
 	backoff         backoff.Func
 	throttleBackoff backoff.Func
@@ -128,6 +129,7 @@ func New(opts ...Option) *Transport {
 		o(t)
 	}
 	t.given.check(t.maxAttempts)
+	t.plainClassifier = t.classifier == defaultClassifier
 	if t.base == nil {
 		t.base = defaultBase()
 	}
