@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // multiplexed reports whether c speaks HTTP/2, whose requests share it.
@@ -30,7 +31,12 @@ type peerTrace struct {
 	dc     *attempt.Conn    // the connection, when a base.Dialer made it
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
+	key    connKey          // the connection's, once connKey has read it
+	keyed  bool
 	trace  httptrace.ClientTrace
+
+	ev  *connEvidence // the Transport's, nil when it has none
+	req *http.Request // the attempt as sent, which GotConn may mark Close
 }
 
 // tracePeer returns a copy of a whose context records the connection that
@@ -41,11 +47,12 @@ type peerTrace struct {
 // one, so that a retry does not meet an instance that failed the request
 // through another connection to it. The caller passes refuse only for
 // attempts that net/http may resend by itself: without a body, or with
-// GetBody, and not guarded.
-func tracePeer(a *http.Request, refuse []netip.AddrPort) (*http.Request, *peerTrace) {
-	p := &peerTrace{Context: a.Context(), refuse: refuse}
+// GetBody, and not guarded. The attempt reports its connection to ev.
+func tracePeer(a *http.Request, refuse []netip.AddrPort, ev *connEvidence) (*http.Request, *peerTrace) {
+	p := &peerTrace{Context: a.Context(), refuse: refuse, ev: ev}
 	p.trace.GotConn = p.gotConn
-	return a.WithContext(httptrace.WithClientTrace(p, &p.trace)), p
+	p.req = a.WithContext(httptrace.WithClientTrace(p, &p.trace))
+	return p.req, p
 }
 
 // Value returns p for attempt.PeerKey, and the parent's values otherwise.
@@ -72,33 +79,66 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 		p.began = dc.State()
 	}
 	p.mu.Unlock()
+	// net/http sends the request p traces, and reads its Close once
+	// GotConn has returned, only when it has no body: with one, it sends a
+	// copy.
+	if ev := p.ev; ev != nil && ev.pending.Load() > 0 && ev.got(p, p.req.Body == nil || p.req.Body == http.NoBody) {
+		p.req.Close = true
+	}
+}
+
+// host returns the destination of the attempt.
+func (p *peerTrace) host() wire.HostKey { return wire.RequestKey(p.req) }
+
+// connKey returns the key of the attempt's connection; ok is false when
+// no connection was obtained or its ends are not IP addresses.
+func (p *peerTrace) connKey() (key connKey, ok bool) {
+	if p == nil {
+		return connKey{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn == nil {
+		return connKey{}, false
+	}
+	if !p.keyed {
+		p.key = connKey{attempt.AddrPortOf(p.conn.LocalAddr()), attempt.AddrPortOf(p.conn.RemoteAddr())}
+		p.keyed = true
+	}
+	return p.key, p.key.local.IsValid() && p.key.remote.IsValid()
 }
 
 // multiplexed reports whether the attempt's connection speaks HTTP/2.
 func (p *peerTrace) multiplexed() bool {
-	if p == nil {
-		return false
-	}
 	p.mu.Lock()
 	c := p.conn
 	p.mu.Unlock()
 	return c != nil && multiplexed(c)
 }
 
+// elsewhere reports whether a base.Dialer made the attempt's connection,
+// to remote, and knows its host an address that is neither remote nor in
+// failing.
+func (p *peerTrace) elsewhere(failing []netip.AddrPort, remote netip.AddrPort) bool {
+	p.mu.Lock()
+	dc := p.dc
+	p.mu.Unlock()
+	return dc != nil && dc.Elsewhere(append(failing[:len(failing):len(failing)], remote))
+}
+
 // retire closes the HTTP/1 connection that carried resp, a failure, when a
 // base.Dialer made it and no other request has begun on it: a response
-// without a body put it back in the pool before the Transport saw it.
-func (p *peerTrace) retire(resp *http.Response) {
+// without a body put it back in the pool before the Transport saw it. It
+// reports whether it did.
+func (p *peerTrace) retire(resp *http.Response) bool {
 	if p == nil || resp.ProtoMajor != 1 {
 		// Over HTTP/2 the connection carries other requests' streams.
-		return
+		return false
 	}
 	p.mu.Lock()
 	dc, began := p.dc, p.began
 	p.mu.Unlock()
-	if dc != nil {
-		dc.Retire(began)
-	}
+	return dc != nil && dc.Retire(began)
 }
 
 // Peer is peer, for base.Peer.

@@ -52,7 +52,6 @@ type retryState struct {
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
 	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
-	retire  bool               // an HTTP/2 attempt failed: retries retire their connection
 	info    bool               // the call has logged its one line at INFO
 }
 
@@ -102,7 +101,7 @@ func (s *retryState) policy() policy {
 // first reports whether the request has made one attempt, sent as the
 // caller made it: nothing in the machine but its Transport and request.
 func (s *retryState) first() bool {
-	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 && !s.retire &&
+	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 &&
 		!s.keyed && !s.guarded && s.body.kind == kindNone
 }
 
@@ -149,14 +148,8 @@ func (s *retryState) context(ctx context.Context) context.Context {
 
 // prepare gives a, a copy of the caller's request for the current attempt,
 // the header h (copied first unless owned, when the attempt is numbered or
-// carries its deadline) and, after an HTTP/2 failure, the mark that
-// retires its connection.
+// carries its deadline).
 func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
-	if s.retire {
-		// An HTTP/2 connection carries other requests too: the retry
-		// marks the one it is sent on as not to be reused.
-		a.Close = true
-	}
 	a.Header = h
 	if s.t.attemptHeader != "" {
 		if !owned {
@@ -186,7 +179,7 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
 			refuse = s.failed
 		}
-		a, pt = tracePeer(a, refuse)
+		a, pt = tracePeer(a, refuse, s.t.conns)
 	}
 	resp, err := s.t.send(a)
 	return a, pt, resp, err
@@ -225,19 +218,18 @@ func (s *retryState) pay(v classify.Verdict) bool {
 
 // release lets go of the failed attempt's response, if any, whose body is
 // body: closed unread when the retry should leave its connection, which
-// then goes with it, and otherwise drained a little so that the connection
-// is reused. It records where the attempt failed, for the retry to avoid.
+// then goes with it (connEvidence.failed says when), and otherwise drained
+// a little so that the connection is reused. It records where the attempt
+// failed, when the retry leaves it, for the retry to avoid.
 func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *peerTrace) {
-	leave := err != nil || instanceFailure(resp, v)
+	// An attempt whose connection was not traced leaves it: there is no
+	// evidence to weigh.
+	leave := (err != nil || instanceFailure(resp, v)) && (pt == nil || s.t.conns.failed(pt, resp, err))
 	switch {
 	case resp != nil && leave:
 		body.Close()
-		pt.retire(resp)
-		s.retire = s.retire || resp.ProtoMajor == 2
 	case resp != nil:
 		discardBody(body)
-	case leave:
-		s.retire = s.retire || pt.multiplexed()
 	}
 	if peer := pt.peer(); leave && peer.IsValid() {
 		s.failed = append(s.failed, peer)
