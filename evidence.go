@@ -58,10 +58,14 @@ const (
 // without a body gave back to the pool) stays pooled, and net/http lets no
 // RoundTripper close it without cutting the other requests it carries: the
 // next attempt to get it marks it not to be reused (Request.Close, read
-// after GotConn), as only that attempt can.
+// after GotConn), as only that attempt can. And while an HTTP/2 connection
+// of a host is being replaced, its attempts take turns until one has a
+// connection that is not retired, so that concurrent retries share one new
+// connection rather than each dialling its own.
 type connEvidence struct {
 	live    atomic.Int32 // hosts with a record
 	pending atomic.Int32 // connections left that the next attempt to get them marks
+	gates   atomic.Int32 // hosts whose HTTP/2 connection is being replaced
 	served  servedConns
 
 	mu    sync.Mutex
@@ -79,6 +83,11 @@ type hostEvidence struct {
 	calm    int              // successes since the last failure
 	pending int              // of its connections, those pending a mark
 	used    uint64           // the table's clock when last used
+
+	// The replacement of a retired HTTP/2 connection: attempts wait while
+	// one (probing) has not got its connection.
+	replacing, probing bool
+	wake               chan struct{} // closed when either changes; nil when nobody waits
 }
 
 // connRecord is the record of one connection.
@@ -187,8 +196,14 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 				h.failing = append(h.failing, key.remote)
 			}
 		}
-		if h2 && !whole {
-			e.pend(h, c)
+		if h2 {
+			if !whole {
+				e.pend(h, c)
+			}
+			if !h.replacing {
+				h.replacing = true
+				e.gates.Add(1)
+			}
 		}
 	}
 	e.mu.Unlock()
@@ -249,30 +264,88 @@ func (e *connEvidence) succeeded(p *peerTrace) {
 	}
 }
 
-// got learns that the attempt traced by p got its connection, and
-// reports whether the attempt is to mark it not to be reused, which it can
-// (markable) when net/http sends the very request p traces: one without a
-// body.
-func (e *connEvidence) got(p *peerTrace, markable bool) bool {
-	key, ok := p.connKey()
-	if !ok || !markable {
-		return false
+// admit reports whether an attempt to host may be sent at once, or, when
+// the host's HTTP/2 connection is being replaced, waits for its turn, one
+// attempt at a time, and reports that it holds the turn (turn). It returns
+// ctx's error when ctx ends first.
+func (e *connEvidence) admit(ctx context.Context, host wire.HostKey) (turn bool, err error) {
+	if e == nil || e.gates.Load() == 0 {
+		return false, nil
 	}
+	e.mu.Lock()
+	for {
+		h := e.hosts[host]
+		if h == nil || !h.replacing {
+			e.mu.Unlock()
+			return false, nil
+		}
+		if !h.probing {
+			h.probing = true
+			e.mu.Unlock()
+			return true, nil
+		}
+		if h.wake == nil {
+			h.wake = make(chan struct{})
+		}
+		wake := h.wake
+		e.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		e.mu.Lock()
+	}
+}
+
+// got learns that the attempt traced by p got its connection. It reports
+// whether the attempt is to mark the connection not to be reused, which
+// it can (markable) when net/http sends the very request p traces: one
+// without a body. For an attempt that holds its host's turn, it also
+// reports whether the replacement is over: the connection is neither
+// retired nor new, so that net/http has it pooled for every attempt.
+func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) {
+	key, ok := p.connKey()
+	reused := p.wasReused()
 	host := p.host()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.hosts[host]
 	if h == nil {
-		return false
+		return false, turn
 	}
-	c := h.conns[key]
-	if c == nil || !c.pending {
-		return false
+	var c *connRecord
+	if ok {
+		c = h.conns[key]
 	}
-	c.pending = false
-	h.pending--
-	e.pending.Add(-1)
-	return true
+	if markable && c != nil && c.pending {
+		c.pending = false
+		h.pending--
+		e.pending.Add(-1)
+		mark = true
+	}
+	if turn && reused && (c == nil || !c.left) {
+		if h.replacing {
+			h.replacing = false
+			e.gates.Add(-1)
+		}
+		h.probing = false
+		h.wakeAll()
+		return mark, true
+	}
+	return mark, false
+}
+
+// pass ends the turn an attempt to host held, once its headers are
+// written (a mark it carried is on its connection) or it has ended, and
+// lets the next attempt go.
+func (e *connEvidence) pass(host wire.HostKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h := e.hosts[host]; h != nil && h.probing {
+		h.probing = false
+		h.wakeAll()
+	}
 }
 
 // host returns the record of k, made (and reported so) if there was none.
@@ -298,11 +371,15 @@ func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
 	return h, true
 }
 
-// drop forgets h, the record of k.
+// drop forgets h, the record of k, and lets anyone waiting on it go.
 func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
 	delete(e.hosts, k)
 	e.live.Add(-1)
 	e.pending.Add(-int32(h.pending))
+	if h.replacing {
+		e.gates.Add(-1)
+	}
+	h.wakeAll()
 }
 
 // pend makes c, a connection of h that stays pooled, pending a mark.
@@ -338,4 +415,12 @@ func (h *hostEvidence) add(k connKey, c *connRecord) {
 		}
 	}
 	h.conns[k] = c
+}
+
+// wakeAll lets every attempt waiting on h check again.
+func (h *hostEvidence) wakeAll() {
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
+	}
 }

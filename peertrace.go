@@ -28,9 +28,11 @@ type peerTrace struct {
 	context.Context
 	mu     sync.Mutex
 	conn   net.Conn
+	reused bool             // the connection carried a request before
 	dc     *attempt.Conn    // the connection, when a base.Dialer made it
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
+	turn   bool             // the attempt holds its host's turn (connEvidence.admit)
 	key    connKey          // the connection's, once connKey has read it
 	keyed  bool
 	trace  httptrace.ClientTrace
@@ -47,10 +49,14 @@ type peerTrace struct {
 // one, so that a retry does not meet an instance that failed the request
 // through another connection to it. The caller passes refuse only for
 // attempts that net/http may resend by itself: without a body, or with
-// GetBody, and not guarded. The attempt reports its connection to ev.
-func tracePeer(a *http.Request, refuse []netip.AddrPort, ev *connEvidence) (*http.Request, *peerTrace) {
-	p := &peerTrace{Context: a.Context(), refuse: refuse, ev: ev}
+// GetBody, and not guarded. The attempt reports its connection to ev, and
+// holds its host's turn when turn is true.
+func tracePeer(a *http.Request, refuse []netip.AddrPort, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
+	p := &peerTrace{Context: a.Context(), refuse: refuse, ev: ev, turn: turn}
 	p.trace.GotConn = p.gotConn
+	if turn {
+		p.trace.WroteHeaders = p.wroteHeaders
+	}
 	p.req = a.WithContext(httptrace.WithClientTrace(p, &p.trace))
 	return p.req, p
 }
@@ -74,16 +80,43 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 		return
 	}
 	p.mu.Lock()
-	p.conn, p.dc = info.Conn, dc
+	p.conn, p.dc, p.reused = info.Conn, dc, info.Reused
 	if dc != nil {
 		p.began = dc.State()
 	}
+	turn := p.turn
 	p.mu.Unlock()
-	// net/http sends the request p traces, and reads its Close once
-	// GotConn has returned, only when it has no body: with one, it sends a
-	// copy.
-	if ev := p.ev; ev != nil && ev.pending.Load() > 0 && ev.got(p, p.req.Body == nil || p.req.Body == http.NoBody) {
-		p.req.Close = true
+	if ev := p.ev; ev != nil && (turn || ev.pending.Load() > 0) {
+		// net/http sends the request p traces, and reads its Close once
+		// GotConn has returned, only when it has no body: with one, it
+		// sends a copy.
+		mark, over := ev.got(p, turn, p.req.Body == nil || p.req.Body == http.NoBody)
+		if mark {
+			p.req.Close = true
+		}
+		if over {
+			p.mu.Lock()
+			p.turn = false
+			p.mu.Unlock()
+		}
+	}
+}
+
+// wroteHeaders passes on the turn of an attempt that holds its host's.
+func (p *peerTrace) wroteHeaders() { p.settle() }
+
+// settle passes on the turn of an attempt that holds its host's, once it
+// has written its headers or ended.
+func (p *peerTrace) settle() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	turn := p.turn
+	p.turn = false
+	p.mu.Unlock()
+	if turn {
+		p.ev.pass(p.host())
 	}
 }
 
@@ -124,6 +157,14 @@ func (p *peerTrace) elsewhere(failing []netip.AddrPort, remote netip.AddrPort) b
 	dc := p.dc
 	p.mu.Unlock()
 	return dc != nil && dc.Elsewhere(append(failing[:len(failing):len(failing)], remote))
+}
+
+// wasReused reports whether the attempt's connection had carried a
+// request before.
+func (p *peerTrace) wasReused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reused
 }
 
 // retire closes the HTTP/1 connection that carried resp, a failure, when a

@@ -170,8 +170,9 @@ func (s *retryState) hedges() bool {
 }
 
 // send sends the attempt a, whose guard is g, through the base, tracing
-// its connection when the Transport traces peers. It returns the attempt's
-// request as sent, with its trace.
+// its connection when the Transport traces peers, once its host lets it
+// (connEvidence.admit). It returns the attempt's request as sent, with its
+// trace.
 func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
 	var pt *peerTrace
 	if s.t.peers {
@@ -179,9 +180,14 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
 			refuse = s.failed
 		}
-		a, pt = tracePeer(a, refuse, s.t.conns)
+		turn, err := s.t.conns.admit(a.Context(), wire.RequestKey(a))
+		if err != nil {
+			return a, nil, nil, err
+		}
+		a, pt = tracePeer(a, refuse, s.t.conns, turn)
 	}
 	resp, err := s.t.send(a)
+	pt.settle()
 	return a, pt, resp, err
 }
 
