@@ -51,7 +51,7 @@ type retryState struct {
 	attempt int                // the current attempt's number, from 1
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
-	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
+	failed  []netip.AddrPort   // where earlier attempts failed and left, for a base.Dialer
 	info    bool               // the call has logged its one line at INFO
 }
 
