@@ -23,10 +23,11 @@ import (
 //
 // A connection is to blame when it failed before it was seen serving a
 // success (a connection to a bad instance fails from its first request), or
-// when it failed connFailLimit times in a row (an instance that went bad);
-// an HTTP/2 connection that failed as a whole (no stream error: a GOAWAY,
-// a reset, a close) is to blame at once. A connection that served and fails
-// now and then is kept: its failures are the service's random ones.
+// when it failed connFailLimit times in a row (an instance that went bad).
+// A connection that served and fails now and then is kept: its failures are
+// the service's random ones. A failure that ends the connection (an error
+// over HTTP/1, one that is not the stream's over HTTP/2, a response that
+// closes) leaves it at no cost, and is no evidence against the host.
 //
 // A host whose connections are all to blame is down, not one of its
 // instances: once hostLeaveLimit connections have been left with no
