@@ -55,14 +55,7 @@ const (
 // empty while nothing fails.
 //
 // It also retires the connections it leaves without making others
-// single-use. An HTTP/2 connection (or an HTTP/1 one that a response
-// without a body gave back to the pool) stays pooled, and net/http lets no
-// RoundTripper close it without cutting the other requests it carries: the
-// next attempt to get it marks it not to be reused (Request.Close, read
-// after GotConn), as only that attempt can. And while an HTTP/2 connection
-// of a host is being replaced, its attempts take turns until one has a
-// connection that is not retired, so that concurrent retries share one new
-// connection rather than each dialling its own.
+// single-use (pend, got, admit).
 type connEvidence struct {
 	live    atomic.Int32 // hosts with a record
 	pending atomic.Int32 // connections left that the next attempt to get them marks
@@ -265,90 +258,6 @@ func (e *connEvidence) succeeded(p *peerTrace) {
 	}
 }
 
-// admit reports whether an attempt to host may be sent at once, or, when
-// the host's HTTP/2 connection is being replaced, waits for its turn, one
-// attempt at a time, and reports that it holds the turn (turn). It returns
-// ctx's error when ctx ends first.
-func (e *connEvidence) admit(ctx context.Context, host wire.HostKey) (turn bool, err error) {
-	if e == nil || e.gates.Load() == 0 {
-		return false, nil
-	}
-	e.mu.Lock()
-	for {
-		h := e.hosts[host]
-		if h == nil || !h.replacing {
-			e.mu.Unlock()
-			return false, nil
-		}
-		if !h.probing {
-			h.probing = true
-			e.mu.Unlock()
-			return true, nil
-		}
-		if h.wake == nil {
-			h.wake = make(chan struct{})
-		}
-		wake := h.wake
-		e.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-		e.mu.Lock()
-	}
-}
-
-// got learns that the attempt traced by p got its connection. It reports
-// whether the attempt is to mark the connection not to be reused, which
-// it can (markable) when net/http sends the very request p traces: one
-// without a body. For an attempt that holds its host's turn, it also
-// reports whether the replacement is over: the connection is neither
-// retired nor new, so that net/http has it pooled for every attempt.
-func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) {
-	key, ok := p.connKey()
-	reused := p.wasReused()
-	host := p.host()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	h := e.hosts[host]
-	if h == nil {
-		return false, turn
-	}
-	var c *connRecord
-	if ok {
-		c = h.conns[key]
-	}
-	if markable && c != nil && c.pending {
-		c.pending = false
-		h.pending--
-		e.pending.Add(-1)
-		mark = true
-	}
-	if turn && reused && (c == nil || !c.left) {
-		if h.replacing {
-			h.replacing = false
-			e.gates.Add(-1)
-		}
-		h.probing = false
-		h.wakeAll()
-		return mark, true
-	}
-	return mark, false
-}
-
-// pass ends the turn an attempt to host held, once its headers are
-// written (a mark it carried is on its connection) or it has ended, and
-// lets the next attempt go.
-func (e *connEvidence) pass(host wire.HostKey) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if h := e.hosts[host]; h != nil && h.probing {
-		h.probing = false
-		h.wakeAll()
-	}
-}
-
 // host returns the record of k, made (and reported so) if there was none.
 func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
 	e.clock++
@@ -383,15 +292,6 @@ func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
 	h.wakeAll()
 }
 
-// pend makes c, a connection of h that stays pooled, pending a mark.
-func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
-	if !c.pending {
-		c.pending = true
-		h.pending++
-		e.pending.Add(1)
-	}
-}
-
 // limit returns how many failures in a row make c one to leave:
 // connFailLimit when it was seen serving, and otherwise 1, as a
 // connection to a bad instance fails from the first (a connection
@@ -416,12 +316,4 @@ func (h *hostEvidence) add(k connKey, c *connRecord) {
 		}
 	}
 	h.conns[k] = c
-}
-
-// wakeAll lets every attempt waiting on h check again.
-func (h *hostEvidence) wakeAll() {
-	if h.wake != nil {
-		close(h.wake)
-		h.wake = nil
-	}
 }
