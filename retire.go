@@ -1,7 +1,7 @@
 package retryhttp
 
 import (
-	"context"
+	"net/http"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -27,14 +27,15 @@ func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
 	}
 }
 
-// admit reports whether an attempt to host may be sent at once, or, when
-// the host's HTTP/2 connection is being replaced, waits for its turn, one
+// admit reports whether the attempt a may be sent at once, or, when its
+// host's HTTP/2 connection is being replaced, waits for its turn, one
 // attempt at a time, and reports that it holds the turn (turn). It returns
-// ctx's error when ctx ends first.
-func (e *connEvidence) admit(ctx context.Context, host wire.HostKey) (turn bool, err error) {
+// the error of a's context when that ends first.
+func (e *connEvidence) admit(a *http.Request) (turn bool, err error) {
 	if e == nil || e.gates.Load() == 0 {
 		return false, nil
 	}
+	ctx, host := a.Context(), wire.RequestKey(a)
 	e.mu.Lock()
 	for {
 		h := e.hosts[host]

@@ -180,7 +180,7 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
 			refuse = s.failed
 		}
-		turn, err := s.t.conns.admit(a.Context(), wire.RequestKey(a))
+		turn, err := s.t.conns.admit(a)
 		if err != nil {
 			return a, nil, nil, err
 		}
