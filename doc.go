@@ -185,15 +185,21 @@
 // A 5xx may belong to the instance of a service that answered it. Behind a
 // balancer that pins each connection to one instance (a Kubernetes Service,
 // a network load balancer) a retry sent down the same connection meets the
-// same instance, so the response of a 5xx that is retried is closed unread,
-// which closes its connection; a final response, and a throttled one (429,
-// 503 with Retry-After), keep theirs, so that an outage costs one connection
-// per retry the budget grants. A base.Dialer, which the default base dials
-// with, dials the addresses at which a request failed last when it retries
-// it, and refuses a pooled connection to one of them. Over HTTP/2, whose one
-// connection carries every request, the retry marks the connection it is
-// sent on as not to be reused. Each attempt's peer address is in
-// RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
+// same instance; but a new connection costs the server a handshake. So a
+// retry leaves its connection on evidence that the connection is to blame,
+// as outlier detection does: it failed before it was seen serving a
+// success, or failed 4 times in a row. A connection that serves and fails
+// now and then is kept, and so are those of final and throttled responses
+// (429, 503 with Retry-After). Once 3 connections to a host have been left
+// with no success there since, the host is down, not one instance: its
+// retries stay, but for a probe now and then. A base.Dialer, which the
+// default base dials with, dials the addresses at which a request left its
+// connection last when it retries it, and refuses a pooled connection to
+// one of them. Over HTTP/2, whose one connection carries every request, the
+// next attempt that gets a connection that was left marks it not to be
+// reused, and concurrent retries share the one that replaces it. Each
+// attempt's peer address is in RetryEvent.Peer, GiveUpEvent.Peer and
+// base.Peer.
 //
 // A 421 is retried once, on a new connection (see WithBase), over HTTP/2
 // too; the default base's new connections resume TLS sessions.

@@ -37,27 +37,35 @@ func roundTrip(t *testing.T, rt http.RoundTripper, url string) (int, int) {
 	return resp.StatusCode, retryhttp.Attempts(resp)
 }
 
-// TestRetryLeavesTheConnectionThatFailed proves that the retry of a 5xx is
-// sent on a new connection, the failed one closed, while a final response,
-// a success and a throttled response keep theirs.
+// TestRetryLeavesTheConnectionThatFailed proves that the retry of a 5xx on
+// a connection that never served is sent on a new connection, the failed
+// one closed, while a final response, a success and a throttled response
+// keep theirs.
 func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, tc := range []struct {
 		name      string
 		fault     retryhttptest.Fault
-		attempts  int // of the first request
-		wantConns int // after two requests
+		netDialer bool // the base dials with net.Dialer, not base.Dialer
+		attempts  int  // of the first request
+		wantConns int  // after two requests
 	}{
-		{"5xx then success", retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)), 2, 2},
-		{"5xx with an empty body, through a Dialer", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), 2, 2},
-		{"success", retryhttptest.Pass(), 1, 1},
-		{"final 5xx", retryhttptest.Status(http.StatusInternalServerError), 1, 1},
-		{"throttled", retryhttptest.First(1, retryhttptest.RetryAfter(http.StatusTooManyRequests, 0)), 2, 1},
+		{"5xx then success", retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)), false, 2, 2},
+		{"5xx with an empty body, through a Dialer", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), false, 2, 2},
+		// net/http pooled the connection: the retry, which gets it,
+		// closes it after its response.
+		{"5xx with an empty body", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), true, 2, 2},
+		{"success", retryhttptest.Pass(), false, 1, 1},
+		{"final 5xx", retryhttptest.Status(http.StatusInternalServerError), false, 1, 1},
+		{"throttled", retryhttptest.First(1, retryhttptest.RetryAfter(http.StatusTooManyRequests, 0)), false, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := retryhttptest.NewServer(nil, tc.fault)
 			defer srv.Close()
 			dialing := &http.Transport{DialContext: base.NewDialer().DialContext}
+			if tc.netDialer {
+				dialing.DialContext = nil
+			}
 			defer dialing.CloseIdleConnections()
 			max := 3
 			if tc.name == "final 5xx" {
@@ -312,8 +320,9 @@ func TestTracedAttemptKeepsCallerTrace(t *testing.T) {
 }
 
 // TestRetryRefusesAPooledConnectionToAFailedAddress proves that a retry
-// does not take an idle connection to the address that failed it: net/http
-// sends the retry on a connection to another address instead.
+// that leaves its connection (here the server closes it) does not take an
+// idle connection to the address that failed it: net/http sends the retry
+// on a connection to another address instead.
 func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	addrs := resolver{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
@@ -323,6 +332,7 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	release := make(chan struct{})
 	first := retryhttptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if failing.Load() {
+			w.Header().Set("Connection", "close")
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
 			return
 		}
@@ -379,9 +389,9 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 }
 
 // TestRetryOverHTTP2RetiresTheConnection proves that over HTTP/2, where
-// every request to a host shares one connection, the retry of a 5xx marks
-// the connection it is sent on as not to be reused: the requests after it
-// get a new connection.
+// every request to a host shares one connection, the retry of a 5xx on a
+// connection that never served marks it as not to be reused: the requests
+// after it get a new connection, which they keep sharing.
 func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	srv := retryhttptest.NewHTTP2Server(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
@@ -400,6 +410,10 @@ func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 1, attempts)
 	assert.Equal(t, 2, srv.Connections(), "the next request got a new connection")
+	for range 3 {
+		roundTrip(t, rt, srv.URL)
+	}
+	assert.Equal(t, 2, srv.Connections(), "the requests after it shared it")
 }
 
 // unwrapping is a base over an *http.Transport that records the peer of

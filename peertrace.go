@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // multiplexed reports whether c speaks HTTP/2, whose requests share it.
@@ -29,11 +30,18 @@ type peerTrace struct {
 	context.Context
 	mu     sync.Mutex
 	conn   net.Conn
+	reused bool             // the connection carried a request before
 	dc     *attempt.Conn    // the connection, when a base.Dialer made it
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
+	turn   bool             // the attempt holds its host's turn (connEvidence.admit)
+	key    connKey          // the connection's, once connKey has read it
+	keyed  bool
 	trace  httptrace.ClientTrace
 	sendCount
+
+	ev  *connEvidence // the Transport's, nil when it has none
+	req *http.Request // the attempt as sent, which GotConn may mark Close
 }
 
 // tracePeer returns a copy of a whose context records the connection that
@@ -45,13 +53,15 @@ type peerTrace struct {
 // closed an idle one, so that a retry does not meet an instance that
 // failed the request through another connection to it. The caller passes
 // refuse only for attempts that net/http may resend by itself: without a
-// body, or with GetBody, and not guarded.
-func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard) (*http.Request, *peerTrace) {
-	p := &peerTrace{Context: a.Context(), refuse: refuse}
+// body, or with GetBody, and not guarded. The attempt reports its
+// connection to ev, and holds its host's turn when turn is true.
+func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
+	p := &peerTrace{Context: a.Context(), refuse: refuse, ev: ev, turn: turn}
 	p.g = g
 	if traceKey == nil {
-		p.trace.GotConn, p.trace.WroteRequest = p.gotConn, p.wroteRequest
-		return a.WithContext(httptrace.WithClientTrace(p, &p.trace)), p
+		p.own()
+		p.req = a.WithContext(httptrace.WithClientTrace(p, &p.trace))
+		return p.req, p
 	}
 	// The context answers for the trace itself, composed with the one
 	// already there (the guard's, the caller's) as httptrace composes
@@ -59,8 +69,9 @@ func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard) (*http.Reques
 	p.carries = true
 	old := httptrace.ContextClientTrace(p.Context)
 	if old == nil {
-		p.trace.GotConn, p.trace.WroteRequest = p.gotConn, p.wroteRequest
-		return a.WithContext(p), p
+		p.own()
+		p.req = a.WithContext(p)
+		return p.req, p
 	}
 	p.trace = *old
 	if gotConn := old.GotConn; gotConn != nil {
@@ -79,7 +90,26 @@ func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard) (*http.Reques
 	} else {
 		p.trace.WroteRequest = p.wroteRequest
 	}
-	return a.WithContext(p), p
+	if turn {
+		if wrote := old.WroteHeaders; wrote != nil {
+			p.trace.WroteHeaders = func() {
+				p.wroteHeaders()
+				wrote()
+			}
+		} else {
+			p.trace.WroteHeaders = p.wroteHeaders
+		}
+	}
+	p.req = a.WithContext(p)
+	return p.req, p
+}
+
+// own sets p's hooks in its own trace, with no other to compose.
+func (p *peerTrace) own() {
+	p.trace.GotConn, p.trace.WroteRequest = p.gotConn, p.wroteRequest
+	if p.turn {
+		p.trace.WroteHeaders = p.wroteHeaders
+	}
 }
 
 // Value returns p for attempt.PeerKey, its trace for httptrace's key when
@@ -107,39 +137,107 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 		return
 	}
 	p.mu.Lock()
-	p.conn, p.dc = info.Conn, dc
+	p.conn, p.dc, p.reused = info.Conn, dc, info.Reused
 	if dc != nil {
 		p.began = dc.State()
 		p.sentAt = dc.Sent()
 	}
+	turn := p.turn
 	p.mu.Unlock()
+	if ev := p.ev; ev != nil && (turn || ev.pending.Load() > 0) {
+		// net/http sends the request p traces, and reads its Close once
+		// GotConn has returned, only when it has no body: with one, it
+		// sends a copy.
+		mark, over := ev.got(p, turn, p.req.Body == nil || p.req.Body == http.NoBody)
+		if mark {
+			p.req.Close = true
+		}
+		if over {
+			p.mu.Lock()
+			p.turn = false
+			p.mu.Unlock()
+		}
+	}
+}
+
+// wroteHeaders passes on the turn of an attempt that holds its host's.
+func (p *peerTrace) wroteHeaders() { p.settle() }
+
+// settle passes on the turn of an attempt that holds its host's, once it
+// has written its headers or ended.
+func (p *peerTrace) settle() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	turn := p.turn
+	p.turn = false
+	p.mu.Unlock()
+	if turn {
+		p.ev.pass(p.host())
+	}
+}
+
+// host returns the destination of the attempt.
+func (p *peerTrace) host() wire.HostKey { return wire.RequestKey(p.req) }
+
+// connKey returns the key of the attempt's connection; ok is false when
+// no connection was obtained or its ends are not IP addresses.
+func (p *peerTrace) connKey() (key connKey, ok bool) {
+	if p == nil {
+		return connKey{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn == nil {
+		return connKey{}, false
+	}
+	if !p.keyed {
+		p.key = connKey{attempt.AddrPortOf(p.conn.LocalAddr()), attempt.AddrPortOf(p.conn.RemoteAddr())}
+		p.keyed = true
+	}
+	return p.key, p.key.local.IsValid() && p.key.remote.IsValid()
 }
 
 // multiplexed reports whether the attempt's connection speaks HTTP/2.
 func (p *peerTrace) multiplexed() bool {
-	if p == nil {
-		return false
-	}
 	p.mu.Lock()
 	c := p.conn
 	p.mu.Unlock()
 	return c != nil && multiplexed(c)
 }
 
+// elsewhere reports whether a base.Dialer made the attempt's connection,
+// to remote, and knows its host an address that is neither remote nor in
+// failing.
+func (p *peerTrace) elsewhere(failing []netip.AddrPort, remote netip.AddrPort) bool {
+	p.mu.Lock()
+	dc := p.dc
+	p.mu.Unlock()
+	return dc != nil && dc.Elsewhere(append(failing[:len(failing):len(failing)], remote))
+}
+
+// wasReused reports whether the attempt's connection had carried a
+// request before.
+func (p *peerTrace) wasReused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reused
+}
+
 // retire closes the HTTP/1 connection that carried resp, a failure, when a
 // base.Dialer made it and no other request has begun on it: a response
-// without a body put it back in the pool before the Transport saw it.
-func (p *peerTrace) retire(resp *http.Response) {
+// without a body put it back in the pool before the Transport saw it. It
+// reports whether it did.
+func (p *peerTrace) retire(resp *http.Response) bool {
 	if p == nil || resp.ProtoMajor != 1 {
 		// Over HTTP/2 the connection carries other requests' streams.
-		return
+		return false
 	}
 	p.mu.Lock()
 	dc, began := p.dc, p.began
 	p.mu.Unlock()
-	if dc != nil {
-		dc.Retire(began)
-	}
+	return dc != nil && dc.Retire(began)
 }
 
 // Peer is peer, for base.Peer.

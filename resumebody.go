@@ -411,6 +411,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 				s.refund()
 				return b.end(errReadClosed)
 			}
+			s.t.conns.succeeded(pt)
 			return nil
 		case code/100 == 2 || code == http.StatusNotModified:
 			resp.Body.Close()

@@ -52,8 +52,7 @@ type retryState struct {
 	resent  int                // sends the base made again on its own, beyond the attempts
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
-	failed  []netip.AddrPort   // where earlier attempts failed, for a base.Dialer
-	retire  bool               // an HTTP/2 attempt failed: retries retire their connection
+	failed  []netip.AddrPort   // where earlier attempts failed and left, for a base.Dialer
 	info    bool               // the call has logged its one line at INFO
 	// misdirected is set once a misdirected attempt (421) is retried, which
 	// happens once a request; fresh while the current attempt is that
@@ -107,7 +106,7 @@ func (s *retryState) policy() policy {
 // first reports whether the request has made one attempt, sent as the
 // caller made it: nothing in the machine but its Transport and request.
 func (s *retryState) first() bool {
-	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 && !s.retire &&
+	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 &&
 		!s.keyed && !s.guarded && s.body.kind == kindNone
 }
 
@@ -154,14 +153,8 @@ func (s *retryState) context(ctx context.Context) context.Context {
 
 // prepare gives a, a copy of the caller's request for the current attempt,
 // the header h (copied first unless owned, when the attempt is numbered or
-// carries its deadline) and, after an HTTP/2 failure, the mark that
-// retires its connection.
+// carries its deadline).
 func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
-	if s.retire {
-		// An HTTP/2 connection carries other requests too: the retry
-		// marks the one it is sent on as not to be reused.
-		a.Close = true
-	}
 	a.Header = h
 	if s.t.attemptHeader != "" {
 		if !owned {
@@ -183,9 +176,10 @@ func (s *retryState) hedges() bool {
 
 // send sends the attempt a, whose guard is g, through the base (the retry
 // of a 421 through a clone of it that dials a new connection), tracing its
-// connection when the Transport traces peers, and counts and reports the
-// sends the base made again on its own before it logs the attempt. It
-// returns the attempt's request as sent, with its trace.
+// connection when the Transport traces peers, once its host lets it
+// (connEvidence.admit), and counts and reports the sends the base made
+// again on its own before it logs the attempt. It returns the attempt's
+// request as sent, with its trace.
 func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
 	if !s.t.peers {
 		resp, err := s.t.send(a)
@@ -195,7 +189,11 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 	if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
 		refuse = s.failed
 	}
-	a, pt := tracePeer(a, refuse, g)
+	turn, err := s.t.conns.admit(a)
+	if err != nil {
+		return a, nil, nil, err
+	}
+	a, pt := tracePeer(a, refuse, g, s.t.conns, turn)
 	var rt http.RoundTripper = s.t.base
 	if s.fresh {
 		// Only an *http.Transport base, whose attempts are traced, has
@@ -203,6 +201,7 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		rt, s.fresh = s.t.newConns(), false
 	}
 	resp, err := s.t.exchange(rt, a)
+	pt.settle()
 	s.countResends(pt)
 	if s.t.logger != nil {
 		s.t.logAttempt(a, resp, err)
@@ -252,19 +251,18 @@ func (s *retryState) pay(v classify.Verdict) bool {
 
 // release lets go of the failed attempt's response, if any, whose body is
 // body: closed unread when the retry should leave its connection, which
-// then goes with it, and otherwise drained a little so that the connection
-// is reused. It records where the attempt failed, for the retry to avoid.
+// then goes with it (connEvidence.failed says when), and otherwise drained
+// a little so that the connection is reused. It records where the attempt
+// failed, when the retry leaves it, for the retry to avoid.
 func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *peerTrace) {
-	leave := err != nil || instanceFailure(resp, v)
+	// An attempt whose connection was not traced leaves it: there is no
+	// evidence to weigh.
+	leave := (err != nil || instanceFailure(resp, v)) && (pt == nil || s.t.conns.failed(pt, resp, err))
 	switch {
 	case resp != nil && leave:
 		body.Close()
-		pt.retire(resp)
-		s.retire = s.retire || resp.ProtoMajor == 2
 	case resp != nil:
 		discardBody(body)
-	case leave:
-		s.retire = s.retire || pt.multiplexed()
 	}
 	if peer := pt.peer(); leave && peer.IsValid() {
 		s.failed = append(s.failed, peer)

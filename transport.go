@@ -78,6 +78,7 @@ type Transport struct {
 	throttle        *throttling
 	logger          *slog.Logger
 	peers           bool              // each attempt's connection is traced
+	conns           *connEvidence     // what traced connections showed; nil when none are
 	deadlineHeaders []deadline.Format // nil: no deadline is sent
 	answers         *latencyTable     // hosts' answer times, when hedging does not keep them
 	noFitCheck      bool              // in-package tests turn the check before a retry off
@@ -134,6 +135,9 @@ func New(opts ...Option) *Transport {
 		t.base = defaultBase()
 	}
 	t.peers = tracesPeers(t)
+	if t.peers {
+		t.conns = newConnEvidence()
+	}
 	t.answers = answerTable(t)
 	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.peers
 	return t
@@ -295,6 +299,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 				layer.MarkGaveUp(req.Context())
 			} else if healthy(resp) {
 				s.succeed()
+				t.conns.succeeded(pt)
 			}
 			return s.finish(a, pt, resp, err, g)
 		}
@@ -496,14 +501,15 @@ func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response,
 
 // instanceFailure reports whether resp, an attempt about to be retried
 // with verdict v, failed in a way that may belong to the instance of the
-// service that served it (a 5xx), or to its connection (a 421, misdirected),
-// so that the retry should go elsewhere: its connection is closed rather
-// than pooled, since behind a balancer that pins each connection to one
-// instance (a Kubernetes Service, a network load balancer) a retry sent down
-// it again meets the same instance. A throttled response (429, 503 with
-// Retry-After) keeps its connection: the server answered as it meant to and
-// asked for less load, not for another connection, and its quota is seldom
-// the instance's alone.
+// service that served it (a 5xx), or to its connection (a 421,
+// misdirected, which always leaves it), so that the retry may have to go
+// elsewhere: behind a balancer that pins each connection to one instance (a
+// Kubernetes Service, a network load balancer) a retry sent down the same
+// connection meets the same instance. Whether it does is the connection's
+// evidence (connEvidence). A throttled response (429, 503 with Retry-After)
+// keeps its connection: the server answered as it meant to and asked for
+// less load, not for another connection, and its quota is seldom the
+// instance's alone.
 func instanceFailure(resp *http.Response, v classify.Verdict) bool {
 	return resp != nil && (v.Misdirected || resp.StatusCode >= 500 && !v.Throttle)
 }

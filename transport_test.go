@@ -367,9 +367,11 @@ func startCountingConns(srv *httptest.Server) *atomic.Int32 {
 
 func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 	// A failing dependency must not make the client churn connections: a
-	// retry leaves the connection that failed, but a final response keeps
-	// its connection pooled, so the connections opened are one plus the
-	// retries the budget granted.
+	// final response keeps its connection pooled, and once hostLeaveLimit
+	// connections in a row have failed with no success at the host, the
+	// host is down, not one of its instances: retries stay on their
+	// connections, and leave one only after probeGap failures, then twice
+	// as many, and so on.
 	var calls atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -386,9 +388,13 @@ func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, 503, resp.StatusCode)
 	}
-	retries := calls.Load() - 50
+	retries := int(calls.Load()) - 50
 	assert.Positive(t, retries, "some requests were retried")
-	assert.Equal(t, 1+retries, conns.Load(), "connections opened for %d calls", calls.Load())
+	want := 1 + hostLeaveLimit
+	for gap, failures := probeGap, retries-hostLeaveLimit; failures >= gap; gap *= 2 {
+		want, failures = want+1, failures-gap
+	}
+	assert.Equal(t, int32(want), conns.Load(), "connections opened for %d calls", calls.Load())
 }
 
 type idleCounter struct {

@@ -13,11 +13,11 @@ import (
 // A Dialer connects to a host name's addresses one after another in the
 // order its resolver returns them, as net.Dialer does, except for the
 // connection of a retry: the addresses at which the request's earlier
-// attempts failed are dialled last, so that a retry reaches another
-// instance of the service first (a host name with several addresses: DNS
-// round robin, a headless Kubernetes Service). It is what a Transport's
-// default base dials with; give it to an *http.Transport of your own in one
-// line:
+// attempts failed, and left their connection, are dialled last, so that a
+// retry reaches another instance of the service first (a host name with
+// several addresses: DNS round robin, a headless Kubernetes Service). It
+// is what a Transport's default base dials with; give it to an
+// *http.Transport of your own in one line:
 //
 //	t.DialContext = base.NewDialer().DialContext
 //
@@ -25,14 +25,14 @@ import (
 // when its base is an *http.Transport, so this works when that transport,
 // given with retryhttp.WithBase, dials with the Dialer.
 //
-// Besides, a retry refuses a pooled HTTP/1 connection to an address that
-// failed the request, while another address remains, and a failed response
-// without a body, which net/http pools before the Transport sees it, costs
-// its connection as one with a body does. For the first, the Dialer must
-// know the name's addresses: it resolves the name itself for a retry, and
-// for every dial when Resolver is set; with a nil Resolver a first attempt
-// is dialled by name through Dialer (a net.Dialer's Happy Eyeballs
-// included), and its connection is not refused.
+// Besides, a retry refuses a pooled HTTP/1 connection to such an address,
+// while another address remains, and a failed response without a body,
+// which net/http pools before the Transport sees it, costs its connection
+// as one with a body does when the retry leaves it. For the first, the
+// Dialer must know the name's addresses: it resolves the name itself for a
+// retry, and for every dial when Resolver is set; with a nil Resolver a
+// first attempt is dialled by name through Dialer (a net.Dialer's Happy
+// Eyeballs included), and its connection is not refused.
 //
 // The connections it returns wrap those of Dialer: they have a NetConn
 // method, as *tls.Conn has, that returns the underlying connection.

@@ -262,7 +262,8 @@ func RunInstances(ctx context.Context, lib peers.Library, f *fleet, c peers.Conf
 // Instances runs the scenarios in which one instance of a service fails:
 // behind a balancer that pins connections (one bad backend of five, then of
 // three, then of five over HTTP/2), and behind a name with three addresses,
-// the first failing.
+// the first failing; then what connections an outage costs, and what
+// requests multiplexed on one HTTP/2 connection cost when each fails once.
 func Instances(ctx context.Context, p Params) []Table {
 	ip := DefaultInstanceParams()
 	ip.Seed = p.Seed
@@ -313,26 +314,25 @@ func Instances(ctx context.Context, p Params) []Table {
 		}
 	}
 	tables = append(tables, t)
-	return append(tables, outageConnections(ctx, p))
+	return append(tables, outageConnections(ctx, p), Multiplexed(ctx, p))
 }
 
-// outageConnections runs the outage (every attempt answers 503) and sets
-// the connections each library opened against the bound of a retry that
-// leaves its connection: the concurrency plus the retries sent.
+// outageConnections runs the outage (every attempt answers 503) and counts
+// the connections each library opened: a retry that leaves its connection
+// costs one, and the AWS retryer, which never leaves one, sets the floor.
 func outageConnections(ctx context.Context, p Params) Table {
 	t := Table{
-		Title: "instances: an outage costs a connection per retry, no more",
+		Title: "instances: the connections an outage costs",
 		Note: fmt.Sprintf("%d GETs, %d at a time, to a server that answers 503 to everything; every library over "+
 			"the same kind of base transport (128 idle connections per host). Retries are the server's requests "+
-			"beyond one per GET; the bound is %d plus the retries. Fast backoff; budgets as each library has them "+
-			"by default.", p.Outage, p.Concurrency, p.Concurrency),
-		Header: []string{"library", "amplification", "retries", "connections", "bound"},
+			"beyond one per GET; connections are those the server accepted (at least %d, the concurrency). Fast "+
+			"backoff; budgets as each library has them by default.", p.Outage, p.Concurrency, p.Concurrency),
+		Header: []string{"library", "amplification", "retries", "connections"},
 	}
 	for _, lib := range peers.All() {
 		r := RunOutage(ctx, lib, peers.NewBase(), p.Fast, p.Outage, p.Concurrency)
 		retries := r.ServerCalls - int64(r.Requests)
-		t.Add(lib.Name, r.Amplification, strconv.FormatInt(retries, 10), strconv.FormatInt(r.ServerConns, 10),
-			strconv.FormatInt(int64(p.Concurrency)+retries, 10))
+		t.Add(lib.Name, r.Amplification, strconv.FormatInt(retries, 10), strconv.FormatInt(r.ServerConns, 10))
 	}
 	return t
 }

@@ -43,3 +43,15 @@ func TestRetryHTTPLeavesTheBadAddress(t *testing.T) {
 	assert.Equal(t, r.Concurrent.N, r.Concurrent.OK, "success at concurrency 8")
 	assert.Equal(t, 2, r.WorstAttempts, "most attempts of a request")
 }
+
+// TestRetryHTTPSharesOneHTTP2Connection checks the multiplexed targets:
+// 50 requests on one warm HTTP/2 connection, each failing once, a 503 or
+// a stream reset mid-body, are read whole over at most 5 new connections.
+func TestRetryHTTPSharesOneHTTP2Connection(t *testing.T) {
+	mp := DefaultMultiplexedParams()
+	for _, reset := range []bool{false, true} {
+		r := RunMultiplexed(context.Background(), lib(t, peers.RetryHTTP), fast, mp, reset)
+		assert.Equal(t, mp.Requests, r.Whole, "whole, reset %v", reset)
+		assert.LessOrEqual(t, r.NewConns, 5, "new connections, reset %v", reset)
+	}
+}

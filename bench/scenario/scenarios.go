@@ -168,8 +168,9 @@ func Transient(ctx context.Context, p Params) []Table {
 	t := Table{
 		Title: "transient: 10% of attempts answer 503",
 		Note: fmt.Sprintf("%d GETs, %d at a time; an attempt fails when a hash of (seed %d, request, attempt) "+
-			"falls below 0.1, so every library meets the same faults. Fast backoff.", p.Transient, p.Concurrency, p.Seed),
-		Header: []string{"library", "success", "failed requests", "amplification", "p50", "p99"},
+			"falls below 0.1, so every library meets the same faults. Connections are those the server accepted "+
+			"(ideal %d, the client's concurrency). Fast backoff.", p.Transient, p.Concurrency, p.Seed, p.Concurrency),
+		Header: []string{"library", "success", "failed requests", "amplification", "connections", "p50", "p99"},
 	}
 	for _, lib := range peers.All() {
 		srv := NewServer(FailRandomly(p.Seed, 0.10))
@@ -181,7 +182,7 @@ func Transient(ctx context.Context, p Params) []Table {
 		srv.Close()
 		s := Summarise(out)
 		t.Add(lib.Name, s.SuccessRate(), strconv.Itoa(s.N-s.OK), Ratio(srv.Requests(), int64(s.N)),
-			Millis(s.P50), Millis(s.P99))
+			strconv.FormatInt(srv.Conns(), 10), Millis(s.P50), Millis(s.P99))
 	}
 	return []Table{t}
 }

@@ -1,0 +1,319 @@
+package retryhttp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
+)
+
+// A retry leaves the connection that failed only on evidence that the
+// connection is to blame, as outlier detection ejects an upstream (Envoy
+// after consecutive 5xx, gRPC's proposal A50 by success rate), not by
+// reflex: a new connection costs the server a handshake when it is least
+// able to pay for it. Behind a balancer that pins each connection to one
+// instance, a connection is an instance; a host (a destination, as the
+// budget keys it) is the service behind all of them.
+//
+// A connection is to blame when it failed before it was seen serving a
+// success (a connection to a bad instance fails from its first request), or
+// when it failed connFailLimit times in a row (an instance that went bad).
+// A connection that served and fails now and then is kept: its failures are
+// the service's random ones. A failure that ends the connection (an error
+// over HTTP/1, one that is not the stream's over HTTP/2, a response that
+// closes) leaves it at no cost, and is no evidence against the host.
+//
+// A host whose connections are all to blame is down, not one of its
+// instances: once hostLeaveLimit connections have been left with no
+// success at the host since, nor among its last downWindow outcomes (so
+// that concurrent failures between successes do not count), retries stay
+// on their connections, and another is left only after probeGap more
+// failures, then twice as many, and so on, as Envoy lengthens an ejection
+// each time; any success at the host ends this. Only its addresses that
+// failed are down, though, while a base.Dialer knows it another: a
+// connection to a failing address is left, and the retry dials another.
+const (
+	connFailLimit    = 4
+	hostLeaveLimit   = 3
+	probeGap         = 16
+	downWindow       = 32  // outcomes, at most 64
+	calmLimit        = 100 // successes in a row after which a host's record is dropped
+	maxEvidenceHosts = 64
+	maxEvidenceConns = 128  // per host
+	servedSlots      = 1024 // a power of two
+)
+
+// connEvidence is what a Transport has seen of the connections its
+// attempts used: which served a success, in a table without locks, and,
+// for the hosts that failed lately, a bounded table of their records,
+// empty while nothing fails.
+//
+// It also retires the connections it leaves without making others
+// single-use (pend, got, admit).
+type connEvidence struct {
+	live    atomic.Int32 // hosts with a record
+	pending atomic.Int32 // connections left that the next attempt to get them marks
+	gates   atomic.Int32 // hosts whose HTTP/2 connection is being replaced
+	served  servedConns
+
+	mu    sync.Mutex
+	hosts map[wire.HostKey]*hostEvidence
+	clock uint64 // counts the uses of host records, for eviction
+}
+
+// hostEvidence is the record of one host.
+type hostEvidence struct {
+	conns   map[connKey]*connRecord
+	left    int              // connections left since the host's last success
+	failing []netip.AddrPort // addresses of the connections left since then
+	recent  uint64           // its last outcomes, the latest in bit 0: 1 for a success
+	since   int              // failures since the last one left, once left reached hostLeaveLimit
+	calm    int              // successes since the last failure
+	pending int              // of its connections, those pending a mark
+	used    uint64           // the table's clock when last used
+
+	// The replacement of a retired HTTP/2 connection: attempts wait while
+	// one (probing) has not got its connection.
+	replacing, probing bool
+	wake               chan struct{} // closed when either changes; nil when nobody waits
+}
+
+// connRecord is the record of one connection.
+type connRecord struct {
+	ok      bool // seen serving a success
+	fails   int  // failures in a row
+	left    bool // retries keep away from it
+	pending bool // left while pooled: the next attempt to get it marks it
+}
+
+// A connKey identifies a connection by its two ends, which no other open
+// connection shares. A key outlives its connection only in a record, which
+// a port used again within its life can only make retired earlier.
+type connKey struct{ local, remote netip.AddrPort }
+
+// servedConns remembers which connections served a success: a slot per
+// hash of a connection's key, which a connection whose hash falls in the
+// same slot overwrites. A connection forgotten so is taken for one that
+// never served: its first failure leaves it, a connection's cost.
+type servedConns struct {
+	slots [servedSlots]atomic.Uint64 // a key's hash, never 0; 0 when empty
+}
+
+// hash returns a hash of k, never 0: its addresses and ports mixed by
+// SplitMix64's finaliser.
+func (k connKey) hash() uint64 {
+	l, r := k.local.Addr().As16(), k.remote.Addr().As16()
+	h := binary.LittleEndian.Uint64(l[8:]) ^ binary.LittleEndian.Uint64(r[8:])*0x9e3779b97f4a7c15 ^
+		binary.LittleEndian.Uint64(l[:8])*0xc2b2ae3d27d4eb4f ^ binary.LittleEndian.Uint64(r[:8]) ^
+		uint64(k.local.Port())<<32 ^ uint64(k.remote.Port())
+	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>27) * 0x94d049bb133111eb
+	return h ^ h>>31 | 1
+}
+
+// add remembers that k served.
+func (s *servedConns) add(k connKey) {
+	h := k.hash()
+	if slot := &s.slots[h&(servedSlots-1)]; slot.Load() != h {
+		slot.Store(h)
+	}
+}
+
+// has reports whether k served, as far as s remembers.
+func (s *servedConns) has(k connKey) bool {
+	h := k.hash()
+	return s.slots[h&(servedSlots-1)].Load() == h
+}
+
+func newConnEvidence() *connEvidence {
+	return &connEvidence{hosts: make(map[wire.HostKey]*hostEvidence)}
+}
+
+// failed records that the attempt traced by p failed, with resp or err,
+// in a way that a retry is about to follow and that may be its
+// connection's doing (a 5xx, or an error), and reports whether the retry
+// should leave the connection.
+func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool {
+	if e == nil {
+		return false
+	}
+	key, ok := p.connKey()
+	if !ok {
+		return false // no connection, or none this table can tell apart
+	}
+	h2 := p.multiplexed()
+	served := err != nil && resp != nil || e.served.has(key) // a body fails after a response
+	// Leaving costs nothing when the connection is not to be reused: an
+	// error over HTTP/1 ends it, and over HTTP/2 one that is not the
+	// stream's; a response may say it closes.
+	whole := err != nil && (!h2 || connectionError(err)) || resp != nil && resp.Close
+	host := p.host()
+	e.mu.Lock()
+	h, created := e.host(host)
+	if created && served {
+		h.recent = 1 // the host served before
+	}
+	h.calm = 0
+	h.recent <<= 1
+	c := h.conns[key]
+	if c == nil {
+		c = &connRecord{ok: served}
+		h.add(key, c)
+	}
+	c.fails++
+	var leave bool
+	switch {
+	case c.left:
+		e.mu.Unlock()
+		return true
+	case whole:
+		leave = true
+	case c.fails < c.limit():
+	case h.left < hostLeaveLimit, h.recent&(1<<downWindow-1) != 0, p.elsewhere(h.failing, key.remote):
+		leave = true
+	default:
+		h.since++
+		leave = h.since >= probeGap<<min(h.left-hostLeaveLimit, 16)
+	}
+	if leave {
+		c.left = true
+		if !whole {
+			h.left++
+			h.since = 0
+			if !slices.Contains(h.failing, key.remote) && len(h.failing) < maxEvidenceConns {
+				h.failing = append(h.failing, key.remote)
+			}
+		}
+		if h2 {
+			if !whole {
+				e.pend(h, c)
+			}
+			if !h.replacing {
+				h.replacing = true
+				e.gates.Add(1)
+			}
+		}
+	}
+	e.mu.Unlock()
+	if leave && !h2 && err == nil && !resp.Close && resp.Body == http.NoBody && !p.retire(resp) {
+		// net/http pooled the connection before the Transport saw the
+		// response, and it could not be closed.
+		e.mu.Lock()
+		if h := e.hosts[host]; h != nil {
+			if c := h.conns[key]; c != nil {
+				e.pend(h, c)
+			}
+		}
+		e.mu.Unlock()
+	}
+	return leave
+}
+
+// connectionError reports whether err, an HTTP/2 attempt's, ended its
+// connection rather than its stream: no stream reset, no timeout, no
+// cancellation.
+func connectionError(err error) bool {
+	if _, stream := wire.H2StreamErrorCode(err); stream {
+		return false
+	}
+	return !isTimeout(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// succeeded records that the attempt traced by p succeeded: its host
+// serves, and so does its connection.
+func (e *connEvidence) succeeded(p *peerTrace) {
+	if e == nil || p == nil {
+		return
+	}
+	key, ok := p.connKey()
+	if !ok {
+		return
+	}
+	e.served.add(key)
+	if e.live.Load() == 0 {
+		return
+	}
+	host := p.host()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.hosts[host]
+	if h == nil {
+		return
+	}
+	h.left, h.since, h.failing = 0, 0, h.failing[:0]
+	h.recent = h.recent<<1 | 1
+	if c := h.conns[key]; c != nil {
+		c.ok, c.fails = true, 0
+	} else {
+		h.add(key, &connRecord{ok: true})
+	}
+	if h.calm++; h.calm >= calmLimit {
+		e.drop(host, h)
+	}
+}
+
+// host returns the record of k, made (and reported so) if there was none.
+func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
+	e.clock++
+	if h := e.hosts[k]; h != nil {
+		h.used = e.clock
+		return h, false
+	}
+	if len(e.hosts) >= maxEvidenceHosts {
+		var oldest wire.HostKey
+		var old *hostEvidence
+		for ok, oh := range e.hosts {
+			if old == nil || oh.used < old.used {
+				oldest, old = ok, oh
+			}
+		}
+		e.drop(oldest, old)
+	}
+	h := &hostEvidence{conns: make(map[connKey]*connRecord), used: e.clock}
+	e.hosts[k] = h
+	e.live.Add(1)
+	return h, true
+}
+
+// drop forgets h, the record of k, and lets anyone waiting on it go.
+func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
+	delete(e.hosts, k)
+	e.live.Add(-1)
+	e.pending.Add(-int32(h.pending))
+	if h.replacing {
+		e.gates.Add(-1)
+	}
+	h.wakeAll()
+}
+
+// limit returns how many failures in a row make c one to leave:
+// connFailLimit when it was seen serving, and otherwise 1, as a
+// connection to a bad instance fails from the first (a connection
+// net/http dialled for a request that took another one meanwhile is
+// reused by the next without ever having served).
+func (c *connRecord) limit() int {
+	if c.ok {
+		return connFailLimit
+	}
+	return 1
+}
+
+// add records c under k, forgetting a connection not pending a mark when
+// the host has too many.
+func (h *hostEvidence) add(k connKey, c *connRecord) {
+	if len(h.conns) >= maxEvidenceConns {
+		for ok, oc := range h.conns {
+			if !oc.pending {
+				delete(h.conns, ok)
+				break
+			}
+		}
+	}
+	h.conns[k] = c
+}

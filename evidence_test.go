@@ -1,0 +1,225 @@
+package retryhttp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/attempt"
+)
+
+// addrConn is a net.Conn with the ends of a TCP connection and nothing
+// else.
+type addrConn struct {
+	net.Conn
+	local, remote net.Addr
+}
+
+func (c addrConn) LocalAddr() net.Addr  { return c.local }
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+// traced returns the trace of an attempt to host over the HTTP/1
+// connection from local port port to 10.0.0.1:80.
+func traced(host string, port int) *peerTrace {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/", nil)
+	p := &peerTrace{Context: req.Context(), req: req}
+	p.conn = addrConn{
+		local:  &net.TCPAddr{IP: net.IPv4(10, 0, 0, 2), Port: port},
+		remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 80},
+	}
+	return p
+}
+
+// unavailable is a 503 with a body.
+func unavailable() *http.Response {
+	return &http.Response{StatusCode: http.StatusServiceUnavailable, ProtoMajor: 1, Body: io.NopCloser(strings.NewReader("unavailable"))}
+}
+
+// TestEvidenceConnection tables what makes a retry leave its connection,
+// failure by failure over one HTTP/1 connection: each step is a success
+// ("ok") or a 503 ("503"), and the retry after each 503 leaves (true) or
+// stays (false).
+func TestEvidenceConnection(t *testing.T) {
+	tests := []struct {
+		name   string
+		warmed bool   // another connection's failure started the watch first
+		steps  string // o: a success, f: a 503 that stays, L: a 503 that leaves
+	}{
+		{"a connection that fails before it served leaves", false, "L"},
+		{"so does one in a watched host", true, "L"},
+		{"a connection that served is trusted", false, "offfL"},
+		{"so is one that served in a watched host", true, "offfL"},
+		{"a success starts the count again", false, "offfofffL"},
+		{"once left, every failure leaves", false, "LoL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newConnEvidence()
+			if tt.warmed {
+				e.failed(traced("svc.test", 9), unavailable(), nil)
+				e.succeeded(traced("svc.test", 8)) // the host serves
+			}
+			p := traced("svc.test", 10)
+			for i, step := range tt.steps {
+				if step == 'o' {
+					e.succeeded(p)
+					continue
+				}
+				leave := e.failed(p, unavailable(), nil)
+				assert.Equal(t, step == 'L', leave, "step %d (%c) of %s", i, step, tt.steps)
+			}
+		})
+	}
+}
+
+// TestEvidenceOutage proves that a host whose connections all fail is
+// down, not one of its instances: after hostLeaveLimit connections left in
+// a row, retries stay, but for one connection left after probeGap failures,
+// then after twice as many; a success at the host ends it.
+func TestEvidenceOutage(t *testing.T) {
+	e := newConnEvidence()
+	port := 1000
+	next := func() *peerTrace { port++; return traced("svc.test", port) }
+	for i := range hostLeaveLimit {
+		require.True(t, e.failed(next(), unavailable(), nil), "connection %d", i+1)
+	}
+	var lefts []int
+	for i := 1; i <= probeGap*3; i++ {
+		if e.failed(next(), unavailable(), nil) {
+			lefts = append(lefts, i)
+		}
+	}
+	assert.Equal(t, []int{probeGap, 3 * probeGap}, lefts, "failures after which a connection was left")
+
+	e.succeeded(next())
+	assert.True(t, e.failed(next(), unavailable(), nil), "after a success, a new connection that fails leaves")
+}
+
+// TestEvidenceBurst proves that failures that come together between
+// successes, as concurrent requests' do, do not make the host down: a
+// success among its last downWindow outcomes says it serves.
+func TestEvidenceBurst(t *testing.T) {
+	e := newConnEvidence()
+	port := 3000
+	next := func() *peerTrace { port++; return traced("svc.test", port) }
+	e.failed(next(), unavailable(), nil)
+	e.succeeded(next())
+	for i := range downWindow - 1 {
+		require.True(t, e.failed(next(), unavailable(), nil), "failure %d after the success", i+1)
+	}
+	assert.False(t, e.failed(next(), unavailable(), nil), "once the success is %d outcomes old", downWindow)
+}
+
+// TestEvidenceAnotherAddress proves that a host whose failing connections
+// all went to one address is not down while a base.Dialer knows it
+// another: a connection to the failing address is left, so that the retry
+// dials another, until every address has failed.
+func TestEvidenceAnotherAddress(t *testing.T) {
+	addrs := []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.4")}
+	e := newConnEvidence()
+	port := 4000
+	dialled := func(remote netip.Addr) *peerTrace {
+		port++
+		p := traced("svc.test", port)
+		c := p.conn.(addrConn)
+		c.remote = net.TCPAddrFromAddrPort(netip.AddrPortFrom(remote, 80))
+		dc, _ := attempt.NewConn(c, nil, addrs)
+		p.conn, p.dc = dc, dc.(*attempt.Conn)
+		return p
+	}
+	for i := range hostLeaveLimit + 5 {
+		require.True(t, e.failed(dialled(addrs[0]), unavailable(), nil), "connection %d to the first address", i+1)
+	}
+	assert.True(t, e.failed(dialled(addrs[1]), unavailable(), nil), "a connection to the second, while the third is left")
+	assert.False(t, e.failed(dialled(addrs[2]), unavailable(), nil), "every address failed: the host is down")
+}
+
+// TestEvidenceWholeConnection proves that a failure that ends the
+// connection leaves it at once, without counting towards the host's
+// outage: an error over HTTP/1, a response that closes.
+func TestEvidenceWholeConnection(t *testing.T) {
+	e := newConnEvidence()
+	port := 2000
+	next := func() *peerTrace { port++; return traced("svc.test", port) }
+	for range 2 * hostLeaveLimit {
+		assert.True(t, e.failed(next(), nil, syscall.ECONNRESET), "an error over HTTP/1")
+		closing := unavailable()
+		closing.Close = true
+		assert.True(t, e.failed(next(), closing, nil), "a response that closes")
+	}
+	p := traced("svc.test", 1)
+	assert.True(t, e.failed(p, unavailable(), nil), "the host is not down")
+}
+
+// TestEvidenceWithoutConnection proves that an attempt that got no
+// connection leaves nothing, and records nothing.
+func TestEvidenceWithoutConnection(t *testing.T) {
+	e := newConnEvidence()
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	p := &peerTrace{Context: req.Context(), req: req}
+	assert.False(t, e.failed(p, nil, errors.New("connection refused")))
+	assert.Zero(t, e.live.Load())
+	var none *connEvidence
+	assert.False(t, none.failed(p, unavailable(), nil))
+	none.succeeded(p)
+}
+
+// TestEvidenceForgets proves that the table costs nothing once failures
+// stop (a host's record goes after calmLimit successes) and holds at most
+// maxEvidenceHosts hosts.
+func TestEvidenceForgets(t *testing.T) {
+	e := newConnEvidence()
+	p := traced("svc.test", 1)
+	e.failed(p, unavailable(), nil)
+	require.EqualValues(t, 1, e.live.Load())
+	for range calmLimit {
+		e.succeeded(p)
+	}
+	assert.Zero(t, e.live.Load(), "records after %d successes", calmLimit)
+
+	for i := range maxEvidenceHosts + 10 {
+		e.failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
+	}
+	assert.EqualValues(t, maxEvidenceHosts, e.live.Load())
+	assert.Len(t, e.hosts, maxEvidenceHosts)
+	_, kept := e.hosts[traced("h0.test", 1).host()]
+	assert.False(t, kept, "the host least recently used went first")
+}
+
+// BenchmarkEvidence measures what a success costs while no host has a
+// record (the steady state), and while its host has one.
+func BenchmarkEvidence(b *testing.B) {
+	b.Run("no record", func(b *testing.B) {
+		e := newConnEvidence()
+		p := traced("svc.test", 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			e.succeeded(p)
+		}
+	})
+	b.Run("host recorded", func(b *testing.B) {
+		e := newConnEvidence()
+		p := traced("svc.test", 1)
+		e.failed(traced("svc.test", 2), unavailable(), nil)
+		e.mu.Lock()
+		for _, h := range e.hosts {
+			h.calm = -1 << 30 // never calm
+		}
+		e.mu.Unlock()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				e.succeeded(p)
+			}
+		})
+	})
+}

@@ -1,0 +1,121 @@
+package retryhttp
+
+import (
+	"net/http"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
+)
+
+// A connection the Transport leaves is retired without making others
+// single-use. An HTTP/2 connection (or an HTTP/1 one that a response
+// without a body gave back to the pool) stays pooled, and net/http lets no
+// RoundTripper close it without cutting the other requests it carries: the
+// next attempt to get it marks it not to be reused (Request.Close, which
+// net/http reads after GotConn), as only that attempt can. Until then, and
+// until a new connection is pooled, every request to its host finds no
+// connection to reuse and net/http dials one for each: while a host's
+// HTTP/2 connection is being replaced, its attempts take turns, one at a
+// time, until one gets a pooled connection that is not retired, so that
+// concurrent retries share one new connection.
+
+// pend makes c, a connection of h that stays pooled, pending a mark.
+func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
+	if !c.pending {
+		c.pending = true
+		h.pending++
+		e.pending.Add(1)
+	}
+}
+
+// admit reports whether the attempt a may be sent at once, or, when its
+// host's HTTP/2 connection is being replaced, waits for its turn, one
+// attempt at a time, and reports that it holds the turn (turn). It returns
+// the error of a's context when that ends first.
+func (e *connEvidence) admit(a *http.Request) (turn bool, err error) {
+	if e == nil || e.gates.Load() == 0 {
+		return false, nil
+	}
+	ctx, host := a.Context(), wire.RequestKey(a)
+	e.mu.Lock()
+	for {
+		h := e.hosts[host]
+		if h == nil || !h.replacing {
+			e.mu.Unlock()
+			return false, nil
+		}
+		if !h.probing {
+			h.probing = true
+			e.mu.Unlock()
+			return true, nil
+		}
+		if h.wake == nil {
+			h.wake = make(chan struct{})
+		}
+		wake := h.wake
+		e.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		e.mu.Lock()
+	}
+}
+
+// got learns that the attempt traced by p got its connection. It reports
+// whether the attempt is to mark the connection not to be reused, which
+// it can (markable) when net/http sends the very request p traces: one
+// without a body. For an attempt that holds its host's turn, it also
+// reports whether the replacement is over: the connection is neither
+// retired nor new, so that net/http has it pooled for every attempt.
+func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) {
+	key, ok := p.connKey()
+	reused := p.wasReused()
+	host := p.host()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.hosts[host]
+	if h == nil {
+		return false, turn
+	}
+	var c *connRecord
+	if ok {
+		c = h.conns[key]
+	}
+	if markable && c != nil && c.pending {
+		c.pending = false
+		h.pending--
+		e.pending.Add(-1)
+		mark = true
+	}
+	if turn && reused && (c == nil || !c.left) {
+		if h.replacing {
+			h.replacing = false
+			e.gates.Add(-1)
+		}
+		h.probing = false
+		h.wakeAll()
+		return mark, true
+	}
+	return mark, false
+}
+
+// pass ends the turn an attempt to host held, once its headers are
+// written (a mark it carried is on its connection) or it has ended, and
+// lets the next attempt go.
+func (e *connEvidence) pass(host wire.HostKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h := e.hosts[host]; h != nil && h.probing {
+		h.probing = false
+		h.wakeAll()
+	}
+}
+
+// wakeAll lets every attempt waiting on h check again.
+func (h *hostEvidence) wakeAll() {
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
+	}
+}
