@@ -195,11 +195,9 @@
 // retries stay, but for a probe now and then. A base.Dialer, which the
 // default base dials with, dials the addresses at which a request left its
 // connection last when it retries it, and refuses a pooled connection to
-// one of them. Over HTTP/2, whose one connection carries every request, the
-// next attempt that gets a connection that was left marks it not to be
-// reused, and concurrent retries share the one that replaces it. Each
-// attempt's peer address is in RetryEvent.Peer, GiveUpEvent.Peer and
-// base.Peer.
+// one of them. Over HTTP/2, concurrent retries share the one connection
+// that replaces a connection left. Each attempt's peer address is in
+// RetryEvent.Peer, GiveUpEvent.Peer and base.Peer.
 //
 // A 421 is retried once, on a new connection (see WithBase), over HTTP/2
 // too; the default base's new connections resume TLS sessions.
