@@ -99,16 +99,8 @@ func TestRandomFailuresKeepTheConnection(t *testing.T) {
 // retry of a failure on a connection to the bad instance leaving it.
 func TestBadInstanceEscaped(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	bad := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
-	defer bad.Close()
-	backends := []string{bad.URL}
-	for range 4 {
-		s := retryhttptest.NewServer(nil, retryhttptest.Pass())
-		defer s.Close()
-		backends = append(backends, s.URL)
-	}
-	lb := retryhttptest.NewBalancer(1, backends...)
-	defer lb.Close()
+	lb, bad, closeAll := oneBadOfFive(1)
+	defer closeAll()
 	send := func(rt http.RoundTripper) bool {
 		req, _ := http.NewRequest(http.MethodGet, lb.URL, nil)
 		resp, err := rt.RoundTrip(req)

@@ -125,16 +125,8 @@ func TestPeerIsZeroWithoutConnection(t *testing.T) {
 // request of a client whose connection landed there fails.
 func TestBehindABalancerRetriesReachAnotherBackend(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	bad := retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
-	defer bad.Close()
-	backends := []string{bad.URL}
-	for range 4 {
-		s := retryhttptest.NewServer(nil, retryhttptest.Pass())
-		defer s.Close()
-		backends = append(backends, s.URL)
-	}
-	lb := retryhttptest.NewBalancer(7, backends...)
-	defer lb.Close()
+	lb, bad, closeAll := oneBadOfFive(7)
+	defer closeAll()
 	ok, total := 0, 0
 	for range 20 {
 		base := &http.Transport{}
@@ -518,4 +510,26 @@ func TestRetryOverHTTP2AfterAnErrorRetiresTheConnection(t *testing.T) {
 	code, _ = roundTrip(t, rt, srv.URL)
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 2, srv.Connections(), "the next request got a new connection")
+}
+
+// oneBadOfFive returns a balancer, seeded with seed, over five backends of
+// which one, bad, answers 503 to everything, and a function that closes
+// them all (before the caller's leak check, which a t.Cleanup would run
+// after).
+func oneBadOfFive(seed uint64) (lb *retryhttptest.Balancer, bad *retryhttptest.Server, closeAll func()) {
+	bad = retryhttptest.NewServer(nil, retryhttptest.Status(http.StatusServiceUnavailable))
+	servers := []*retryhttptest.Server{bad}
+	backends := []string{bad.URL}
+	for range 4 {
+		s := retryhttptest.NewServer(nil, retryhttptest.Pass())
+		servers = append(servers, s)
+		backends = append(backends, s.URL)
+	}
+	lb = retryhttptest.NewBalancer(seed, backends...)
+	return lb, bad, func() {
+		lb.Close()
+		for _, s := range servers {
+			s.Close()
+		}
+	}
 }
