@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -66,4 +67,54 @@ type Rejection struct {
 	// Probability is the probability with which a request to the host is
 	// refused now, from 0 to the highest allowed (MaxRejection).
 	Probability float64
+}
+
+// Shared makes a Transport share the evidence it throttles on, the counts
+// of the requests to each host, with the other processes of a fleet
+// through s, so that together they refuse requests to a failing host as
+// one process sending all of their requests would, and recover as it
+// would. redisbudget.NewThrottleStore is such a Store, on Redis.
+//
+// Sharing never makes a request wait: the Transport exchanges its counts
+// with s in batches, at most once per step of the window, from a goroutine
+// of its own while it sends requests. While an exchange fails, or has not
+// succeeded for two steps, the Transport throttles on its own counts.
+func Shared(s Store) Option {
+	if s == nil {
+		panic("throttle: Shared: nil Store")
+	}
+	return func(c *config.Throttle) { c.Store = s }
+}
+
+// A Store shares the counts of adaptive throttling among the processes of
+// a fleet. Its methods may be called concurrently.
+type Store interface {
+	// Exchange adds counts, the outcomes a process counted per host since
+	// its last exchange, to the fleet's, and returns the fleet's counts
+	// over the last window (theirs included) for every host it holds
+	// counts of, at most a bounded number. A host whose counts restarted
+	// from a Healed mark has only those counted after it. The counts
+	// returned have Healed false.
+	Exchange(ctx context.Context, window time.Duration, counts []Counts) ([]Counts, error)
+}
+
+// Counts are the outcomes of requests to one host that adaptive
+// throttling counts.
+type Counts struct {
+	// Scheme is the host's scheme, in lower case.
+	Scheme string
+	// Host is the host in lower case, with its port unless that is the
+	// scheme's default.
+	Host string
+	// Attempts is how many attempts the requests sent to the host made.
+	Attempts int64
+	// Accepted is how many of those attempts the host accepted.
+	Accepted int64
+	// Refused is how many requests to the host were refused without
+	// being sent.
+	Refused int64
+	// Healed reports that a request sent to the host while it was being
+	// refused requests succeeded, which ends the refusals: the fleet's
+	// counts of the host before it no longer count.
+	Healed bool
 }

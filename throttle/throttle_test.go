@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ func TestOptionsSetTheirField(t *testing.T) {
 		{"Window at least", Window(100 * time.Millisecond), config.Throttle{Window: 100 * time.Millisecond}},
 		{"MaxRejection", MaxRejection(0.99), config.Throttle{MaxRejection: 0.99}},
 		{"MinRequests", MinRequests(1), config.Throttle{MinRequests: 1}},
+		{"Shared", Shared(nopStore{}), config.Throttle{Store: nopStore{}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got config.Throttle
@@ -44,9 +46,15 @@ func TestOptionsPanicOnInvalidValues(t *testing.T) {
 		{func() { MaxRejection(0) }, "throttle: MaxRejection: must be in (0, 1), got 0"},
 		{func() { MaxRejection(math.NaN()) }, "throttle: MaxRejection: must be in (0, 1), got NaN"},
 		{func() { MinRequests(0) }, "throttle: MinRequests: must be at least 1, got 0"},
+		{func() { Shared(nil) }, "throttle: Shared: nil Store"},
 	} {
 		t.Run(tt.want, func(t *testing.T) {
 			assert.PanicsWithValue(t, tt.want, tt.f)
 		})
 	}
 }
+
+// nopStore is a Store that shares nothing.
+type nopStore struct{}
+
+func (nopStore) Exchange(context.Context, time.Duration, []Counts) ([]Counts, error) { return nil, nil }

@@ -17,4 +17,7 @@ type Throttle struct {
 	// MinRequests is how many attempts and refusals of a host the window
 	// must hold before any request is refused.
 	MinRequests int
+	// Store, if not nil, is the throttle.Store that shares the counts
+	// with other processes (package throttle imports this one).
+	Store any
 }
