@@ -53,10 +53,9 @@ const (
 	// GiveUpCanceled: the request's context ended during the wait before
 	// the retry. The caller gets an *Error wrapping the context's error.
 	GiveUpCanceled GiveUpReason = "context done during the wait"
-	// GiveUpThrottled: adaptive throttling refused the request before its
-	// first attempt, since its host has been failing
-	// (WithAdaptiveThrottling). No attempt was sent: the event's Attempt is
-	// 0 and its Err is ErrThrottled.
+	// GiveUpThrottled: adaptive throttling refused the request, or its
+	// retry, since its host has been failing (WithAdaptiveThrottling).
+	// Refused before any attempt, its Attempt is 0 and its Err ErrThrottled.
 	GiveUpThrottled GiveUpReason = "host is throttled"
 	// GiveUpNotResumable: a response body failed after its headers (cut,
 	// reset, or stalled), and it may not be resumed: the event's Err is a

@@ -282,9 +282,9 @@ func WithLogger(l *slog.Logger) Option {
 // It is the client-side throttling of Google's SRE book: the more of a
 // host's requests have ended in failure over a sliding window (10 s by
 // default), the more of its new ones are refused, at most 90% by default;
-// a request that its retries rescued counts for its host, and 5 successes
-// in a row end the refusals. Package throttle explains what is counted and
-// how, and its options change it.
+// a request that its retries rescued counts for its host, and a success
+// ends the refusals. Package throttle explains what is counted and how,
+// and its options change it.
 //
 // A refused request gets an *Error with no attempts wrapping ErrThrottled,
 // so that the caller can fall back; the WithOnGiveUp hooks see it with

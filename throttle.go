@@ -33,10 +33,12 @@ const (
 const (
 	// throttleBuckets is how many buckets a window is counted in.
 	throttleBuckets = 20
-	// throttleRecovery is how many requests in a row to a shedding host
-	// must end in success for its window to be forgotten: the way back to
-	// full traffic.
-	throttleRecovery = 5
+	// throttleProbeAfter is how many requests in a row a host may be
+	// refused before one is sent whatever the probability, if none was
+	// sent for throttleProbeSteps steps of the window: a probe, whose
+	// success ends the refusals.
+	throttleProbeAfter = 4
+	throttleProbeSteps = 2
 	// throttleMaxHosts bounds the hosts whose outcomes are counted.
 	throttleMaxHosts = 1024
 	// throttleCheckEvery is how many accepts a host counts without reading
@@ -102,14 +104,16 @@ type hostThrottle struct {
 	mu      sync.Mutex // guards the fields below
 	buckets [throttleBuckets]throttleBucket
 	folded  int64 // when pending was last emptied, on th.clock
-	streak  int   // requests that succeeded in a row while refusing
+	sent    int64 // when a request last failed, or was sent while refusing, on th.clock
+	refused int   // requests refused in a row since one was sent
 }
 
 // A throttleBucket counts the attempts of the requests that ended in one
-// step of the window, refusals included, and the accepted ones among them.
+// step of the window, the accepted ones among them, and the requests
+// refused in it.
 type throttleBucket struct {
-	step              int64 // the step counted; older counts are stale
-	requests, accepts int64
+	step                       int64 // the step counted; older counts are stale
+	requests, accepts, refused int64
 }
 
 // admit decides whether req may be sent. It returns the host's counts, if
@@ -127,19 +131,61 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 	}
 	now := th.clock(t)
 	h.mu.Lock()
-	p = th.update(h, now)
-	if p == 0 || t.rand() >= p {
+	if p, ok = th.draw(t, h, now); ok {
 		// A change to 0 is logged when the request ends, so that a request
 		// logs at most one change.
 		h.mu.Unlock()
 		return h, 0, true
 	}
-	h.bucket(th.step(now)).requests++ // a refused request counts as one not accepted
-	h.last.Store(now)
 	c := h.announce(th.update(h, now))
 	h.mu.Unlock()
 	t.logThrottleChange(req.Context(), h, c, p)
 	return h, p, false
+}
+
+// draw decides whether a request, or a retry, to h, which is being refused
+// requests, may be sent at now, and returns the host's rejection
+// probability; a refusal is counted. h.mu must be held.
+func (th *throttling) draw(t *Transport, h *hostThrottle, now int64) (p float64, ok bool) {
+	p = th.update(h, now)
+	if p == 0 || t.rand() >= p || th.probe(h, now) {
+		if p > 0 {
+			h.sent, h.refused = now, 0
+		}
+		return p, true
+	}
+	h.bucket(th.step(now)).refused++
+	h.refused++
+	h.last.Store(now)
+	return p, false
+}
+
+// retry decides whether a retry of a request to the host of h may be
+// sent. While the host is being refused requests, a retry is refused as a
+// new request would be, so that what reaches a failing host is its share
+// of what the callers send, retries included. A refused retry is counted
+// as a refusal; its request ends with the outcome of its last attempt.
+func (th *throttling) retry(t *Transport, h *hostThrottle) bool {
+	if h == nil || h.p.Load() == 0 {
+		return true
+	}
+	now := th.clock(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := th.draw(t, h, now)
+	return ok
+}
+
+// probe reports whether a request to h, which its probability would
+// refuse, is sent all the same, as a probe: when the last
+// throttleProbeAfter requests were refused and none was sent, nor failed,
+// for a tenth of the window (throttleProbeSteps steps). So a host being
+// refused is sent at least one request a tenth of the window and one in
+// throttleProbeAfter+1, whichever is fewer, and the success of one ends
+// the refusals: a host that heals gets every request again within a tenth
+// of the window or a few requests, at any rate. h.mu must be held.
+func (th *throttling) probe(h *hostThrottle, now int64) bool {
+	return h.refused >= throttleProbeAfter && now-h.sent >= throttleProbeSteps*int64(th.width)
 }
 
 // record counts the outcome of req, whose last attempt, the attempts-th,
@@ -148,9 +194,11 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 // yet: the request may still be rescued, and is counted when it ends, here
 // or in gaveUp. Any other ends the request, which the host accepted, with
 // every attempt it took: a request that retries rescued counts for its
-// host, not against it. The error of a caller who gave up says nothing of
-// the host and is not counted. It reports whether the count started or
-// ended the throttling of the host, which it logged.
+// host, not against it. A request that ends so while the host is being
+// refused requests ends the refusals: the host answers again, and what it
+// did before no longer counts. The error of a caller who gave up says
+// nothing of the host and is not counted. It reports whether the count
+// started or ended the throttling of the host, which it logged.
 func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, err error, v classify.Verdict, attempts int) bool {
 	if v.Decision == classify.Retry {
 		return false // counted when the request ends
@@ -168,14 +216,13 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 	now := th.clock(t)
 	h.mu.Lock()
 	th.fold(h, now)
+	if h.p.Load() != 0 {
+		// The host answers again: what it did before no longer counts.
+		h.buckets = [throttleBuckets]throttleBucket{}
+	}
 	b := h.bucket(th.step(now))
 	b.requests += n
 	b.accepts += n
-	if h.streak++; h.streak >= throttleRecovery {
-		// The host answers again: what it did before no longer counts.
-		h.buckets = [throttleBuckets]throttleBucket{}
-		h.streak = 0
-	}
 	p := th.update(h, now)
 	c := h.announce(p)
 	h.mu.Unlock()
@@ -202,8 +249,8 @@ func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reas
 	h.mu.Lock()
 	th.fold(h, now)
 	h.bucket(th.step(now)).requests += int64(attempts)
-	h.streak = 0
 	h.last.Store(now)
+	h.sent = now
 	p := th.update(h, now)
 	c := h.announce(p)
 	h.mu.Unlock()
@@ -245,7 +292,7 @@ func (th *throttling) check(t *Transport, h *hostThrottle) {
 	now := th.clock(t)
 	h.mu.Lock()
 	th.fold(h, now)
-	req, acc := th.sums(h, th.step(now))
+	req, acc, _ := th.sums(h, th.step(now))
 	h.mu.Unlock()
 	if req == acc {
 		th.forget(h)
@@ -287,27 +334,31 @@ func (th *throttling) fold(h *hostThrottle, now int64) {
 	b.accepts += n
 }
 
-// sums returns the requests and the accepts in the window ending at step.
-// h.mu must be held.
-func (th *throttling) sums(h *hostThrottle, step int64) (requests, accepts int64) {
+// sums returns the attempts, the accepts and the refusals in the window
+// ending at step. h.mu must be held.
+func (th *throttling) sums(h *hostThrottle, step int64) (requests, accepts, refused int64) {
 	for i := range h.buckets {
 		if b := &h.buckets[i]; b.step > step-throttleBuckets {
 			requests += b.requests
 			accepts += b.accepts
+			refused += b.refused
 		}
 	}
-	return requests, accepts
+	return requests, accepts, refused
 }
 
 // update computes the rejection probability of h at now, stores it and
 // returns it: max(0, (requests - K·accepts) / (requests + 1)) over the
-// window, at most maxReject, and 0 while the window holds fewer than
-// minRequests requests. h.mu must be held.
+// window's attempts, at most maxReject, and 0 while the window holds fewer
+// than minRequests attempts and refusals. A refusal is no evidence against
+// the host: it counts only towards minRequests, so that the refusals of a
+// host never keep it refused once its failures leave the window. h.mu must
+// be held.
 func (th *throttling) update(h *hostThrottle, now int64) float64 {
 	th.fold(h, now)
-	req, acc := th.sums(h, th.step(now))
+	req, acc, refused := th.sums(h, th.step(now))
 	p := 0.0
-	if req >= th.minRequests {
+	if req+refused >= th.minRequests {
 		if x := (float64(req) - th.k*float64(acc)) / float64(req+1); x > 0 {
 			p = min(x, th.maxReject)
 		}

@@ -177,10 +177,10 @@ func TestThrottleRefusesWithoutSending(t *testing.T) {
 	})
 }
 
-func TestThrottleRefusedRequestsCountAsRequests(t *testing.T) {
+func TestThrottleRefusalsAreNoEvidence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// 14 failures and 10 accepts: (24 - 20) / 25 = 0.16; every refusal
-		// adds a request that was not accepted.
+		// 14 failures and 10 accepts: (24 - 20) / 25 = 0.16; a refusal
+		// changes nothing.
 		base := newHostBase(failFirst(14))
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
 		for range 24 {
@@ -194,9 +194,37 @@ func TestThrottleRefusedRequestsCountAsRequests(t *testing.T) {
 			_, err := roundTrip(tr, "http://svc.test/")
 			require.ErrorIs(t, err, ErrThrottled)
 			p, _ := rejection(tr, "svc.test")
-			assert.InDelta(t, float64(4+i)/float64(25+i), p, 1e-9, "after %d refusals", i)
+			assert.InDelta(t, 4/25.0, p, 1e-9, "after %d refusals", i)
 		}
 		assert.Equal(t, 24, base.count("svc.test"))
+	})
+}
+
+func TestThrottleRefusalsCountTowardsMinRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 20 failures start the refusals; once 16 of them left the window,
+		// the 4 failures left and 16 refusals still make 20.
+		base := newHostBase(always(503))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
+		for range 16 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		time.Sleep(500 * time.Millisecond)
+		for range 4 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		tr.rand = func() float64 { return 0 }
+		for range 16 {
+			_, err := roundTrip(tr, "http://svc.test/")
+			require.ErrorIs(t, err, ErrThrottled)
+		}
+		time.Sleep(500 * time.Millisecond)
+		p, _ := rejection(tr, "svc.test")
+		assert.InDelta(t, 0.8, p, 1e-9, "4 failures and 16 refusals: 4 / 5")
+		time.Sleep(500 * time.Millisecond)
+		p, _ = rejection(tr, "svc.test")
+		assert.Zero(t, p, "16 refusals alone")
+		assert.Equal(t, 20, base.count("svc.test"))
 	})
 }
 
@@ -228,7 +256,8 @@ func counts(tr *Transport, host string) (requests, accepts int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	th.fold(h, now)
-	return th.sums(h, th.step(now))
+	requests, accepts, _ = th.sums(h, th.step(now))
+	return requests, accepts
 }
 
 // TestThrottleCountsARequestWhenItEnds checks that a failed attempt that
@@ -262,7 +291,9 @@ func TestThrottleCountsARequestWhenItEnds(t *testing.T) {
 
 		require.NoError(t, <-done)
 		req, acc = counts(tr, "svc.test")
-		assert.Equal(t, [2]int64{3, 2}, [2]int64{req, acc}, "after the retry rescued it")
+		// Its two attempts, accepted; the host was being refused (p 0.5),
+		// so the success forgot the failure before it.
+		assert.Equal(t, [2]int64{2, 2}, [2]int64{req, acc}, "after the retry rescued it")
 		p, _ = rejection(tr, "svc.test")
 		assert.Zero(t, p, "after the retry rescued it")
 	})
@@ -349,7 +380,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 func TestThrottleWayBackCountsRescuedRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// A host refused at the cap heals, but only its retries succeed:
-		// its fifth rescued request in a row forgets the failures.
+		// its first rescued request forgets the failures.
 		failing := &atomic.Bool{}
 		failing.Store(true)
 		base := newHostBase(func(_ string, n int) int {
@@ -362,16 +393,13 @@ func TestThrottleWayBackCountsRescuedRequests(t *testing.T) {
 		for range 100 {
 			roundTrip(tr, "http://svc.test/")
 		}
-		failing.Store(false)
-		for i := 1; i < throttleRecovery; i++ {
-			resp, err := roundTrip(tr, "http://svc.test/")
-			require.NoError(t, err)
-			require.Equal(t, 200, resp.StatusCode)
-			p, _ := rejection(tr, "svc.test")
-			require.InDelta(t, 0.9, p, 1e-9, "after %d rescued requests", i)
-		}
-		roundTrip(tr, "http://svc.test/")
 		p, _ := rejection(tr, "svc.test")
+		require.InDelta(t, 0.9, p, 1e-9)
+		failing.Store(false)
+		resp, err := roundTrip(tr, "http://svc.test/")
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		p, _ = rejection(tr, "svc.test")
 		assert.Zero(t, p)
 	})
 }
@@ -402,22 +430,14 @@ func TestThrottleWindowSlides(t *testing.T) {
 		p, _ = rejection(tr, "svc.test")
 		assert.InDelta(t, 0.9, p, 1e-9, "the last 20 failures")
 
-		// Then 4 accepts with the last 20 failures: (24 - 8) / 25.
-		failing.Store(false)
-		for range 4 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		p, _ = rejection(tr, "svc.test")
-		assert.InDelta(t, (24-8)/25.0, p, 1e-9, "4 accepts and 20 failures")
-
 		// A window after the last failures, nothing is refused.
-		time.Sleep(time.Second)
+		time.Sleep(500 * time.Millisecond)
 		p, _ = rejection(tr, "svc.test")
 		assert.Zero(t, p, "a window after the last failure")
 	})
 }
 
-func TestThrottleWayBackIsFiveAcceptsInARow(t *testing.T) {
+func TestThrottleWayBackIsOneSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		failing := &atomic.Bool{}
 		failing.Store(true)
@@ -426,30 +446,54 @@ func TestThrottleWayBackIsFiveAcceptsInARow(t *testing.T) {
 		for range 1000 {
 			roundTrip(tr, "http://svc.test/")
 		}
+		p, _ := rejection(tr, "svc.test")
+		require.InDelta(t, 0.9, p, 1e-9)
+		// One success while refused forgets the 1000 failures.
 		failing.Store(false)
-		for i := 1; i < throttleRecovery; i++ {
-			roundTrip(tr, "http://svc.test/")
-			p, _ := rejection(tr, "svc.test")
-			require.InDelta(t, 0.9, p, 1e-9, "after %d accepts", i)
-		}
-		// The fifth accept in a row forgets the 1000 failures.
 		roundTrip(tr, "http://svc.test/")
 		p, counted := rejection(tr, "svc.test")
 		assert.Zero(t, p)
 		assert.True(t, counted)
+		req, acc := counts(tr, "svc.test")
+		assert.Equal(t, [2]int64{1, 1}, [2]int64{req, acc}, "the window holds only the success")
+	})
+}
 
-		// A failure between accepts starts the run again.
+func TestThrottleProbesAHostItRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The probability refuses everything; after 4 refusals in a row,
+		// one request is sent a tenth of the window (1 s) after the last
+		// one sent.
+		failing := &atomic.Bool{}
 		failing.Store(true)
-		for range 30 {
+		base := switchingBase(failing)
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for range 20 {
 			roundTrip(tr, "http://svc.test/")
 		}
-		for i := range 2*throttleRecovery - 1 {
-			failing.Store(i == throttleRecovery-1)
-			roundTrip(tr, "http://svc.test/")
+		tr.rand = func() float64 { return 0 }
+		refusals := func(n int) {
+			t.Helper()
+			for i := range n {
+				_, err := roundTrip(tr, "http://svc.test/")
+				require.ErrorIs(t, err, ErrThrottled, "request %d", i)
+			}
 		}
+		refusals(10)
+		time.Sleep(999 * time.Millisecond)
+		refusals(10) // not quite 1 s since the last request sent
+		time.Sleep(time.Millisecond)
+		roundTrip(tr, "http://svc.test/") // a probe, which fails
+		require.Equal(t, 21, base.count("svc.test"))
+		time.Sleep(time.Second)
+		refusals(4) // 1 s passed, but not 4 refusals in a row
 		failing.Store(false)
-		p, _ = rejection(tr, "svc.test")
-		assert.Positive(t, p, "a failure among the accepts")
+		resp, err := roundTrip(tr, "http://svc.test/") // a probe, which succeeds
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		p, _ := rejection(tr, "svc.test")
+		assert.Zero(t, p, "a probe's success ends the refusals")
+		assert.Equal(t, 22, base.count("svc.test"))
 	})
 }
 
@@ -867,5 +911,35 @@ func TestThrottleDoesNotCountARequestNeverSent(t *testing.T) {
 		}
 		n, acc := counts(tr, "svc.test")
 		assert.Equal(t, [2]int64{0, 0}, [2]int64{n, acc}, "requests never sent are not counted")
+	})
+}
+
+func TestThrottleRefusesARetryAsARequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The host is refused with 0.9 and the random draw refuses
+		// everything: a probe is sent, fails, and its retry is refused; the
+		// caller gets the probe's 503.
+		base := newHostBase(always(503))
+		var gaveUp []GiveUpEvent
+		tr := newTestTransport(base, 0.95, WithoutBudget(), WithAdaptiveThrottling(),
+			WithOnGiveUp(func(e GiveUpEvent) { gaveUp = append(gaveUp, e) }))
+		for range 10 {
+			roundTrip(tr, "http://svc.test/")
+		}
+		require.Equal(t, 30, base.count("svc.test"))
+		tr.rand = func() float64 { return 0 }
+		for range 4 {
+			_, err := roundTrip(tr, "http://svc.test/")
+			require.ErrorIs(t, err, ErrThrottled)
+		}
+		time.Sleep(time.Second)
+		gaveUp = nil
+		resp, err := roundTrip(tr, "http://svc.test/")
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, 31, base.count("svc.test"), "one attempt")
+		require.Len(t, gaveUp, 1)
+		assert.Equal(t, GiveUpThrottled, gaveUp[0].Reason)
+		assert.Equal(t, 1, gaveUp[0].Attempt)
 	})
 }

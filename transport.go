@@ -308,6 +308,9 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			var berr error
 			if next, berr = s.body.next(); berr != nil {
 				reason = GiveUpBodyNotReplayable
+			} else if t.throttle != nil && !t.throttle.retry(t, s.th) {
+				closeBody(next)
+				reason = GiveUpThrottled
 			} else if !s.pay(v) {
 				closeBody(next)
 				reason = GiveUpBudgetExhausted

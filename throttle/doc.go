@@ -24,9 +24,9 @@
 //
 // with K = 2 (Multiplier), so that a host accepting most requests is
 // refused nothing and one accepting nothing is sent a trickle. Nothing is
-// refused until the window holds 20 attempts (MinRequests), and never with
-// a probability above 0.9 (MaxRejection), so that requests keep reaching a
-// failing host and see when it heals.
+// refused until the window holds 20 attempts and refusals (MinRequests),
+// and never with a probability above 0.9 (MaxRejection), so that requests
+// keep reaching a failing host and see when it heals.
 //
 // # What is counted
 //
@@ -39,18 +39,27 @@
 // request that its retries rescued counts for its host, not against it,
 // and a host whose requests all end in success is refused nothing, however
 // many of their first attempts fail; a request still waiting to retry
-// counts nothing yet. Refused requests count as requests not accepted.
-// Retries and hedges of requests already sent are not refused (the retry
-// budget governs them). A caller who gives up (its context done) says
+// counts nothing yet. A refusal is no evidence against the host: it counts
+// towards MinRequests only, so that refusals never keep a host refused on
+// their own. While a host is being refused requests, a retry to it is
+// refused as a new request would be (its request then ends with its last
+// attempt's outcome, and the give-up hook sees GiveUpThrottled), so that
+// what reaches the host is its share of everything the callers send;
+// hedges are not refused. A caller who gives up (its context done) says
 // nothing of the host and is not counted, nor is a request never sent for
 // lack of time.
 //
 // # The way back
 //
-// The way back is quick: when 5 requests in a row to a host that was being
-// refused requests end in success, its window is forgotten and it gets
-// every request again, without waiting for its failures to leave the
-// window.
+// The way back is bounded in time at any rate. A host being refused
+// requests is sent one all the same, a probe, when the last 4 were refused
+// and none was sent for a tenth of the window (1 s by default). The first
+// request sent to it that succeeds, a probe or one the probability let
+// through, ends the refusals: its window is forgotten and it gets every
+// request again. So the refusals end within about a tenth of the window
+// after the host heals, or within 5 requests when these take longer,
+// whatever the rate: a host is refused only while every request it is
+// sent fails.
 //
 // # What it costs
 //
