@@ -56,6 +56,8 @@ type throttling struct {
 
 	origin time.Time // the clock's zero: New's time
 
+	share *throttleShare // nil unless the counts are shared (throttle.Shared)
+
 	maxHosts int
 	hosts    atomic.Pointer[throttleTable] // never modified once stored
 	mu       sync.Mutex                    // serialises changes to hosts
@@ -78,6 +80,9 @@ func newThrottling(opts []throttle.Option) *throttling {
 		maxReject:   c.MaxRejection,
 		minRequests: int64(c.MinRequests),
 		maxHosts:    throttleMaxHosts,
+	}
+	if c.Store != nil {
+		th.share = &throttleShare{store: c.Store.(throttle.Store), window: c.Window, wake: make(chan struct{}, 1)}
 	}
 	th.seed = maphash.MakeSeed()
 	th.hosts.Store(newThrottleTable(nil))
@@ -102,6 +107,7 @@ type hostThrottle struct {
 	refusing atomic.Bool
 
 	mu      sync.Mutex // guards the fields below
+	shared             // the counts shared with a fleet, if they are
 	buckets [throttleBuckets]throttleBucket
 	folded  int64 // when pending was last emptied, on th.clock
 	sent    int64 // when a request last failed, or was sent while refusing, on th.clock
@@ -120,6 +126,9 @@ type throttleBucket struct {
 // it has any, for record, and the rejection probability when it refuses.
 // A host that was not refusing costs a lookup and a load.
 func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p float64, ok bool) {
+	if th.share != nil {
+		th.share.tick(t, th)
+	}
 	tb := th.hosts.Load()
 	if tb.n == 0 {
 		return nil, 0, true // no host has failed lately
@@ -154,7 +163,7 @@ func (th *throttling) draw(t *Transport, h *hostThrottle, now int64) (p float64,
 		}
 		return p, true
 	}
-	h.bucket(th.step(now)).refused++
+	th.count(h, now, 0, 0, 1)
 	h.refused++
 	h.last.Store(now)
 	return p, false
@@ -185,7 +194,7 @@ func (th *throttling) retry(t *Transport, h *hostThrottle) bool {
 // the refusals: a host that heals gets every request again within a tenth
 // of the window or a few requests, at any rate. h.mu must be held.
 func (th *throttling) probe(h *hostThrottle, now int64) bool {
-	return h.refused >= throttleProbeAfter && now-h.sent >= throttleProbeSteps*int64(th.width)
+	return h.refused >= throttleProbeAfter && float64(now-h.sent) >= throttleProbeSteps*float64(th.width)*th.shareOf(h, now)
 }
 
 // record counts the outcome of req, whose last attempt, the attempts-th,
@@ -219,10 +228,9 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 	if h.p.Load() != 0 {
 		// The host answers again: what it did before no longer counts.
 		h.buckets = [throttleBuckets]throttleBucket{}
+		th.share.heal(h)
 	}
-	b := h.bucket(th.step(now))
-	b.requests += n
-	b.accepts += n
+	th.count(h, now, n, n, 0)
 	p := th.update(h, now)
 	c := h.announce(p)
 	h.mu.Unlock()
@@ -248,7 +256,7 @@ func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reas
 	}
 	h.mu.Lock()
 	th.fold(h, now)
-	h.bucket(th.step(now)).requests += int64(attempts)
+	th.count(h, now, int64(attempts), 0, 0)
 	h.last.Store(now)
 	h.sent = now
 	p := th.update(h, now)
@@ -292,7 +300,7 @@ func (th *throttling) check(t *Transport, h *hostThrottle) {
 	now := th.clock(t)
 	h.mu.Lock()
 	th.fold(h, now)
-	req, acc, _ := th.sums(h, th.step(now))
+	req, acc, _ := th.evidence(h, now)
 	h.mu.Unlock()
 	if req == acc {
 		th.forget(h)
@@ -329,9 +337,20 @@ func (th *throttling) fold(h *hostThrottle, now int64) {
 	if window := int64(th.width) * throttleBuckets; span > window {
 		n = int64(float64(n) * float64(window) / float64(span))
 	}
+	th.count(h, now, n, n, 0)
+}
+
+// count adds to the window of h, at now, requests attempts, of which
+// accepts were accepted, and refused refusals; and to what the next
+// exchange shares, if the counts are shared. h.mu must be held.
+func (th *throttling) count(h *hostThrottle, now, requests, accepts, refused int64) {
 	b := h.bucket(th.step(now))
-	b.requests += n
-	b.accepts += n
+	b.requests += requests
+	b.accepts += accepts
+	b.refused += refused
+	if th.share != nil {
+		h.unsent.add(requests, accepts, refused)
+	}
 }
 
 // sums returns the attempts, the accepts and the refusals in the window
@@ -356,9 +375,9 @@ func (th *throttling) sums(h *hostThrottle, step int64) (requests, accepts, refu
 // be held.
 func (th *throttling) update(h *hostThrottle, now int64) float64 {
 	th.fold(h, now)
-	req, acc, refused := th.sums(h, th.step(now))
+	req, acc, refused := th.evidence(h, now)
 	p := 0.0
-	if req+refused >= th.minRequests {
+	if float64(req+refused)*th.scaleOf(h, now) >= float64(th.minRequests) {
 		if x := (float64(req) - th.k*float64(acc)) / float64(req+1); x > 0 {
 			p = min(x, th.maxReject)
 		}

@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -24,6 +25,7 @@ type rateRun struct {
 	flapUp, flapDown     time.Duration // if set, the outage flaps: up, then down, in turn
 	processes            int           // clients sending rate/processes each; 1 if 0
 	share                func() Option // if set, each client's option sharing counts
+	midOutage            func()        // if set, called halfway through the outage
 }
 
 // A rateResult is what a rateRun measured.
@@ -32,6 +34,7 @@ type rateResult struct {
 	refusedAfter          int           // requests started after healing that were refused
 	lastRefusal           time.Duration // after healing, of the last refused request; -1 if none
 	upSent, upOK          int           // flapping: requests started while up, and succeeded
+	errs                  int           // errors other than refusals
 }
 
 // amplification is the attempts that reached the host during the outage
@@ -85,15 +88,23 @@ func (rr rateRun) run(t *testing.T, opts ...Option) rateResult {
 		total := int((rr.healthy + rr.down + rr.after).Seconds() * rr.rate)
 		gap := time.Duration(float64(time.Second) / rr.rate)
 		res.lastRefusal = -1
+		mid := start.Add(rr.healthy + rr.down/2)
 		for i := range total {
 			at := start.Add(time.Duration(i) * gap)
 			time.Sleep(time.Until(at))
+			if rr.midOutage != nil && !at.Before(mid) {
+				rr.midOutage()
+				rr.midOutage = nil
+			}
 			tr := trs[i%n]
 			wg.Go(func() {
 				resp, err := roundTrip(tr, "http://svc.test/")
 				mu.Lock()
 				defer mu.Unlock()
 				ok := err == nil && resp.StatusCode == 200
+				if err != nil && !errors.Is(err, ErrThrottled) {
+					res.errs++
+				}
 				switch {
 				case !at.Before(heal):
 					if err != nil {
@@ -112,6 +123,11 @@ func (rr rateRun) run(t *testing.T, opts ...Option) rateResult {
 			})
 		}
 		wg.Wait()
+		if rr.share != nil {
+			// The exchanges stop a window after the last request.
+			time.Sleep(11 * time.Second)
+			synctest.Wait()
+		}
 		res.reachedDown = int(reachedDown.Load())
 	})
 	return res

@@ -87,6 +87,12 @@ func (th *throttling) hash(scheme, host string) uint64 {
 // forgotten first.
 func (th *throttling) host(req *http.Request, now int64) *hostThrottle {
 	scheme, host := spelling(req)
+	return th.hostKey(scheme, host, now)
+}
+
+// hostKey returns the counts of the destination that scheme and host
+// spell, making them if it has none, as host does.
+func (th *throttling) hostKey(scheme, host string, now int64) *hostThrottle {
 	hash := th.hash(scheme, host)
 	th.mu.Lock()
 	defer th.mu.Unlock()

@@ -1,0 +1,253 @@
+package retryhttp
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/throttle"
+)
+
+// throttleFresh is how many steps of the window the fleet's counts of a
+// host stay in use after the exchange that brought them.
+const throttleFresh = 4
+
+// throttleExchanges is how many exchanges a step of the window has.
+const throttleExchanges = 2
+
+// throttleMaxCount bounds the counts taken from a Store, far above what a
+// fleet counts in a window, so that sums of them cannot overflow.
+const throttleMaxCount = 1 << 48
+
+// A throttleShare exchanges the counts of a Transport's hosts with the
+// other processes of a fleet through a throttle.Store: twice a step of the
+// window, and at once when a success ends the refusals of a host, from a
+// goroutine that runs while requests are sent and for a window after the
+// last.
+type throttleShare struct {
+	store  throttle.Store
+	window time.Duration
+	wake   chan struct{} // a heal to share at once
+
+	running atomic.Bool
+	last    atomic.Int64 // when a request was last admitted, on th.clock
+	ok      atomic.Bool  // the last exchange succeeded
+}
+
+// shared is what a host's counts add when they are shared: what the next
+// exchange sends, and the fleet's counts from the last. The fields are
+// guarded by the host's mu.
+type shared struct {
+	unsent  throttleCounts // counted since the last exchange
+	fleet   throttleCounts // the fleet's over the window, this process's included
+	fleetAt int64          // when fleet came, on th.clock; 0 if it never did
+	heals   uint64         // successes that ended refusals: an exchange sent before one brings stale counts
+	scale   float64        // the fleet's requests per this process's at the last exchange, at least 1
+}
+
+// throttleCounts are counts of a host's requests, as a throttle.Counts has
+// them.
+type throttleCounts struct {
+	requests, accepts, refused int64
+	healed                     bool
+}
+
+func (c *throttleCounts) add(requests, accepts, refused int64) {
+	c.requests += requests
+	c.accepts += accepts
+	c.refused += refused
+}
+
+// tick notes a request to be admitted, and starts the exchanges if they
+// are not running.
+func (s *throttleShare) tick(t *Transport, th *throttling) {
+	s.last.Store(th.clock(t))
+	if !s.running.Load() && s.running.CompareAndSwap(false, true) {
+		go s.run(t, th)
+	}
+}
+
+// run exchanges the counts twice a step of the window, and at once after
+// a heal, until no request was admitted for a window.
+func (s *throttleShare) run(t *Transport, th *throttling) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		s.exchange(t, th)
+		timer.Reset(th.width / throttleExchanges)
+		select {
+		case <-timer.C:
+		case <-s.wake:
+		}
+		if th.clock(t)-s.last.Load() < int64(s.window) {
+			continue
+		}
+		s.running.Store(false)
+		// A request admitted since the look above, which saw the
+		// exchanges running, restarts them here.
+		if th.clock(t)-s.last.Load() >= int64(s.window) || !s.running.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// exchange sends the counts of every host counted since the last exchange,
+// and takes the fleet's in their place. When the Store fails, the counts
+// sent are kept for the next exchange, and each host is throttled on its
+// own counts until an exchange succeeds.
+func (s *throttleShare) exchange(t *Transport, th *throttling) {
+	type sent struct {
+		h     *hostThrottle
+		c     throttleCounts
+		heals uint64
+	}
+	now := th.clock(t)
+	var hosts []sent
+	var out []throttle.Counts
+	seen := map[*hostThrottle]bool{}
+	for _, e := range th.hosts.Load().slots {
+		h := e.h
+		if h == nil || seen[h] {
+			continue
+		}
+		seen[h] = true
+		h.mu.Lock()
+		th.fold(h, now)
+		c := h.unsent
+		h.unsent = throttleCounts{}
+		heals := h.heals
+		h.mu.Unlock()
+		hosts = append(hosts, sent{h, c, heals})
+		if c != (throttleCounts{}) {
+			out = append(out, throttle.Counts{Scheme: h.key.Scheme, Host: h.key.Host,
+				Attempts: c.requests, Accepted: c.accepts, Refused: c.refused, Healed: c.healed})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), throttleFresh*th.width)
+	defer cancel()
+	got, err := s.store.Exchange(ctx, s.window, out)
+	now = th.clock(t)
+	if err != nil {
+		s.ok.Store(false)
+		for _, x := range hosts {
+			x.h.mu.Lock()
+			if x.h.heals == x.heals { // else counts before a heal, which no longer count
+				x.h.unsent.add(x.c.requests, x.c.accepts, x.c.refused)
+				x.h.unsent.healed = x.h.unsent.healed || x.c.healed
+			}
+			x.h.mu.Unlock()
+		}
+		return
+	}
+	s.ok.Store(true)
+	fleet := make(map[wire.HostKey]throttleCounts, len(got))
+	for _, c := range got {
+		if c.Host == "" || c.Accepted < 0 || c.Accepted > c.Attempts || c.Attempts > throttleMaxCount ||
+			c.Refused < 0 || c.Refused > throttleMaxCount {
+			continue // not counts a Store should return
+		}
+		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused}
+	}
+	for _, x := range hosts {
+		th.take(x.h, fleet[x.h.key], x.heals, now)
+		delete(fleet, x.h.key)
+	}
+	// The hosts the fleet counts failures of that this process has not.
+	for k, c := range fleet {
+		if c.requests > c.accepts {
+			th.take(th.hostKey(k.Scheme, k.Host, now), c, 0, now)
+		}
+	}
+}
+
+// take makes c, the fleet's counts of h, those h is throttled on, unless a
+// success ended its refusals since the exchange that brought them was
+// sent (heals has changed).
+func (th *throttling) take(h *hostThrottle, c throttleCounts, heals uint64, now int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.heals != heals {
+		return
+	}
+	h.fleet, h.fleetAt = c, now
+	h.scale = th.shareOf(h, now)
+	th.update(h, now)
+}
+
+// heal notes that a success ended the refusals of h: the next exchange
+// tells the fleet, and the fleet's counts before it no longer count.
+// h.mu must be held.
+func (s *throttleShare) heal(h *hostThrottle) {
+	if s == nil {
+		return
+	}
+	h.unsent = throttleCounts{healed: true}
+	h.fleet = throttleCounts{}
+	h.heals++
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake is pending already
+	}
+}
+
+// fresh reports whether h is throttled on the fleet's counts at now: the
+// last exchange succeeded and brought counts of h within throttleFresh
+// steps. h.mu must be held.
+func (th *throttling) fresh(h *hostThrottle, now int64) bool {
+	return th.share != nil && th.share.ok.Load() && h.fleetAt != 0 && now-h.fleetAt <= throttleFresh*int64(th.width)
+}
+
+// evidence returns the attempts, the accepts and the refusals that h is
+// throttled on at now: the fleet's, with what this process counted since
+// the last exchange, while they are fresh. Otherwise, its own window's,
+// with the fleet's last counts fading over a window, so that a process
+// that loses its Store goes on throttling on what the fleet knew while its
+// own counts grow. h.mu must be held.
+func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, refused int64) {
+	if th.fresh(h, now) {
+		return h.fleet.requests + h.unsent.requests, h.fleet.accepts + h.unsent.accepts, h.fleet.refused + h.unsent.refused
+	}
+	requests, accepts, refused = th.sums(h, th.step(now))
+	if th.share == nil || h.fleetAt == 0 {
+		return requests, accepts, refused
+	}
+	window := int64(th.width) * throttleBuckets
+	if age := now - h.fleetAt; age < window {
+		w := float64(window-age) / float64(window)
+		requests += int64(w * float64(h.fleet.requests))
+		accepts += int64(w * float64(h.fleet.accepts))
+		refused += int64(w * float64(h.fleet.refused))
+	}
+	return requests, accepts, refused
+}
+
+// scaleOf returns how many times its own counts of h this process takes
+// for the fleet's, towards MinRequests: the fleet's requests per its own
+// at the last exchange while the Store fails, so that a process sending a
+// small share of the fleet's requests goes on throttling; 1 otherwise.
+// h.mu must be held.
+func (th *throttling) scaleOf(h *hostThrottle, now int64) float64 {
+	if th.share == nil || h.fleetAt == 0 || th.fresh(h, now) {
+		return 1
+	}
+	return max(h.scale, 1)
+}
+
+// shareOf returns how many times more requests the fleet sends h than
+// this process does, over the window, at least 1: 1 when the counts are
+// not shared. A probe of h waits that many times longer, so that the
+// fleet probes a host about as often as one process would. h.mu must be
+// held.
+func (th *throttling) shareOf(h *hostThrottle, now int64) float64 {
+	if !th.fresh(h, now) {
+		return 1
+	}
+	requests, _, refused := th.sums(h, th.step(now))
+	own := requests + refused
+	all := h.fleet.requests + h.fleet.refused + h.unsent.requests + h.unsent.refused
+	if own == 0 || all <= own {
+		return 1
+	}
+	return float64(all) / float64(own)
+}

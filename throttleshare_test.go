@@ -1,0 +1,226 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/throttle"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// memStore is a throttle.Store in memory, as a fleet's processes would
+// share one: the counts of each host in the steps of the window, on the
+// bubble's clock.
+type memStore struct {
+	mu        sync.Mutex
+	hosts     map[wire.HostKey]map[int64]*throttleCounts // by step
+	down      atomic.Bool
+	exchanges atomic.Int64
+}
+
+var errStoreDown = errors.New("store down")
+
+func newMemStore() *memStore {
+	return &memStore{hosts: map[wire.HostKey]map[int64]*throttleCounts{}}
+}
+
+func (m *memStore) Exchange(_ context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
+	m.exchanges.Add(1)
+	if m.down.Load() {
+		return nil, errStoreDown
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	step := time.Now().UnixNano() / int64(window/throttleBuckets)
+	for _, c := range counts {
+		k := wire.MakeKey(c.Scheme, c.Host)
+		steps := m.hosts[k]
+		if steps == nil || c.Healed {
+			steps = map[int64]*throttleCounts{}
+			m.hosts[k] = steps
+		}
+		b := steps[step]
+		if b == nil {
+			b = &throttleCounts{}
+			steps[step] = b
+		}
+		b.add(c.Attempts, c.Accepted, c.Refused)
+	}
+	var out []throttle.Counts
+	for k, steps := range m.hosts {
+		sum := throttle.Counts{Scheme: k.Scheme, Host: k.Host}
+		for st, b := range steps {
+			if st <= step-throttleBuckets {
+				delete(steps, st)
+				continue
+			}
+			sum.Attempts += b.requests
+			sum.Accepted += b.accepts
+			sum.Refused += b.refused
+		}
+		if len(steps) == 0 {
+			delete(m.hosts, k)
+			continue
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// TestThrottleFleetLearnsAsOneProcess has 20 processes send 1 request a
+// second each through a shared store: they shed a 30 s outage and recover
+// as one process sending 20 a second does; alone, they would not.
+func TestThrottleFleetLearnsAsOneProcess(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		shared bool
+		kill   bool
+	}{
+		{"alone", false, false},
+		{"shared", true, false},
+		{"shared, the store down halfway", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var amps []float64
+			within, within5 := 0, 0
+			for seed := range uint64(10) {
+				store := newMemStore()
+				rr := rateRun{rate: 20, processes: 20, healthy: 15 * time.Second, down: 30 * time.Second, after: 60 * time.Second, seed: seed}
+				if tt.shared {
+					rr.share = func() Option { return WithAdaptiveThrottling(throttle.Shared(store)) }
+				}
+				if tt.kill {
+					rr.midOutage = func() { store.down.Store(true) }
+				}
+				r := rr.run(t)
+				amps = append(amps, r.amplification())
+				if r.lastRefusal < time.Second {
+					within++
+				}
+				if r.lastRefusal < 5*time.Second {
+					within5++ // 5 requests of each process
+				}
+				assert.Zero(t, r.errs, "errors other than refusals")
+				t.Logf("seed %d: amplification %.2f, refused after healing %d, the last %v; %d exchanges", seed, r.amplification(), r.refusedAfter, r.lastRefusal, store.exchanges.Load())
+			}
+			slices.Sort(amps)
+			t.Logf("amplification %.2f [%.2f-%.2f], last refusal within 1 s in %d of 10, within 5 s in %d", amps[5], amps[0], amps[9], within, within5)
+			switch {
+			case !tt.shared:
+				assert.Greater(t, amps[0], 1.0, "alone, each process sends too few requests to learn")
+			case !tt.kill:
+				assert.LessOrEqual(t, amps[9], 0.30)
+				assert.GreaterOrEqual(t, within, 9)
+			default:
+				// Each process throttles on its own, on what the fleet knew:
+				// it recovers within 5 of its requests, as one process at 1/s.
+				assert.LessOrEqual(t, amps[5], 0.40)
+				assert.GreaterOrEqual(t, within5, 9)
+			}
+		})
+	}
+}
+
+// funcStore is a throttle.Store that calls its function.
+type funcStore func(ctx context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error)
+
+func (f funcStore) Exchange(ctx context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
+	return f(ctx, window, counts)
+}
+
+// TestThrottleShareHealsTheFleet checks that a success that ends the
+// refusals of a host in one process ends them in another at its next
+// exchange, without a request of its own reaching the host.
+func TestThrottleShareHealsTheFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemStore()
+		failing := &atomic.Bool{}
+		failing.Store(true)
+		base := switchingBase(failing)
+		a := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Shared(store)))
+		b := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Shared(store)))
+		for range 30 {
+			roundTrip(a, "http://svc.test/")
+		}
+		roundTrip(b, "http://other.test/") // b exchanges too
+		time.Sleep(time.Second)
+		p, _ := rejection(b, "svc.test")
+		require.InDelta(t, 0.9, p, 1e-9, "b learned of a's failures")
+
+		failing.Store(false)
+		resp, err := roundTrip(a, "http://svc.test/")
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		synctest.Wait()                    // the heal is shared at once
+		time.Sleep(300 * time.Millisecond) // past b's next exchange, 250 ms at most
+		p, _ = rejection(b, "svc.test")
+		assert.Zero(t, p, "b learned of a's success")
+		assert.Equal(t, 31, base.count("svc.test"))
+		time.Sleep(11 * time.Second) // the exchanges end
+	})
+}
+
+// TestThrottleShareSurvivesItsStore checks what a Store that fails, hangs
+// or answers nonsense does: no request fails or waits for it, the counts
+// it missed are sent at the next exchange, and nonsense is ignored.
+func TestThrottleShareSurvivesItsStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mode atomic.Int32 // 0 fails, 1 hangs, 2 records and answers nonsense, 3 records
+		var got []throttle.Counts
+		var mu sync.Mutex
+		store := funcStore(func(ctx context.Context, _ time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
+			switch mode.Load() {
+			case 0:
+				return nil, errStoreDown
+			case 1:
+				<-ctx.Done()
+				return nil, ctx.Err()
+			case 2:
+				mu.Lock()
+				got = append(got, counts...)
+				mu.Unlock()
+				return []throttle.Counts{
+					{Scheme: "http", Host: "svc.test", Attempts: -5},
+					{Scheme: "http", Host: "svc.test", Attempts: 1, Accepted: 9},
+					{Scheme: "http", Host: "", Attempts: 9},
+					{Scheme: "http", Host: "bad.test", Attempts: 1 << 62, Refused: 1 << 62},
+				}, nil
+			}
+			mu.Lock()
+			got = append(got, counts...)
+			mu.Unlock()
+			return nil, nil
+		})
+		// The hangs are cut at 4 steps of the window, 2 s.
+		base := newHostBase(always(503))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Shared(store)))
+		for m := range int32(3) {
+			mode.Store(m)
+			start := time.Now()
+			for range 10 {
+				_, err := roundTrip(tr, "http://svc.test/")
+				require.NoError(t, err)
+			}
+			assert.Zero(t, time.Since(start), "no request waits for the Store")
+			time.Sleep(3 * time.Second)
+		}
+		mode.Store(3)
+		time.Sleep(time.Second)
+		mu.Lock()
+		var sent int64
+		for _, c := range got {
+			sent += c.Attempts
+		}
+		mu.Unlock()
+		assert.Equal(t, int64(30), sent, "every attempt counted reached the Store once")
+		time.Sleep(11 * time.Second)
+	})
+}
