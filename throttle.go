@@ -412,13 +412,7 @@ func (t *Transport) Rejections() iter.Seq[throttle.Rejection] {
 		if th == nil {
 			return
 		}
-		seen := map[*hostThrottle]bool{}
-		for _, e := range th.hosts.Load().slots {
-			h := e.h
-			if h == nil || seen[h] {
-				continue
-			}
-			seen[h] = true
+		for h := range th.hosts.Load().all() {
 			now := th.clock(t)
 			h.mu.Lock()
 			p := th.update(h, now)

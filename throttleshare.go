@@ -105,13 +105,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) {
 	now := th.clock(t)
 	var hosts []sent
 	var out []throttle.Counts
-	seen := map[*hostThrottle]bool{}
-	for _, e := range th.hosts.Load().slots {
-		h := e.h
-		if h == nil || seen[h] {
-			continue
-		}
-		seen[h] = true
+	for h := range th.hosts.Load().all() {
 		h.mu.Lock()
 		th.fold(h, now)
 		c := h.unsent

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"hash/maphash"
+	"iter"
 	"net/http"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -129,5 +130,21 @@ func (th *throttling) forget(h *hostThrottle) {
 	tb := th.hosts.Load()
 	if entries := tb.entries(h); len(entries) < tb.n {
 		th.hosts.Store(newThrottleTable(entries))
+	}
+}
+
+// all yields each host of the table once, whatever its spellings.
+func (tb *throttleTable) all() iter.Seq[*hostThrottle] {
+	return func(yield func(*hostThrottle) bool) {
+		seen := map[*hostThrottle]bool{}
+		for _, e := range tb.slots {
+			if e.h == nil || seen[e.h] {
+				continue
+			}
+			seen[e.h] = true
+			if !yield(e.h) {
+				return
+			}
+		}
 	}
 }
