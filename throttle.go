@@ -44,6 +44,14 @@ const (
 	// throttleCheckEvery is how many accepts a host counts without reading
 	// the clock before it looks whether its window still holds a failure.
 	throttleCheckEvery = 256
+	// throttleCreditSpan and throttleCreditLife are, in steps of the
+	// window, over how long a calm host's accepts are credited to it when
+	// it fails, and how long the credit takes to fade: a host that
+	// accepted every request a moment ago is refused nothing for its
+	// first failures, and a host that flaps, up and down in turn, serves
+	// its first good period.
+	throttleCreditSpan = 4
+	throttleCreditLife = 10
 )
 
 // throttling is how a Transport throttles: its configuration and the
@@ -95,7 +103,8 @@ func newThrottling(opts []throttle.Option) *throttling {
 // refusing requests (p is 0) counts a request that succeeded with one
 // atomic add and no clock (pending); the pending accepts join the current
 // bucket when the clock is next read, on a failure, a refusal, or every
-// throttleCheckEvery accepts.
+// throttleCheckEvery accepts, unless the host is calm: then they measure
+// its rate, for its credit when it first fails.
 type hostThrottle struct {
 	key     wire.HostKey  // normalised, as budget.PerHost keys a destination
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
@@ -106,12 +115,20 @@ type hostThrottle struct {
 	// ended. It changes only under mu.
 	refusing atomic.Bool
 
-	mu      sync.Mutex // guards the fields below
-	shared             // the counts shared with a fleet, if they are
-	buckets [throttleBuckets]throttleBucket
-	folded  int64 // when pending was last emptied, on th.clock
-	sent    int64 // when a request last failed, or was sent while refusing, on th.clock
-	refused int   // requests refused in a row since one was sent
+	mu     sync.Mutex // guards the fields below
+	shared            // the counts shared with a fleet, if they are
+	// calm is set while the window holds no failure: the pending accepts
+	// are then a measure of the host's rate, not counts of the window.
+	calm bool
+	// credit is the accepts the host is credited with when it first
+	// fails after a calm period: what it accepted over the last credit
+	// span, fading over the credit life from creditAt on th.clock.
+	credit   float64
+	creditAt int64
+	buckets  [throttleBuckets]throttleBucket
+	folded   int64 // when pending was last emptied, on th.clock
+	sent     int64 // when a request last failed, or was sent while refusing, on th.clock
+	refused  int   // requests refused in a row since one was sent
 }
 
 // A throttleBucket counts the attempts of the requests that ended in one
@@ -129,13 +146,13 @@ func (th *throttling) admit(t *Transport, req *http.Request) (h *hostThrottle, p
 	if th.share != nil {
 		th.share.tick(t, th)
 	}
-	tb := th.hosts.Load()
-	if tb.n == 0 {
-		return nil, 0, true // no host has failed lately
-	}
 	scheme, host := spelling(req)
-	h = tb.lookup(scheme, host, th.hash(scheme, host))
-	if h == nil || h.p.Load() == 0 {
+	h = th.hosts.Load().lookup(scheme, host, th.hash(scheme, host))
+	if h == nil {
+		scheme, host := spelling(req)
+		return th.hostKey(scheme, host, th.clock(t), true), 0, true
+	}
+	if h.p.Load() == 0 {
 		return h, 0, true
 	}
 	now := th.clock(t)
@@ -228,6 +245,7 @@ func (th *throttling) record(t *Transport, h *hostThrottle, req *http.Request, e
 	if h.p.Load() != 0 {
 		// The host answers again: what it did before no longer counts.
 		h.buckets = [throttleBuckets]throttleBucket{}
+		h.credit = 0
 		th.share.heal(h)
 	}
 	th.count(h, now, n, n, 0)
@@ -256,6 +274,11 @@ func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reas
 	}
 	h.mu.Lock()
 	th.fold(h, now)
+	if h.calm {
+		// What it accepted lately is credited to it, fading.
+		h.credit, h.creditAt = float64(h.pending.Swap(0)), now
+		h.folded, h.calm = now, false
+	}
 	th.count(h, now, int64(attempts), 0, 0)
 	h.last.Store(now)
 	h.sent = now
@@ -299,11 +322,12 @@ func (h *hostThrottle) announce(p float64) throttleChange {
 func (th *throttling) check(t *Transport, h *hostThrottle) {
 	now := th.clock(t)
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	th.fold(h, now)
-	req, acc, _ := th.evidence(h, now)
-	h.mu.Unlock()
-	if req == acc {
-		th.forget(h)
+	if req, acc, _ := th.evidence(h, now); req == acc && !h.calm {
+		// Calm again: its accepts measure its rate from now on.
+		h.calm, h.credit = true, 0
+		h.buckets = [throttleBuckets]throttleBucket{}
 	}
 }
 
@@ -328,6 +352,10 @@ func (h *hostThrottle) bucket(step int64) *throttleBucket {
 // were counted over more than a window, only the share of the window is
 // kept, as if they had come at an even rate. h.mu must be held.
 func (th *throttling) fold(h *hostThrottle, now int64) {
+	if h.calm {
+		th.measure(h, now)
+		return
+	}
 	n := h.pending.Swap(0)
 	span := now - h.folded
 	h.folded = now
@@ -338,6 +366,29 @@ func (th *throttling) fold(h *hostThrottle, now int64) {
 		n = int64(float64(n) * float64(window) / float64(span))
 	}
 	th.count(h, now, n, n, 0)
+}
+
+// creditOf returns what is left at now of the credit of h, none while
+// it is throttled on the fleet's counts. h.mu must be held.
+func (th *throttling) creditOf(h *hostThrottle, now int64) int64 {
+	if h.credit == 0 || th.fresh(h, now) {
+		return 0
+	}
+	life := float64(th.width) * throttleCreditLife
+	return int64(h.credit * max(0, 1-float64(now-h.creditAt)/life))
+}
+
+// measure keeps the pending accepts of h, a calm host, as those of the
+// last credit span at most, at the rate they came, and credits them to h
+// if it failed, which ends its calm. h.mu must be held.
+func (th *throttling) measure(h *hostThrottle, now int64) {
+	span := int64(th.width) * throttleCreditSpan
+	if elapsed := now - h.folded; elapsed > span {
+		n := h.pending.Load()
+		kept := int64(float64(n) * float64(span) / float64(elapsed))
+		h.pending.Add(kept - n)
+		h.folded = now - span
+	}
 }
 
 // count adds to the window of h, at now, requests attempts, of which
@@ -376,6 +427,9 @@ func (th *throttling) sums(h *hostThrottle, step int64) (requests, accepts, refu
 func (th *throttling) update(h *hostThrottle, now int64) float64 {
 	th.fold(h, now)
 	req, acc, refused := th.evidence(h, now)
+	if c := th.creditOf(h, now); c > 0 {
+		req, acc = req+c, acc+c
+	}
 	p := 0.0
 	if float64(req+refused)*th.scaleOf(h, now) >= float64(th.minRequests) {
 		if x := (float64(req) - th.k*float64(acc)) / float64(req+1); x > 0 {
@@ -401,8 +455,8 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 
 // Rejections returns an iterator over the hosts whose outcomes adaptive
 // throttling counts, with the probability that a request to each is refused
-// now, in no particular order, for a gauge. Only hosts that failed within
-// the window are counted, at most 1024; the others are refused nothing.
+// now, in no particular order, for a gauge: every host requested lately, at
+// most 1024.
 // Without WithAdaptiveThrottling it yields nothing. Each host is locked
 // briefly while its probability is computed.
 func (t *Transport) Rejections() iter.Seq[throttle.Rejection] {

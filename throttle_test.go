@@ -114,7 +114,7 @@ func TestThrottleProbabilityIsTheSREFormula(t *testing.T) {
 		want           float64
 		counted        bool
 	}{
-		{name: "no failure", accepts: 30, want: 0, counted: false},
+		{name: "no failure", accepts: 30, want: 0, counted: true},
 		{name: "fewer requests than the minimum", fails: 19, want: 0, counted: true},
 		{name: "every request failing, capped", fails: 30, want: 0.9, counted: true},
 		{name: "12 of 20 failing", fails: 12, accepts: 8, want: (20 - 2*8) / 21.0, counted: true},
@@ -497,24 +497,55 @@ func TestThrottleProbesAHostItRefuses(t *testing.T) {
 	})
 }
 
-func TestThrottleForgetsAHealthyHost(t *testing.T) {
+func TestThrottleCalmsAHealthyHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		failing := &atomic.Bool{}
 		failing.Store(true)
 		base := switchingBase(failing)
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
 		roundTrip(tr, "http://svc.test/")
-		require.Equal(t, 1, tr.throttle.hosts.Load().n)
+		h := tr.throttle.hosts.Load().lookup("http", "svc.test", tr.throttle.hash("http", "svc.test"))
+		calm := func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.calm }
+		require.False(t, calm())
 		failing.Store(false)
 		for range throttleCheckEvery {
 			roundTrip(tr, "http://svc.test/")
 		}
-		assert.Equal(t, 1, tr.throttle.hosts.Load().n, "the failure is still in the window")
+		assert.False(t, calm(), "the failure is still in the window")
 		time.Sleep(time.Second)
 		for range throttleCheckEvery {
 			roundTrip(tr, "http://svc.test/")
 		}
-		assert.Zero(t, tr.throttle.hosts.Load().n, "a window without failures")
+		assert.True(t, calm(), "a window without failures")
+		req, acc := counts(tr, "svc.test")
+		assert.Equal(t, [2]int64{0, 0}, [2]int64{req, acc}, "a calm host's window counts nothing")
+	})
+}
+
+// TestThrottleCreditsACalmHost checks that what a host accepted before it
+// first fails counts for it, fading: 100 accepts, then 30 failures, are no
+// reason to refuse anything; 30 failures alone are, and so are they once
+// the credit has faded (5 s).
+func TestThrottleCreditsACalmHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failing := &atomic.Bool{}
+		base := switchingBase(failing)
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
+		for range 100 {
+			roundTrip(tr, "http://up.test/")
+		}
+		failing.Store(true)
+		for range 30 {
+			roundTrip(tr, "http://up.test/")
+			roundTrip(tr, "http://down.test/")
+		}
+		p, _ := rejection(tr, "up.test")
+		assert.Zero(t, p, "100 accepts, then 30 failures")
+		p, _ = rejection(tr, "down.test")
+		assert.InDelta(t, 0.9, p, 1e-9, "30 failures alone")
+		time.Sleep(5 * time.Second)
+		p, _ = rejection(tr, "up.test")
+		assert.InDelta(t, 0.9, p, 1e-9, "the credit faded")
 	})
 }
 
@@ -541,8 +572,8 @@ func TestThrottleIsPerHost(t *testing.T) {
 		// probability is positive: the first 20 fail, then the cap of 0.9
 		// is all the random draw sees.
 		assert.Equal(t, 480, refused["down.test"])
-		_, counted := rejection(tr, "up.test")
-		assert.False(t, counted, "a host that never failed is not counted")
+		p, _ := rejection(tr, "up.test")
+		assert.Zero(t, p, "a host that never failed")
 	})
 }
 

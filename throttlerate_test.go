@@ -133,7 +133,11 @@ func (rr rateRun) run(t *testing.T, opts ...Option) rateResult {
 	return res
 }
 
-// TestThrottleRates measures a 30 s outage and its healing at each rate.
+// TestThrottleRates measures a 30 s outage and its healing at each rate,
+// 10 trials each: the last refusal comes within 1 s of healing, or within
+// 5 requests when these take longer, in 9 trials of 10 at least, and from
+// 20 requests a second on, at most 0.30 requests reach the host per
+// request during the outage (the median).
 func TestThrottleRates(t *testing.T) {
 	for _, rate := range []float64{1, 2, 2.5, 3, 5, 10, 20, 200, 2000} {
 		t.Run(fmt.Sprint(rate), func(t *testing.T) {
@@ -155,17 +159,24 @@ func TestThrottleRates(t *testing.T) {
 			t.Logf("rate %v: amplification %.2f [%.2f-%.2f], refused after %v, last refusal %v, within %v: %d of 10",
 				rate, amps[5], amps[0], amps[9], refused, last, bound, within)
 			assert.GreaterOrEqual(t, within, 9)
+			if rate >= 20 {
+				assert.LessOrEqual(t, amps[5], 0.30, "outage amplification")
+			}
 		})
 	}
 }
 
 // TestThrottleServesAFlappingHost has a host flap, 2 s up and 2 s down, for
-// 30 s at 20 requests a second: the requests sent while it is up succeed.
+// 30 s at 20 requests a second: at least 99% of the requests sent while it
+// is up succeed, over 10 trials.
 func TestThrottleServesAFlappingHost(t *testing.T) {
+	var sent, ok int
 	for seed := range uint64(10) {
 		r := rateRun{rate: 20, healthy: 15 * time.Second, down: 30 * time.Second, after: time.Second, seed: seed,
 			flapUp: 2 * time.Second, flapDown: 2 * time.Second}.run(t)
 		t.Logf("seed %d: %d of %d sent while up succeeded", seed, r.upOK, r.upSent)
-		assert.GreaterOrEqual(t, float64(r.upOK), 0.95*float64(r.upSent), "seed %d", seed)
+		sent, ok = sent+r.upSent, ok+r.upOK
 	}
+	t.Logf("%d of %d (%.1f%%)", ok, sent, 100*float64(ok)/float64(sent))
+	assert.GreaterOrEqual(t, float64(ok), 0.99*float64(sent))
 }

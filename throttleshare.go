@@ -150,7 +150,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) {
 	// The hosts the fleet counts failures of that this process has not.
 	for k, c := range fleet {
 		if c.requests > c.accepts {
-			th.take(th.hostKey(k.Scheme, k.Host, now), c, 0, now)
+			th.take(th.hostKey(k.Scheme, k.Host, now, false), c, 0, now)
 		}
 	}
 }

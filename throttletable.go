@@ -88,12 +88,13 @@ func (th *throttling) hash(scheme, host string) uint64 {
 // forgotten first.
 func (th *throttling) host(req *http.Request, now int64) *hostThrottle {
 	scheme, host := spelling(req)
-	return th.hostKey(scheme, host, now)
+	return th.hostKey(scheme, host, now, false)
 }
 
 // hostKey returns the counts of the destination that scheme and host
-// spell, making them if it has none, as host does.
-func (th *throttling) hostKey(scheme, host string, now int64) *hostThrottle {
+// spell, making them if it has none, as host does: calm, if calm is set,
+// as a host is until it fails.
+func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostThrottle {
 	hash := th.hash(scheme, host)
 	th.mu.Lock()
 	defer th.mu.Unlock()
@@ -113,24 +114,16 @@ func (th *throttling) hostKey(scheme, host string, now int64) *hostThrottle {
 		}
 	}
 	if h == nil {
-		h = &hostThrottle{key: k, folded: now}
-		h.last.Store(now)
+		h = &hostThrottle{key: k, folded: now, calm: calm}
+		if !calm {
+			h.last.Store(now) // else never failed: the first to make room
+		}
 	}
 	if tb.n < th.maxHosts {
 		oldest = nil
 	}
 	th.hosts.Store(newThrottleTable(append(tb.entries(oldest), throttleEntry{scheme, host, hash, h})))
 	return h
-}
-
-// forget removes h from the table, if it is still there.
-func (th *throttling) forget(h *hostThrottle) {
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	tb := th.hosts.Load()
-	if entries := tb.entries(h); len(entries) < tb.n {
-		th.hosts.Store(newThrottleTable(entries))
-	}
 }
 
 // all yields each host of the table once, whatever its spellings.

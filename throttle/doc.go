@@ -61,14 +61,24 @@
 // whatever the rate: a host is refused only while every request it is
 // sent fails.
 //
+// # A host that was healthy
+//
+// Until a host fails, its successes only measure its rate. When it first
+// fails, it is credited with what it accepted over the last 2 s (a fifth
+// of the window), as accepts that fade over 5 s: a host that served every
+// request a moment ago is refused nothing for its first failures, and a
+// host that flaps, up and down in turn, serves its good periods, while one
+// that stays down is refused within a second or two. Once its window holds
+// no failure, it is calm again.
+//
 // # What it costs
 //
-// Only hosts that failed within the window are counted, at most 1024 (the
-// host that failed least recently makes room for a new one). A request to
-// any other host costs a map lookup, or nothing at all while no host has
-// failed lately, and a request to a counted host that is not being refused
-// costs one atomic add and no clock reading. Each Transport has counts of
-// its own, even when several share the Option.
+// At most 1024 hosts are counted (one that never failed, or else the one
+// that failed least recently, makes room for a new one). A request to a
+// host that is not being refused costs a map lookup and one atomic add,
+// and no clock reading. Each Transport has counts of its own, even when
+// several share the Option, unless they share a Store (Shared): then
+// each request also reads the clock.
 //
 // The guide [Failing fast when a host is down] tells why it works this way
 // and measures it against other libraries' throttlers and breakers.
