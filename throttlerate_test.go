@@ -156,8 +156,10 @@ func TestThrottleRates(t *testing.T) {
 				}
 			}
 			slices.Sort(amps)
-			t.Logf("rate %v: amplification %.2f [%.2f-%.2f], refused after %v, last refusal %v, within %v: %d of 10",
-				rate, amps[5], amps[0], amps[9], refused, last, bound, within)
+			slices.Sort(refused)
+			slices.Sort(last)
+			t.Logf("rate %v: amplification %.2f [%.2f-%.2f], refused after healing %d [%d-%d], last refusal %v [%v-%v], within %v: %d of 10",
+				rate, amps[5], amps[0], amps[9], refused[5], refused[0], refused[9], max(last[5], 0), max(last[0], 0), max(last[9], 0), bound, within)
 			assert.GreaterOrEqual(t, within, 9)
 			if rate >= 20 {
 				assert.LessOrEqual(t, amps[5], 0.30, "outage amplification")
