@@ -155,7 +155,8 @@
 // rate_limit_reset_limit, deadline, canceled, throttled, not_resumable,
 // resume_limit and misdirected (see ReasonValue and retryhttp.GiveUpReason). A request refused by adaptive throttling is
 // counted both in give_ups, with reason throttled and error.type
-// *errors.errorString, and in throttled.
+// *errors.errorString, and in throttled; a retry it refused, in give_ups
+// only, with the last attempt's error.type.
 //
 // The retry delay histogram's buckets are the conventions' HTTP duration
 // buckets extended to 60 s, the default Retry-After limit. Unlike gRPC's

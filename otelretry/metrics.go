@@ -310,7 +310,7 @@ func (o *observer) giveUp(e retryhttp.GiveUpEvent) {
 	} else {
 		o.giveUps.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}
-	if e.Reason == retryhttp.GiveUpThrottled {
+	if e.Reason == retryhttp.GiveUpThrottled && e.Attempt == 0 { // a refused request, not a refused retry
 		o.shed.Add(ctx, 1, metric.WithAttributes(attrs[:len(attrs)-2]...))
 	}
 
