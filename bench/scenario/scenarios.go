@@ -149,6 +149,7 @@ func All() []Scenario {
 		{"reset", Reset},
 		{"throttling", Throttling},
 		{"instances", Instances},
+		{"tls", TLS},
 		{"rescue", Rescue},
 		{"deadline", Deadline},
 		{"throughput", Throughput},
