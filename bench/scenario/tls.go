@@ -20,7 +20,8 @@ func TLS(ctx context.Context, p Params) []Table {
 		"the others http.DefaultTransport's (2); only retryhttp's resumes TLS sessions. Connections are those " +
 		"the server accepted; handshakes those it completed, resumed when crypto/tls says so (DidResume). The " +
 		"connections beyond the handshakes were closed before theirs ended: closing idle connections, as " +
-		"go-retryablehttp does after a request it gives up on, cancels the dials no request waits for. " +
+		"go-retryablehttp does after a request it gives up on, cancels the dials no request waits for, and " +
+		"the server's close at the end of a run cuts those still under way. " +
 		"Fast backoff; budgets as each library has them by default."
 	header := []string{"library", "protocol", "success", "connections", "full handshakes", "resumed handshakes"}
 	transient := Table{
