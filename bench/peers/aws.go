@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -41,7 +40,7 @@ import (
 // without GetBody is sent once and not retried.
 func NewAWS(base http.RoundTripper, c Config) http.RoundTripper {
 	if base == nil {
-		base = awshttp.NewBuildableClient().GetTransport()
+		base = OwnBase(AWS, nil)
 	}
 	r := retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = c.attempts()

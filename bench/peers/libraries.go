@@ -5,7 +5,6 @@ import (
 
 	"github.com/failsafe-go/failsafe-go/budget"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
@@ -57,11 +56,10 @@ func NewRetryableHTTP(base http.RoundTripper, c Config) http.RoundTripper {
 	client.Logger = nil
 	client.RetryMax = c.attempts() - 1
 	client.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	if base != nil {
-		client.HTTPClient = &http.Client{Transport: base}
-	} else {
-		client.HTTPClient = cleanhttp.DefaultPooledClient()
+	if base == nil {
+		base = OwnBase(RetryableHTTP, nil)
 	}
+	client.HTTPClient = &http.Client{Transport: base}
 	if c.Base > 0 {
 		client.RetryWaitMin = c.Base
 		client.RetryWaitMax = c.cap()
@@ -92,7 +90,7 @@ func NewFailsafeBudget(base http.RoundTripper, c Config) http.RoundTripper {
 
 func newFailsafe(base http.RoundTripper, c Config, withBudget bool) http.RoundTripper {
 	if base == nil {
-		base = http.DefaultTransport.(*http.Transport).Clone()
+		base = OwnBase(Failsafe, nil)
 	}
 	b := failsafehttp.NewRetryPolicyBuilder().WithMaxAttempts(c.attempts()).ReturnLastFailure()
 	if c.Base > 0 {

@@ -16,7 +16,7 @@ import (
 // http.DefaultTransport.
 func NewNaive(base http.RoundTripper, c Config) http.RoundTripper {
 	if base == nil {
-		base = http.DefaultTransport.(*http.Transport).Clone()
+		base = OwnBase(Naive, nil)
 	}
 	delay := c.Base
 	if delay == 0 {

@@ -98,7 +98,7 @@ func ByName(name string) (Library, bool) {
 // http.DefaultTransport when base is nil).
 func NewPlain(base http.RoundTripper, _ Config) http.RoundTripper {
 	if base == nil {
-		return http.DefaultTransport.(*http.Transport).Clone()
+		return OwnBase(Plain, nil)
 	}
 	return base
 }

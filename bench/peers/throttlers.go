@@ -71,7 +71,7 @@ func NewFailsafeBreaker(base http.RoundTripper, c Config) http.RoundTripper {
 // c.AttemptTimeout set, a timeout on each attempt, outermost first.
 func newFailsafeGuarded(base http.RoundTripper, c Config, guard failsafe.Policy[*http.Response], refused error) http.RoundTripper {
 	if base == nil {
-		base = http.DefaultTransport.(*http.Transport).Clone()
+		base = OwnBase(Failsafe, nil)
 	}
 	b := failsafehttp.NewRetryPolicyBuilder().WithMaxAttempts(c.attempts()).ReturnLastFailure().AbortOnErrors(refused)
 	if c.Base > 0 {

@@ -164,7 +164,7 @@ func newChainLayer(s ChainSetup, margin time.Duration, h http.Handler) *chainLay
 		run.end = time.Now()
 		l.mu.Unlock()
 	}))
-	l.URL = startLoopback(l.srv, &l.conns)
+	l.URL = startLoopback(l.srv, cleartext, &l.conns, nil)
 	return l
 }
 

@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -41,18 +43,23 @@ type InstanceResult struct {
 	// WorstAttempts is the most attempts a request took to succeed, at
 	// either concurrency, 0 when none did.
 	WorstAttempts int
-	// Conns is the connections opened at concurrency Concurrency.
-	Conns int
+	// SerialConns and Conns are the connections opened at concurrency 1
+	// and at concurrency Concurrency.
+	SerialConns, Conns int
+	// SerialTLS and ConcurrentTLS are, over TLS, the handshakes the
+	// instances completed at concurrency 1 and at concurrency Concurrency.
+	SerialTLS, ConcurrentTLS Handshakes
 }
 
 // A fleet is a service of several instances a client reaches through one
 // URL, with a base transport per client.
 type fleet struct {
-	url     string
-	base    func() *http.Transport
-	servers []*retryhttptest.Server // the first is the failing instance
-	conns   func() int              // connections opened so far
-	closeFn func()
+	url        string
+	base       func(lib string) *http.Transport // a fresh base for a client of lib
+	servers    []*retryhttptest.Server          // the first is the failing instance
+	conns      func() int                       // connections opened so far
+	handshakes *handshakeCounter                // nil in the clear
+	closeFn    func()
 }
 
 // bad returns the attempts that reached the failing instance so far.
@@ -68,44 +75,74 @@ func (f *fleet) attempts(id string) int {
 	return n
 }
 
-// balancedFleet starts n backends behind a retryhttptest.Balancer, the first
-// answering 503 to everything, over HTTP/1 or, with h2, HTTP/2 over TLS.
-func balancedFleet(seed uint64, n int, h2 bool) *fleet {
+// A fleetSpec says how a balanced fleet is built.
+type fleetSpec struct {
+	n    int  // backends, the first answering 503 to everything
+	wire wire // cleartext, or over TLS the protocol the backends speak
+	// own gives each library its own default base (peers.OwnBase); the
+	// others get peers.NewBase.
+	own bool
+	// sharedKey gives the backends one session ticket key, so that a
+	// session one of them issued resumes at any; otherwise each has its own.
+	sharedKey bool
+}
+
+// balancedFleet starts the backends of spec behind a
+// retryhttptest.Balancer seeded with seed.
+func balancedFleet(seed uint64, spec fleetSpec) *fleet {
 	var urls []string
 	var servers []*retryhttptest.Server
-	var tlsConf *tls.Config
-	for i := range n {
+	var hs *handshakeCounter
+	serverTLS := &tls.Config{}
+	if spec.wire != cleartext {
+		hs = newHandshakeCounter()
+		if spec.sharedKey {
+			var key [32]byte
+			_, _ = rand.Read(key[:]) // never fails
+			serverTLS.SetSessionTicketKeys([][32]byte{key})
+		}
+	}
+	for i := range spec.n {
 		f := retryhttptest.Pass()
 		if i == 0 {
 			f = retryhttptest.Status(http.StatusServiceUnavailable)
 		}
-		var s *retryhttptest.Server
-		if h2 {
-			s = retryhttptest.NewHTTP2Server(nil, f, retryhttptest.KeyHeader(IDHeader))
-			tlsConf = s.Client().Transport.(*http.Transport).TLSClientConfig
+		s := retryhttptest.NewUnstartedServer(nil, f, retryhttptest.KeyHeader(IDHeader))
+		if spec.wire == cleartext {
+			s.Start()
 		} else {
-			s = retryhttptest.NewServer(nil, f, retryhttptest.KeyHeader(IDHeader))
+			hs.watch(s.Config)
+			s.Config.ErrorLog = quiet
+			s.TLS = serverTLS // StartTLS clones it, the ticket keys with it
+			s.EnableHTTP2 = spec.wire == tlsHTTP2
+			s.StartTLS()
 		}
 		urls = append(urls, s.URL)
 		servers = append(servers, s)
 	}
 	lb := retryhttptest.NewBalancer(seed, urls...)
 	url := lb.URL
-	if h2 {
+	var roots *x509.CertPool
+	if spec.wire != cleartext {
 		url = "https://" + lb.Addr
+		roots = servers[0].Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	}
 	return &fleet{
 		url: url,
-		base: func() *http.Transport {
+		base: func(lib string) *http.Transport {
+			if spec.own {
+				return peers.OwnBase(lib, roots)
+			}
 			b := peers.NewBase()
-			if h2 {
-				b.TLSClientConfig = tlsConf.Clone()
+			if roots != nil {
+				b.TLSClientConfig = &tls.Config{RootCAs: roots}
 				b.ForceAttemptHTTP2 = true
 			}
 			return b
 		},
-		servers: servers,
-		conns:   lb.TotalConnections,
+		servers:    servers,
+		conns:      lb.TotalConnections,
+		handshakes: hs,
 		closeFn: func() {
 			lb.Close()
 			for _, s := range servers {
@@ -173,7 +210,7 @@ func namedFleet(withDialer bool) (*fleet, error) {
 	d := &base.Dialer{Resolver: addrs}
 	return &fleet{
 		url: "http://svc.test:" + port + "/",
-		base: func() *http.Transport {
+		base: func(string) *http.Transport {
 			b := peers.NewBase()
 			b.DialContext = d.DialContext
 			if !withDialer {
@@ -210,6 +247,8 @@ func (noValues) Value(any) any { return nil }
 // RunInstances runs lib in front of f: ip.Clients fresh clients of
 // ip.PerClient sequential GETs each, then one client sending ip.Concurrent
 // GETs ip.Concurrency at a time; every client over a fresh base from f.
+// Then it closes f, and counts what reached it at concurrency
+// ip.Concurrency, connections still being opened at the end included.
 func RunInstances(ctx context.Context, lib peers.Library, f *fleet, c peers.Config, ip InstanceParams) InstanceResult {
 	var worst, seq atomic.Int64
 	send := func(ctx context.Context, rt http.RoundTripper) Outcome {
@@ -239,21 +278,25 @@ func RunInstances(ctx context.Context, lib peers.Library, f *fleet, c peers.Conf
 	badBefore := f.bad()
 	var serial []Outcome
 	for range ip.Clients {
-		base := f.base()
+		base := f.base(lib.Name)
 		rt := lib.New(base, c)
 		for range ip.PerClient {
 			serial = append(serial, send(ctx, rt))
 		}
-		base.CloseIdleConnections()
+		closeIdle(rt, base)
 	}
 	r.Serial = Summarise(serial)
 	r.BadPerRequest = float64(f.bad()-badBefore) / float64(len(serial))
-	base := f.base()
+	// Exact: at concurrency 1, every connection carried a request, whose
+	// handshake was counted before it was answered.
+	r.SerialConns, r.SerialTLS = f.conns(), f.handshakes.count()
+	base := f.base(lib.Name)
 	rt := lib.New(base, c)
-	connsBefore := f.conns()
 	out := Drive(ctx, ip.Concurrent, ip.Concurrency, func(ctx context.Context, _ int) Outcome { return send(ctx, rt) })
-	r.Conns = f.conns() - connsBefore
-	base.CloseIdleConnections()
+	closeIdle(rt, base)
+	f.closeFn()
+	r.Conns = f.conns() - r.SerialConns
+	r.ConcurrentTLS = f.handshakes.count().minus(r.SerialTLS)
 	r.Concurrent = Summarise(out)
 	r.WorstAttempts = int(worst.Load())
 	return r
@@ -275,17 +318,16 @@ func Instances(ctx context.Context, p Params) []Table {
 	for _, sc := range []struct {
 		title string
 		n     int
-		h2    bool
+		wire  wire
 	}{
-		{"one bad backend of five behind a connection-pinning balancer", 5, false},
-		{"one bad backend of three behind a connection-pinning balancer", 3, false},
-		{"one bad backend of five behind a connection-pinning balancer, over HTTP/2", 5, true},
+		{"one bad backend of five behind a connection-pinning balancer", 5, cleartext},
+		{"one bad backend of three behind a connection-pinning balancer", 3, cleartext},
+		{"one bad backend of five behind a connection-pinning balancer, over HTTP/2", 5, tlsHTTP2},
 	} {
 		t := Table{Title: "instances: " + sc.title, Note: note + fmt.Sprintf(" The balancer's picks are seeded with %d.", ip.Seed), Header: header}
 		for _, lib := range peers.All() {
-			f := balancedFleet(ip.Seed, sc.n, sc.h2)
+			f := balancedFleet(ip.Seed, fleetSpec{n: sc.n, wire: sc.wire})
 			t.Add(instanceRow(lib.Name, RunInstances(ctx, lib, f, p.Fast, ip))...)
-			f.closeFn()
 		}
 		tables = append(tables, t)
 	}
@@ -310,7 +352,6 @@ func Instances(ctx context.Context, p Params) []Table {
 				continue
 			}
 			t.Add(instanceRow(name, RunInstances(ctx, lib, f, p.Fast, ip))...)
-			f.closeFn()
 		}
 	}
 	tables = append(tables, t)

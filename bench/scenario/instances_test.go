@@ -13,8 +13,7 @@ import (
 // TestRetryHTTPLeavesTheBadBackend checks the targets of the instances
 // scenario for retryhttp, one bad backend of five behind the balancer.
 func TestRetryHTTPLeavesTheBadBackend(t *testing.T) {
-	f := balancedFleet(1, 5, false)
-	defer f.closeFn()
+	f := balancedFleet(1, fleetSpec{n: 5})
 	r := RunInstances(context.Background(), lib(t, peers.RetryHTTP), f, fast, DefaultInstanceParams())
 	assert.GreaterOrEqual(t, float64(r.Serial.OK)/float64(r.Serial.N), 0.995, "success at concurrency 1")
 	assert.GreaterOrEqual(t, float64(r.Concurrent.OK)/float64(r.Concurrent.N), 0.995, "success at concurrency 8")
@@ -24,8 +23,7 @@ func TestRetryHTTPLeavesTheBadBackend(t *testing.T) {
 // TestPlainStaysOnTheBadBackend checks that the balancer pins: without
 // retries, a client on the bad backend fails every request.
 func TestPlainStaysOnTheBadBackend(t *testing.T) {
-	f := balancedFleet(1, 5, false)
-	defer f.closeFn()
+	f := balancedFleet(1, fleetSpec{n: 5})
 	ip := DefaultInstanceParams()
 	r := RunInstances(context.Background(), lib(t, peers.Plain), f, fast, ip)
 	assert.Less(t, r.Serial.OK, r.Serial.N)
@@ -37,7 +35,6 @@ func TestPlainStaysOnTheBadBackend(t *testing.T) {
 func TestRetryHTTPLeavesTheBadAddress(t *testing.T) {
 	f, err := namedFleet(true)
 	require.NoError(t, err)
-	defer f.closeFn()
 	r := RunInstances(context.Background(), lib(t, peers.RetryHTTP), f, fast, DefaultInstanceParams())
 	assert.Equal(t, r.Serial.N, r.Serial.OK, "success at concurrency 1")
 	assert.Equal(t, r.Concurrent.N, r.Concurrent.OK, "success at concurrency 8")

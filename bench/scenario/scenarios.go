@@ -149,6 +149,7 @@ func All() []Scenario {
 		{"reset", Reset},
 		{"throttling", Throttling},
 		{"instances", Instances},
+		{"tls", TLS},
 		{"rescue", Rescue},
 		{"deadline", Deadline},
 		{"throughput", Throughput},
@@ -174,43 +175,56 @@ func Transient(ctx context.Context, p Params) []Table {
 	}
 	for _, lib := range peers.All() {
 		srv := NewServer(FailRandomly(p.Seed, 0.10))
-		c := client(lib, peers.NewBase(), p.Fast)
-		out := Drive(ctx, p.Transient, p.Concurrency, func(ctx context.Context, i int) Outcome {
-			return Send(ctx, c, http.MethodGet, srv.URL+"/items", id("t", i), "", nil, false)
-		})
-		c.CloseIdleConnections()
-		srv.Close()
-		s := Summarise(out)
+		s := runTransient(ctx, srv, client(lib, peers.NewBase(), p.Fast), p)
 		t.Add(lib.Name, s.SuccessRate(), strconv.Itoa(s.N-s.OK), Ratio(srv.Requests(), int64(s.N)),
 			strconv.FormatInt(srv.Conns(), 10), Millis(s.P50), Millis(s.P99))
 	}
 	return []Table{t}
 }
 
+// runTransient sends p.Transient GETs through c to srv, p.Concurrency at a
+// time, then closes both.
+func runTransient(ctx context.Context, srv *Server, c *http.Client, p Params) Stats {
+	out := Drive(ctx, p.Transient, p.Concurrency, func(ctx context.Context, i int) Outcome {
+		return Send(ctx, c, http.MethodGet, srv.URL+"/items", id("t", i), "", nil, false)
+	})
+	c.CloseIdleConnections()
+	srv.Close()
+	return Summarise(out)
+}
+
 // OutageResult is what one library did to a server that is down.
 type OutageResult struct {
 	Requests      int
+	OK            int // requests that got a 200: none, unless a library invents one
 	ServerCalls   int64
 	ServerConns   int64
 	Amplification string
+	Handshakes    Handshakes // over TLS
 }
 
 // RunOutage sends n GETs, concurrency at a time, through lib over base
 // (each library's own default transport when base is nil) to a server that
 // answers every attempt with 503.
 func RunOutage(ctx context.Context, lib peers.Library, base http.RoundTripper, c peers.Config, n, concurrency int) OutageResult {
-	srv := NewServer(Fail(http.StatusServiceUnavailable))
-	cl := client(lib, base, c)
-	Drive(ctx, n, concurrency, func(ctx context.Context, i int) Outcome {
+	return runOutage(ctx, NewServer(Fail(http.StatusServiceUnavailable)), client(lib, base, c), n, concurrency)
+}
+
+// runOutage sends n GETs through cl to srv, which answers every attempt
+// with 503, concurrency at a time, then closes both.
+func runOutage(ctx context.Context, srv *Server, cl *http.Client, n, concurrency int) OutageResult {
+	out := Drive(ctx, n, concurrency, func(ctx context.Context, i int) Outcome {
 		return Send(ctx, cl, http.MethodGet, srv.URL+"/items", id("o", i), "", nil, false)
 	})
 	cl.CloseIdleConnections()
 	srv.Close()
 	return OutageResult{
 		Requests:      n,
+		OK:            Summarise(out).OK,
 		ServerCalls:   srv.Requests(),
 		ServerConns:   srv.Conns(),
 		Amplification: Ratio(srv.Requests(), int64(n)),
+		Handshakes:    srv.Handshakes(),
 	}
 }
 

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"crypto/x509"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,32 +23,62 @@ type Behaviour func(w http.ResponseWriter, r *http.Request, attempt int)
 
 // A Server is a loopback HTTP server that counts what reaches it: requests
 // (every attempt that reaches the handler), connections (every new
-// connection), and the arrival times of each logical request's attempts.
+// connection), over TLS the handshakes it completed, and the arrival times
+// of each logical request's attempts.
 type Server struct {
 	URL string
 
-	srv      *httptest.Server
-	requests atomic.Int64
-	conns    atomic.Int64
+	srv        *httptest.Server
+	requests   atomic.Int64
+	conns      atomic.Int64
+	handshakes *handshakeCounter // nil in the clear
 
 	mu   sync.Mutex
 	seen map[string][]time.Time
 }
 
 // NewServer starts a Server on 127.0.0.1 that answers with b.
-func NewServer(b Behaviour) *Server {
+func NewServer(b Behaviour) *Server { return newServer(b, cleartext) }
+
+// newServer starts a Server on 127.0.0.1 that answers with b over w; over
+// TLS, with httptest's certificate, which RootCAs trusts.
+func newServer(b Behaviour, w wire) *Server {
 	s := &Server{seen: make(map[string][]time.Time)}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		b(w, r, s.arrive(r.Header.Get(IDHeader)))
 	}))
-	s.URL = startLoopback(s.srv, &s.conns)
+	if w != cleartext {
+		s.handshakes = newHandshakeCounter()
+	}
+	s.URL = startLoopback(s.srv, w, &s.conns, s.handshakes)
 	return s
 }
 
-// startLoopback starts srv on 127.0.0.1, counting its new connections in
-// conns, and returns its URL.
-func startLoopback(srv *httptest.Server, conns *atomic.Int64) string {
+// quiet is the error log of the TLS servers: clients that close a
+// connection before its handshake ends (net/http cancels a dial no request
+// waits for any more) are part of the scenarios, counted among the
+// connections but not the handshakes.
+var quiet = log.New(io.Discard, "", 0)
+
+// A wire is how clients reach a server: HTTP/1.1 in the clear, or over TLS
+// with HTTP/1.1 or HTTP/2.
+type wire int
+
+const (
+	cleartext wire = iota
+	tlsHTTP1
+	tlsHTTP2
+)
+
+func (w wire) String() string {
+	return [...]string{"HTTP/1.1 in the clear", "HTTP/1.1", "HTTP/2"}[w]
+}
+
+// startLoopback starts srv on 127.0.0.1 over w, counting its new
+// connections in conns and, over TLS, its handshakes in hs, and returns
+// its URL.
+func startLoopback(srv *httptest.Server, w wire, conns *atomic.Int64, hs *handshakeCounter) string {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		panic("scenario: listening on 127.0.0.1: " + err.Error())
@@ -58,7 +90,14 @@ func startLoopback(srv *httptest.Server, conns *atomic.Int64) string {
 			conns.Add(1)
 		}
 	}
-	srv.Start()
+	if w == cleartext {
+		srv.Start()
+		return srv.URL
+	}
+	hs.watch(srv.Config)
+	srv.Config.ErrorLog = quiet
+	srv.EnableHTTP2 = w == tlsHTTP2
+	srv.StartTLS()
 	return srv.URL
 }
 
@@ -79,6 +118,21 @@ func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Conns returns the number of connections the server accepted.
 func (s *Server) Conns() int64 { return s.conns.Load() }
+
+// Handshakes returns the TLS handshakes the server completed, none in the
+// clear; after Close, every one.
+func (s *Server) Handshakes() Handshakes { return s.handshakes.count() }
+
+// RootCAs returns a pool that trusts the server's certificate, nil in the
+// clear.
+func (s *Server) RootCAs() *x509.CertPool {
+	if s.handshakes == nil {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(s.srv.Certificate())
+	return pool
+}
 
 // Arrivals returns a copy of the arrival times of every logical request.
 func (s *Server) Arrivals() map[string][]time.Time {

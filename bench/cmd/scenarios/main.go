@@ -11,6 +11,7 @@
 //	go run ./cmd/scenarios -only rescue    # which failures each library rescues, about 10 seconds
 //	go run ./cmd/scenarios -only deadline  # a chain of five services with a deadline at the top, about 40 seconds
 //	go run ./cmd/scenarios -only throughput # a 256 MiB download, plain and through retryhttp
+//	go run ./cmd/scenarios -only tls  # transient, outage and a bad backend over TLS, handshakes counted, about a minute
 //	go run ./cmd/scenarios -overhead  # the overhead benchmarks, as ratios
 //
 // The memory scenario runs each library in a child process: the command
