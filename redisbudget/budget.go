@@ -105,20 +105,7 @@ var _ budget.Budget = (*Budget)(nil)
 // as the budget's) and few retries frees its connections sooner when Redis
 // hangs.
 func New(client redis.UniversalClient, name string, opts ...Option) *Budget {
-	if client == nil {
-		panic("redisbudget: New: nil client")
-	}
-	if name == "" {
-		panic("redisbudget: New: empty budget name")
-	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			panic("redisbudget: New: nil Option")
-		}
-		o(&cfg)
-	}
-	cfg.check()
+	cfg := newConfig("New", client, name, opts)
 	l := bucketLimits(cfg.bucket)
 	if l.capacity > maxCapacity {
 		panic(fmt.Sprintf("redisbudget: budget.Capacity must be at most %d tokens", maxCapacity/budget.Token))

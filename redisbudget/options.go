@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 )
@@ -190,6 +191,27 @@ func bucketLimits(opts []budget.Option) limits {
 	b.Deposit(nil, 0)
 	l.refund = b.Balance()
 	return l
+}
+
+// newConfig returns the defaults changed by opts, and panics, naming fn,
+// the constructor given them, if client is nil, name is empty, an option
+// is nil or a value is invalid.
+func newConfig(fn string, client redis.UniversalClient, name string, opts []Option) config {
+	if client == nil {
+		panic("redisbudget: " + fn + ": nil client")
+	}
+	if name == "" {
+		panic("redisbudget: " + fn + ": empty name")
+	}
+	c := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			panic("redisbudget: " + fn + ": nil Option")
+		}
+		o(&c)
+	}
+	c.check()
+	return c
 }
 
 // check panics if c is invalid.
