@@ -3,6 +3,7 @@ package redisbudget
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func healed(host string, attempts, accepted, refused int64) throttle.Counts {
 
 // exchange exchanges batch through s over testWindow, requires it to
 // succeed, and returns the sums by host.
-func exchange(t *testing.T, s *ThrottleStore, batch ...throttle.Counts) map[string]throttle.Counts {
+func exchange(t *testing.T, s throttle.Store, batch ...throttle.Counts) map[string]throttle.Counts {
 	t.Helper()
 	sums, err := s.Exchange(context.Background(), testWindow, batch)
 	require.NoError(t, err)
@@ -75,6 +76,41 @@ func sums(cs ...throttle.Counts) map[string]throttle.Counts {
 		m[c.Host] = c
 	}
 	return m
+}
+
+// A keyedStore is a ThrottleStore on a redis-server of its own, with a
+// client of that server to read its keys over testWindow.
+type keyedStore struct {
+	*ThrottleStore
+	rdb                 *redis.Client
+	clock               *testClock
+	hostsKey, countsKey string
+}
+
+// newKeyedStore starts a redis-server for the test and returns a
+// ThrottleStore named name on it, its clock at the start of a step.
+func newKeyedStore(t *testing.T, name string, opts ...Option) *keyedStore {
+	rdb := newClient(t, startRedis(t))
+	clock := newTestClock()
+	prefix := "{retryhttp:throttle:" + name + "}:"
+	return &keyedStore{
+		ThrottleStore: NewThrottleStore(rdb, name, append(opts, withClock(clock))...),
+		rdb:           rdb,
+		clock:         clock,
+		hostsKey:      prefix + "hosts:500",
+		countsKey:     prefix + "counts:500",
+	}
+}
+
+// step returns the step the store's clock is in.
+func (k *keyedStore) step() int64 { return k.clock.ms.Load() / testStep.Milliseconds() }
+
+// heldSteps returns how many steps the store holds of host.
+func (k *keyedStore) heldSteps(t *testing.T, host string) int {
+	t.Helper()
+	v, err := k.rdb.HGet(context.Background(), k.countsKey, host).Result()
+	require.NoError(t, err)
+	return strings.Count(v, "|")
 }
 
 func TestThrottleStoreSumsTheFleet(t *testing.T) {
@@ -124,20 +160,24 @@ func TestThrottleStoreSumsTheFleet(t *testing.T) {
 // the window's 20 steps of a host, and nothing of a host once its counts
 // have left the window.
 func TestThrottleStoreWindowSlides(t *testing.T) {
-	s := startRedis(t)
-	rdb := newClient(t, s)
+	ts := newKeyedStore(t, "slides")
+	rdb, clock, hostsKey, countsKey := ts.rdb, ts.clock, ts.hostsKey, ts.countsKey
 	ctx := context.Background()
-	clock := newTestClock()
-	ts := NewThrottleStore(rdb, "slides", withClock(clock))
-	hostsKey, countsKey := "{retryhttp:throttle:slides}:hosts:500", "{retryhttp:throttle:slides}:counts:500"
 
-	// A step's counts, 30 steps running: the sum climbs to 20 steps' worth
-	// and stays there.
+	// A host's field: its sums as of a step, then the steps they add up.
+	step := ts.step()
+	exchange(t, ts, counts("api.example", 2, 1, 0))
+	assert.Equal(t, fmt.Sprintf("%d 2 1 0|%d 2 1 0", step, step), rdb.HGet(ctx, countsKey, "https://api.example").Val())
+	assert.Equal(t, []redis.Z{{Score: float64(step), Member: "https://api.example"}}, rdb.ZRangeWithScores(ctx, hostsKey, 0, -1).Val())
+	clock.advance(testStep)
+
+	// A step's counts, 30 steps running: the sums climb to 20 steps' worth
+	// and stay there.
 	for i := range 30 {
 		got := exchange(t, ts, counts("api.example", 2, 1, 0), counts("b.example", 1, 0, 0))
-		n := int64(min(i+1, throttleSteps))
-		require.Equal(t, sums(counts("api.example", 2*n, n, 0), counts("b.example", n, 0, 0)), got, "step %d", i)
-		require.LessOrEqual(t, rdb.HLen(ctx, countsKey).Val(), int64(2*throttleSteps), "more than 20 steps a host")
+		na, nb := min(i+2, throttleSteps), int64(min(i+1, throttleSteps))
+		require.Equal(t, sums(counts("api.example", int64(2*na), int64(na), 0), counts("b.example", nb, 0, 0)), got, "step %d", i)
+		require.Equal(t, na, ts.heldSteps(t, "https://api.example"), "step %d", i)
 		clock.advance(testStep)
 	}
 	// Keys live a window and a step after the last exchange.
@@ -159,7 +199,8 @@ func TestThrottleStoreWindowSlides(t *testing.T) {
 		clock.advance(testStep)
 	}
 	assert.Equal(t, []string{"https://api.example"}, rdb.ZRange(ctx, hostsKey, 0, -1).Val())
-	assert.Equal(t, int64(throttleSteps), rdb.HLen(ctx, countsKey).Val(), "b.example's steps still held")
+	assert.Equal(t, []string{"https://api.example"}, rdb.HKeys(ctx, countsKey).Val(), "b.example's steps still held")
+	assert.Equal(t, throttleSteps, ts.heldSteps(t, "https://api.example"))
 
 	// A clock that moves a whole window on finds nothing.
 	clock.advance(testWindow)
@@ -171,8 +212,9 @@ func TestThrottleStoreWindowSlides(t *testing.T) {
 	exchange(t, ts, counts("api.example", 1, 0, 0))
 	clock.advance(testStep - time.Millisecond)
 	assert.Equal(t, sums(counts("api.example", 2, 0, 0)), exchange(t, ts, counts("api.example", 1, 0, 0)))
-	assert.Equal(t, int64(1), rdb.HLen(ctx, countsKey).Val())
+	assert.Equal(t, 1, ts.heldSteps(t, "https://api.example"))
 }
+
 
 // TestThrottleStoreHealForgetsAcrossProcesses checks that a Healed entry
 // from one process makes every process forget the host's counts from
@@ -180,6 +222,8 @@ func TestThrottleStoreWindowSlides(t *testing.T) {
 // count after it.
 func TestThrottleStoreHealForgetsAcrossProcesses(t *testing.T) {
 	s := startRedis(t)
+	rdb := newClient(t, s)
+	ctx := context.Background()
 	clock := newTestClock()
 	a := NewThrottleStore(newClient(t, s), "heal", withClock(clock))
 	b := NewThrottleStore(newClient(t, s), "heal", withClock(clock))
@@ -205,15 +249,16 @@ func TestThrottleStoreHealForgetsAcrossProcesses(t *testing.T) {
 	// A heal of a host with no counts is nothing.
 	assert.Equal(t, sums(counts("b.example", 4, 0, 0), counts("c.example", 1, 1, 0)),
 		exchange(t, b, healed("c.example", 1, 1, 0)))
+	// Counts then a heal with none, in one batch: the host is not held.
+	assert.Equal(t, sums(counts("b.example", 4, 0, 0), counts("c.example", 1, 1, 0)),
+		exchange(t, b, counts("d.example", 3, 0, 0), healed("d.example", 0, 0, 0)))
+	assert.Equal(t, []string{"https://b.example", "https://c.example"}, rdb.ZRange(ctx, "{retryhttp:throttle:heal}:hosts:500", 0, -1).Val())
 }
 
 func TestThrottleStoreMaxHosts(t *testing.T) {
-	s := startRedis(t)
-	rdb := newClient(t, s)
+	ts := newKeyedStore(t, "max", WithMaxHosts(3))
+	rdb, clock, countsKey := ts.rdb, ts.clock, ts.countsKey
 	ctx := context.Background()
-	clock := newTestClock()
-	ts := NewThrottleStore(rdb, "max", withClock(clock), WithMaxHosts(3))
-	countsKey := "{retryhttp:throttle:max}:counts:500"
 
 	for i := range 3 {
 		exchange(t, ts, counts(fmt.Sprintf("h%d.example", i), 1, 0, 0))
@@ -227,8 +272,9 @@ func TestThrottleStoreMaxHosts(t *testing.T) {
 	exchange(t, ts, counts("h1.example", 1, 0, 0))
 	assert.Equal(t, sums(counts("h1.example", 2, 0, 0), counts("h3.example", 1, 0, 0), counts("h4.example", 1, 0, 0)),
 		exchange(t, ts, counts("h4.example", 1, 0, 0)))
-	// The evicted hosts' steps go with them.
-	assert.Equal(t, int64(4), rdb.HLen(ctx, countsKey).Val())
+	// The evicted hosts' counts go with them.
+	assert.ElementsMatch(t, []string{"https://h1.example", "https://h3.example", "https://h4.example"}, rdb.HKeys(ctx, countsKey).Val())
+	assert.Equal(t, 2, ts.heldSteps(t, "https://h1.example"))
 
 	// A batch of more hosts than are kept leaves as many as are kept.
 	clock.advance(testStep)
@@ -325,4 +371,36 @@ func TestThrottleStoreConcurrentExchanges(t *testing.T) {
 		want[own] = counts(own, exchanges, 0, exchanges)
 	}
 	assert.Equal(t, want, exchange(t, stores[0]))
+}
+
+// TestThrottleStoreMendsWhatItCannotRead checks that keys holding what the
+// script did not write, an operator's or a bug's, neither fail an exchange
+// nor count: a host in the sorted set with no counts, counts that are not
+// the script's format, a host in the hash that the sorted set lacks, sums
+// that are not those of their steps (never below 0). A key of another type
+// fails the exchange, with Redis's error.
+func TestThrottleStoreMendsWhatItCannotRead(t *testing.T) {
+	ts := newKeyedStore(t, "mends")
+	rdb, clock, hostsKey, countsKey := ts.rdb, ts.clock, ts.hostsKey, ts.countsKey
+	ctx := context.Background()
+	step := ts.step()
+	exchange(t, ts, counts("api.example", 1, 0, 0))
+
+	rdb.ZAdd(ctx, hostsKey, redis.Z{Score: float64(step - 30), Member: "https://ghost.example"})
+	rdb.HSet(ctx, countsKey, "https://garbage.example", "not counts", "https://orphan.example", fmt.Sprintf("%d 5 0 0|%d 5 0 0", step-25, step-25),
+		"https://wrong-sums.example", fmt.Sprintf("%d 1 0 0|%d 5 0 0|%d 1 0 0", step, step-19, step))
+	rdb.ZAdd(ctx, hostsKey, redis.Z{Score: float64(step), Member: "https://garbage.example"},
+		redis.Z{Score: float64(step), Member: "https://wrong-sums.example"})
+	clock.advance(testStep)
+	assert.Equal(t, sums(counts("api.example", 2, 0, 0), counts("wrong-sums.example", 0, 0, 0)),
+		exchange(t, ts, counts("api.example", 1, 0, 0)))
+	assert.ElementsMatch(t, []string{"https://api.example", "https://wrong-sums.example"}, rdb.ZRange(ctx, hostsKey, 0, -1).Val())
+	assert.ElementsMatch(t, []string{"https://api.example", "https://wrong-sums.example"}, rdb.HKeys(ctx, countsKey).Val())
+
+	rdb.Del(ctx, countsKey)
+	rdb.Set(ctx, countsKey, "a string", 0)
+	_, err := ts.Exchange(ctx, testWindow, []throttle.Counts{counts("api.example", 1, 0, 0)})
+	require.Error(t, err)
+	assert.True(t, redis.HasErrorPrefix(err, "WRONGTYPE"), "%v", err)
+	assert.False(t, ts.Status().Shared)
 }
