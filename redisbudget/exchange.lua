@@ -83,8 +83,12 @@ end
 -- one.
 local function added(v, a, c, r)
   local asof, sa, sc, sr, ring = current(v)
-  local i, _, s, la, lc, lr = string.find(ring, '|' .. entry .. '$')
-  if i and tonumber(s) >= now then
+  local s, la, lc, lr
+  local i = string.match(ring, '.*()|')
+  if i then
+    s, la, lc, lr = string.match(ring, '^|' .. entry .. '$', i)
+  end
+  if s and tonumber(s) >= now then
     ring = string.sub(ring, 1, i - 1)
     la, lc, lr = tonumber(la), tonumber(lc), tonumber(lr)
   else

@@ -215,7 +215,6 @@ func TestThrottleStoreWindowSlides(t *testing.T) {
 	assert.Equal(t, 1, ts.heldSteps(t, "https://api.example"))
 }
 
-
 // TestThrottleStoreHealForgetsAcrossProcesses checks that a Healed entry
 // from one process makes every process forget the host's counts from
 // before it, in earlier steps and in its own, and that its own counts
