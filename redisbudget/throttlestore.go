@@ -29,18 +29,28 @@ var (
 // requests would. Pass it to throttle.Shared.
 //
 // Each exchange is one round trip, one script: it adds the process's
-// counts to per-host steps of the window, forgets the earlier counts of a
+// counts to their hosts' current steps, forgets the earlier counts of a
 // host that healed, drops the steps that have left the window, and returns
-// the fleet's sums over the window for every host with counts in it, at
-// most the most hosts kept (WithMaxHosts, 1024): the host counted least
-// recently makes room for a new one. The Transport exchanges at most once
-// per step of its window (a twentieth of it), from a goroutine of its own,
-// so a fleet of n processes sends Redis at most 20n scripts per window,
-// whatever its traffic.
+// the fleet's sums over the window for every host with counts in it. A
+// Transport exchanges at most once per step of its window (a twentieth of
+// it), from a goroutine of its own, so a fleet of n processes runs at most
+// 20n scripts per window, whatever its traffic.
+//
+// Steps are numbered on each process's wall clock, as the Unix time in
+// milliseconds divided by the step's width in whole milliseconds, so
+// processes agree on a step as closely as their clocks agree: to a few
+// milliseconds under NTP, little against the default step of 500 ms.
+// Processes whose windows differ keep their counts apart.
+//
+// Redis holds, per name and window, the counts of at most the most hosts
+// kept (WithMaxHosts, 1024), the host counted least recently making room
+// for a new one, and at most 20 steps of each host, in two keys that expire
+// a window and a step after the last exchange. Their names have the
+// store's name in a hash tag, which puts them in one slot of a Redis
+// Cluster.
 //
 // A ThrottleStore must be created with NewThrottleStore and is safe for
-// concurrent use. It starts no goroutine and holds no resource but the
-// client, which it does not close.
+// concurrent use. It has no goroutine of its own and nothing to close.
 type ThrottleStore struct {
 	client   redis.UniversalClient
 	name     string
@@ -87,11 +97,14 @@ func NewThrottleStore(client redis.UniversalClient, name string, opts ...Option)
 
 // Exchange adds counts to the fleet's counts over window and returns the
 // fleet's sums over the last window, theirs included, as throttle.Store
-// says. It returns an error without sending anything if window is shorter
-// than 20 ms (a step of less than a millisecond) or an entry has a negative
-// count, or an empty or malformed scheme or host. It waits for Redis no
-// longer than the timeout (WithTimeout), nor once ctx is done; a script
-// that Redis runs after Exchange stopped waiting for it still adds counts.
+// says, for at most the most hosts kept. It returns an error without
+// sending anything if window is shorter than 20 ms (a step of less than a
+// millisecond), or if an entry has a count below 0 or above 2^48, or a
+// scheme or host that is empty or holds a space or a control character,
+// or a scheme with a colon.
+// It waits for Redis no longer than the timeout (WithTimeout), nor once
+// ctx is done: an exchange that fails may still add its counts, if Redis
+// runs the script after Exchange stopped waiting for it.
 func (s *ThrottleStore) Exchange(ctx context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
 	width := (window / throttleSteps).Milliseconds()
 	if width < 1 {
