@@ -99,12 +99,12 @@ func NewThrottleStore(client redis.UniversalClient, name string, opts ...Option)
 // fleet's sums over the last window, theirs included, as throttle.Store
 // says, for at most the most hosts kept. It returns an error without
 // sending anything if window is shorter than 20 ms (a step of less than a
-// millisecond), or if an entry has a count below 0 or above 2^48, or a
+// millisecond), or if an entry has a count below 0 or above 2^48, a
 // scheme or host that is empty or holds a space or a control character,
-// or a scheme with a colon.
-// It waits for Redis no longer than the timeout (WithTimeout), nor once
-// ctx is done: an exchange that fails may still add its counts, if Redis
-// runs the script after Exchange stopped waiting for it.
+// or a scheme with a colon. It waits for Redis no longer than the timeout
+// (WithTimeout), nor once ctx is done: an exchange that fails may still
+// add its counts, if Redis runs the script after Exchange stopped waiting
+// for it.
 func (s *ThrottleStore) Exchange(ctx context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
 	width := (window / throttleSteps).Milliseconds()
 	if width < 1 {
