@@ -1,6 +1,8 @@
 package redisbudget
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 // stubBase answers every request with a canned 200, allocating nothing.
@@ -127,4 +130,60 @@ func BenchmarkWithdraw(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkExchange measures a ThrottleStore's exchange against a local
+// redis-server, one script each: a process's counts of 10 hosts sent, and
+// the fleet's sums returned, with Redis holding those 10 hosts, or the 1024
+// it keeps at most. Exchanges from all CPUs at once show what Redis takes
+// of many processes, each exchanging once per step.
+func BenchmarkExchange(b *testing.B) {
+	s := startRedis(b)
+	ctx := context.Background()
+	batch := make([]throttle.Counts, 10)
+	for i := range batch {
+		batch[i] = throttle.Counts{Scheme: "https", Host: fmt.Sprintf("api%d.example", i), Attempts: 5, Accepted: 3, Refused: 1}
+	}
+	for _, bc := range []struct {
+		name  string
+		hosts int // held in Redis
+	}{
+		{"10-hosts", 10},
+		{"1024-hosts", DefaultMaxHosts},
+	} {
+		ts := NewThrottleStore(newClient(b, s), "bench-"+bc.name, WithTimeout(time.Second))
+		fill := make([]throttle.Counts, bc.hosts-len(batch))
+		for i := range fill {
+			fill[i] = throttle.Counts{Scheme: "https", Host: fmt.Sprintf("other%d.example", i), Attempts: 1}
+		}
+		// Counts the other hosts anew, before they leave the window.
+		refill := func(b *testing.B) {
+			if _, err := ts.Exchange(ctx, 10*time.Second, append(fill, batch...)); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			refill(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				sums, err := ts.Exchange(ctx, 10*time.Second, batch)
+				if err != nil || len(sums) != bc.hosts {
+					b.Fatal(len(sums), err)
+				}
+			}
+		})
+		b.Run(bc.name+"-parallel", func(b *testing.B) {
+			refill(b)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if sums, err := ts.Exchange(ctx, 10*time.Second, batch); err != nil || len(sums) != bc.hosts {
+						b.Error(len(sums), err)
+						return
+					}
+				}
+			})
+		})
+	}
 }

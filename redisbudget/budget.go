@@ -105,20 +105,7 @@ var _ budget.Budget = (*Budget)(nil)
 // as the budget's) and few retries frees its connections sooner when Redis
 // hangs.
 func New(client redis.UniversalClient, name string, opts ...Option) *Budget {
-	if client == nil {
-		panic("redisbudget: New: nil client")
-	}
-	if name == "" {
-		panic("redisbudget: New: empty budget name")
-	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			panic("redisbudget: New: nil Option")
-		}
-		o(&cfg)
-	}
-	cfg.check()
+	cfg := newConfig("New", client, name, opts)
 	l := bucketLimits(cfg.bucket)
 	if l.capacity > maxCapacity {
 		panic(fmt.Sprintf("redisbudget: budget.Capacity must be at most %d tokens", maxCapacity/budget.Token))
@@ -155,13 +142,16 @@ func newBudget(s store, name string, l limits, cfg config) *Budget {
 	return b
 }
 
-// Status describes where a Budget takes its retries from.
+// Status describes where a Budget takes its retries from, or whether a
+// ThrottleStore shares its counts.
 type Status struct {
 	// Shared reports that retries are paid from the buckets in Redis, and
-	// not from the fallback.
+	// not from the fallback; for a ThrottleStore, that its last exchange
+	// succeeded.
 	Shared bool
 	// Since is when the budget last moved between Redis and the fallback,
-	// or was created.
+	// or was created; for a ThrottleStore, when Shared last changed, or the
+	// store was created.
 	Since time.Time
 	// LastError is the last error from Redis, including a timeout, and
 	// LastErrorAt when it happened; nil if Redis has never failed.

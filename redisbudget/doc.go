@@ -16,7 +16,8 @@
 //
 // The guide [Budgets, and one budget for a fleet] sets this budget beside
 // the per-process one; the module's README has its design, fault model and
-// figures.
+// figures. A ThrottleStore shares the counts of adaptive throttling the
+// same way, as the section Sharing adaptive throttling tells.
 //
 // # Arithmetic
 //
@@ -96,6 +97,39 @@
 // request never fails because of Redis, and no retry waits for it longer
 // than the timeout.
 //
+// # Sharing adaptive throttling
+//
+// retryhttp's adaptive throttling (package throttle) refuses requests to a
+// host that has been failing, on the counts of its requests over a window,
+// which each process keeps apart: twenty processes each sending a failing
+// host one request a second never refuse one, since none holds the 20
+// requests that a window (10 s) needs before refusing, where one process
+// sending all twenty a second would refuse most of them. A ThrottleStore
+// shares the counts, so that the twenty refuse together as that one
+// process would:
+//
+//	store := redisbudget.NewThrottleStore(rdb, "payments-api")
+//	throttled := retryhttp.New(retryhttp.WithAdaptiveThrottling(throttle.Shared(store)))
+//
+// A Transport exchanges its counts with the store at most once per step of
+// its window (500 ms by default), from a goroutine of its own, never on a
+// request's path: one script, one round trip, which adds the process's
+// counts to their hosts' steps and returns the fleet's sums for every host
+// counted within the window, which the Transport throttles on. While an
+// exchange fails (Redis down, slower than the timeout, a replica, out of
+// memory, a Cluster node that no longer holds the name) the Transport
+// throttles on its own counts, and Status says so.
+//
+// Redis holds each name's counts over each window's width in two keys:
+// {retryhttp:throttle:<name>}:hosts:<step ms>, a sorted set of the hosts
+// scored by the step they were last counted in, and
+// {retryhttp:throttle:<name>}:counts:<step ms>, a hash with a field per
+// host holding its sums over the window and then its steps, at most 20. The
+// hash tag puts them in one slot of a Redis Cluster; they hold at most 1024
+// hosts (WithMaxHosts), and expire a window and a step after the last
+// exchange. The script ([exchange.lua]) is loaded and run by hash as the
+// budget's are.
+//
 // # Defaults
 //
 //	Option                 Default
@@ -111,5 +145,10 @@
 //	WithMaxHosts           1024 hosts with local state per process
 //	WithLogger             none
 //
+// A ThrottleStore uses WithTimeout, WithMaxHosts (the hosts Redis holds per
+// name and window), WithKeyTTL (never longer than a window and a step) and
+// WithLogger, with the same defaults.
+//
 // [Budgets, and one budget for a fleet]: https://github.com/retryhttp/retryhttp/blob/main/docs/budgets.md
+// [exchange.lua]: https://github.com/retryhttp/retryhttp/blob/main/redisbudget/exchange.lua
 package redisbudget

@@ -23,5 +23,6 @@ func TestDocs(t *testing.T) {
 		"githubretry": "github.com/retryhttp/retryhttp/githubretry",
 		"googleretry": "github.com/retryhttp/retryhttp/googleretry",
 		"redisbudget": "github.com/retryhttp/retryhttp/redisbudget",
+		"throttle":    "github.com/retryhttp/retryhttp/throttle",
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/redisbudget"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 // Every process of a service passes its Redis client and the same budget
@@ -56,4 +57,21 @@ func ExampleBudget_Status() {
 	if st := budget.Status(); !st.Shared {
 		fmt.Println("on the fallback since", st.Since, "after", st.LastError)
 	}
+}
+
+// Every process of a service passes its Redis client and the same name;
+// together they refuse requests to a failing host as one process sending
+// all of their requests would.
+func ExampleNewThrottleStore() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer rdb.Close()
+
+	store := redisbudget.NewThrottleStore(rdb, "payments-api",
+		redisbudget.WithTimeout(100*time.Millisecond), // an exchange waits no longer; it is off the request path
+		redisbudget.WithLogger(slog.Default()),
+	)
+	client := &http.Client{Transport: retryhttp.New(
+		retryhttp.WithAdaptiveThrottling(throttle.Shared(store)),
+	)}
+	_ = client
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 )
@@ -23,7 +24,9 @@ const (
 // Lua, whose numbers are exact integers up to 2^53.
 const maxCapacity budget.Millitokens = 1 << 53
 
-// An Option configures a Budget made by New. New panics, naming the option,
+// An Option configures a Budget made by New, or a ThrottleStore made by
+// NewThrottleStore, which uses only WithTimeout, WithMaxHosts, WithKeyTTL
+// and WithLogger and ignores the others. Both panic, naming the option,
 // when a value is invalid.
 type Option func(*config)
 
@@ -97,7 +100,8 @@ func WithFailClosed() Option {
 // timeouts and retries are: the budget stops waiting for the command, which
 // finishes, or fails, on its own, and is given four timeouts to do so. A
 // command still unanswered then moves the budget to its fallback, as a
-// failed one does; one answered late shows Redis is slow, not down.
+// failed one does; one answered late shows Redis is slow, not down. For a
+// ThrottleStore it bounds each exchange, which then fails.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
@@ -128,6 +132,9 @@ func WithProbeInterval(d time.Duration) Option {
 // An expired bucket is a full one, so this bounds the memory that a stream
 // of new host names can take, and is the only way a bucket refills without
 // successes. It must be at least a millisecond. The default is one minute.
+// A ThrottleStore's keys expire a window and a step after the last
+// exchange, when nothing in them counts any longer, or after the key TTL
+// if that is shorter.
 func WithKeyTTL(d time.Duration) Option {
 	return func(c *config) { c.keyTTL = d }
 }
@@ -135,13 +142,19 @@ func WithKeyTTL(d time.Duration) Option {
 // WithMaxHosts bounds the hosts for which a process keeps local state
 // (refunds not yet sent, a recent refusal). A retry for a host beyond the
 // bound still asks Redis, but its successes refund nothing. It must be at
-// least 1. The default is 1024.
+// least 1. The default is 1024. For a ThrottleStore it bounds the hosts
+// whose counts Redis holds per name and window, the host counted least
+// recently making room: each exchange keeps no more than its own bound, so
+// the processes that share a name should use the same.
 func WithMaxHosts(n int) Option {
 	return func(c *config) { c.maxHosts = n }
 }
 
 // WithLogger logs, at warning level, each switch to the fallback buckets
 // with the error that caused it, and, at info level, each return to Redis.
+// A ThrottleStore logs the first exchange that fails after one that
+// succeeded (warning), and the first that succeeds after one that failed
+// (info).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
@@ -190,6 +203,27 @@ func bucketLimits(opts []budget.Option) limits {
 	b.Deposit(nil, 0)
 	l.refund = b.Balance()
 	return l
+}
+
+// newConfig returns the defaults changed by opts, and panics, naming fn,
+// the constructor given them, if client is nil, name is empty, an option
+// is nil or a value is invalid.
+func newConfig(fn string, client redis.UniversalClient, name string, opts []Option) config {
+	if client == nil {
+		panic("redisbudget: " + fn + ": nil client")
+	}
+	if name == "" {
+		panic("redisbudget: " + fn + ": empty name")
+	}
+	c := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			panic("redisbudget: " + fn + ": nil Option")
+		}
+		o(&c)
+	}
+	c.check()
+	return c
 }
 
 // check panics if c is invalid.

@@ -317,7 +317,10 @@ func TestRedisStormFromProcesses(t *testing.T) {
 	assert.Equal(t, strconv.Itoa(refunded*5000), rdb.Get(ctx, key).Val())
 }
 
-func TestRedisCluster(t *testing.T) {
+// startCluster starts a Redis Cluster of three primaries for the test,
+// stopped when it ends, and returns its nodes and a client of it.
+func startCluster(t *testing.T) ([]*redisserver.Server, *redis.ClusterClient) {
+	t.Helper()
 	needTool(t, "redis-cli")
 	var nodes []*redisserver.Server
 	var addrs []string
@@ -331,19 +334,23 @@ func TestRedisCluster(t *testing.T) {
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	out, err := exec.Command("redis-cli", args...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	ctx := context.Background()
 	// Wait, boundedly, for every node to see the cluster as up.
 	deadline := time.Now().Add(15 * time.Second)
 	for _, n := range nodes {
 		c := newClient(t, n)
-		for !strings.Contains(c.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+		for !strings.Contains(c.ClusterInfo(context.Background()).Val(), "cluster_state:ok") {
 			require.True(t, time.Now().Before(deadline), "cluster did not come up")
 			time.Sleep(20 * time.Millisecond) // waiting on the redis-server processes
 		}
 	}
-
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { cc.Close() })
+	return nodes, cc
+}
+
+func TestRedisCluster(t *testing.T) {
+	nodes, cc := startCluster(t)
+	ctx := context.Background()
 	b := newRedisBudget(t, cc, "cluster", WithTimeout(time.Second))
 	const hosts = 300
 	for i := range hosts {

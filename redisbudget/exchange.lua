@@ -1,0 +1,210 @@
+-- exchange: add one process's counts of adaptive throttling to the fleet's,
+-- and return the fleet's sums over the window for every host.
+--
+-- KEYS[1], a sorted set: the hosts with counts in the window, each scored
+-- by the last step it was counted in.
+-- KEYS[2], a hash: a field per host, holding its sums over the window and
+-- the steps they add up, oldest first, at most 20:
+--
+--   <asof> <attempts> <accepted> <refused>|<step> <attempts> <accepted> <refused>|...
+--
+-- The sums are those of the steps held, which are those in the window of
+-- step asof: a later exchange drops the steps that have left the window
+-- since from the front, and takes them off the sums.
+--
+-- ARGV[1] is the current step, ARGV[2] how long the keys live after this
+-- exchange in milliseconds, ARGV[3] the most hosts kept, and ARGV[4] the
+-- batch, a line per entry: "<attempts> <accepted> <refused> <healed> <host>\n"
+-- with healed 1 or 0, applied in order. A healed entry first forgets the
+-- host's counts, then adds its own.
+--
+-- After the batch, the hosts counted least recently beyond the most kept
+-- make room, and those whose steps have all left the window are dropped.
+-- Returns a string, a line per host with counts in the window:
+-- "<attempts> <accepted> <refused> <host>\n".
+local steps = 20
+-- The most one step holds of a count: 20 of them stay exact in Lua's
+-- numbers (2^53).
+local most = 2^48
+local now = tonumber(ARGV[1])
+local hosts, counts = KEYS[1], KEYS[2]
+local entry = '(%d+) (%d+) (%d+) (%d+)'
+
+-- call runs command with the arguments in list, in batches that unpack
+-- can take, each after the arguments in fixed.
+local function call(command, fixed, list)
+  for i = 1, #list, 1000 do
+    local args = {}
+    for _, a in ipairs(fixed) do
+      args[#args + 1] = a
+    end
+    for j = i, math.min(i + 999, #list) do
+      args[#args + 1] = list[j]
+    end
+    redis.call(command, unpack(args))
+  end
+end
+
+-- current returns a host's step asof, sums and steps, from its field's
+-- value v, with the steps that have left the window by now dropped. A
+-- missing or unreadable value is a host with no counts.
+local function current(v)
+  local asof, a, c, r, ring
+  if v then
+    asof, a, c, r, ring = string.match(v, '^' .. entry .. '(.*)$')
+  end
+  if not asof then
+    return now, 0, 0, 0, ''
+  end
+  asof, a, c, r = tonumber(asof), tonumber(a), tonumber(c), tonumber(r)
+  if asof >= now then
+    return asof, a, c, r, ring
+  end
+  local pos = 1
+  while true do
+    local _, e, s, sa, sc, sr = string.find(ring, '^|' .. entry, pos)
+    if not e or tonumber(s) > now - steps then
+      break
+    end
+    a, c, r = a - sa, c - sc, r - sr
+    pos = e + 1
+  end
+  -- Sums that were not those of the steps (a value the script did not
+  -- write) never fall below 0.
+  return now, math.max(a, 0), math.max(c, 0), math.max(r, 0), string.sub(ring, pos)
+end
+
+local function value(asof, a, c, r, ring)
+  return string.format('%d %d %d %d', asof, a, c, r) .. ring
+end
+
+-- added returns v with counts added to its current step: the last one
+-- held if it is now or later (a clock a little ahead wrote it), or a new
+-- one.
+local function added(v, a, c, r)
+  local asof, sa, sc, sr, ring = current(v)
+  local s, la, lc, lr
+  local i = string.match(ring, '.*()|')
+  if i then
+    s, la, lc, lr = string.match(ring, '^|' .. entry .. '$', i)
+  end
+  if s and tonumber(s) >= now then
+    ring = string.sub(ring, 1, i - 1)
+    la, lc, lr = tonumber(la), tonumber(lc), tonumber(lr)
+  else
+    s, la, lc, lr = now, 0, 0, 0
+  end
+  local na, nc, nr = math.min(la + a, most), math.min(lc + c, most), math.min(lr + r, most)
+  ring = ring .. string.format('|%d %d %d %d', s, na, nc, nr)
+  return value(asof, sa + na - la, sc + nc - lc, sr + nr - lr, ring)
+end
+
+-- The hash is read once, changed here, and what changed written back.
+local vals, known = {}, {}
+local all = redis.call('HGETALL', counts)
+for i = 1, #all, 2 do
+  vals[all[i]] = all[i + 1]
+  known[#known + 1] = all[i]
+end
+
+-- The batch, in order.
+local batch, counted, set = {}, {}, {}
+for a, c, r, heal, host in string.gmatch(ARGV[4], '(%d+) (%d+) (%d+) ([01]) ([^\n]+)\n') do
+  if heal == '1' then
+    vals[host] = nil
+  end
+  a, c, r = tonumber(a), tonumber(c), tonumber(r)
+  if a + c + r > 0 then
+    vals[host] = added(vals[host], a, c, r)
+    if not counted[host] then
+      counted[host] = true
+      known[#known + 1] = host
+    end
+  end
+  batch[#batch + 1] = host
+end
+-- The counts added are the first write, so that a Redis out of memory
+-- refuses them before anything else is written: Redis lets a script that
+-- has written go on writing.
+for host in pairs(counted) do
+  if vals[host] then
+    set[#set + 1] = host
+    set[#set + 1] = vals[host]
+  end
+end
+if #set > 0 then
+  call('HSET', {counts}, set)
+end
+
+-- Each host of the batch is scored now if it was counted, or no longer
+-- held if a heal left it nothing. Hosts last counted a window ago or
+-- earlier have nothing left to count; their fields go below, with those of
+-- the hosts whose steps have all left the window.
+redis.call('ZREMRANGEBYSCORE', hosts, '-inf', now - steps)
+local scored, unheld = {}, {}
+for _, host in ipairs(batch) do
+  if not vals[host] then
+    unheld[#unheld + 1] = host
+  elseif counted[host] then
+    scored[#scored + 1] = now
+    scored[#scored + 1] = host
+  end
+end
+if #unheld > 0 then
+  call('ZREM', {hosts}, unheld)
+end
+if #scored > 0 then
+  call('ZADD', {hosts}, scored)
+end
+
+-- The least recently counted hosts make room.
+local excess = redis.call('ZCARD', hosts) - tonumber(ARGV[3])
+if excess > 0 then
+  for _, host in ipairs(redis.call('ZRANGE', hosts, 0, excess - 1)) do
+    vals[host] = nil
+  end
+  redis.call('ZREMRANGEBYRANK', hosts, 0, excess - 1)
+end
+
+-- The sums of each host, as of now: those of a host already brought to
+-- this step are read as they are; the others are brought to it.
+local out, gone = {}, {}
+set = {}
+for host, v in pairs(vals) do
+  local asof, sums = string.match(v, '^(%d+) (%d+ %d+ %d+)|')
+  if not asof or tonumber(asof) < now then
+    local a, c, r, ring
+    asof, a, c, r, ring = current(v)
+    if ring == '' then
+      vals[host] = nil
+      gone[#gone + 1] = host
+      sums = nil
+    else
+      vals[host] = value(asof, a, c, r, ring)
+      set[#set + 1] = host
+      set[#set + 1] = vals[host]
+      sums = string.format('%d %d %d', a, c, r)
+    end
+  end
+  if sums then
+    out[#out + 1] = sums .. ' ' .. host .. '\n'
+  end
+end
+if #set > 0 then
+  call('HSET', {counts}, set)
+end
+if #gone > 0 then
+  call('ZREM', {hosts}, gone)
+end
+local del = {}
+for _, host in ipairs(known) do
+  if not vals[host] then
+    del[#del + 1] = host
+  end
+end
+if #del > 0 then
+  call('HDEL', {counts}, del)
+end
+redis.call('PEXPIRE', hosts, ARGV[2])
+redis.call('PEXPIRE', counts, ARGV[2])
+return table.concat(out)
