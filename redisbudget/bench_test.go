@@ -136,7 +136,7 @@ func BenchmarkWithdraw(b *testing.B) {
 // redis-server, one script each: a process's counts of 10 hosts sent, and
 // the fleet's sums returned, with Redis holding those 10 hosts, or the 1024
 // it keeps at most. Exchanges from all CPUs at once show what Redis takes
-// of many processes, each exchanging once per step.
+// of many processes, each exchanging twice a step.
 func BenchmarkExchange(b *testing.B) {
 	s := startRedis(b)
 	ctx := context.Background()

@@ -76,9 +76,13 @@ type Rejection struct {
 // would. redisbudget.NewThrottleStore is such a Store, on Redis.
 //
 // Sharing never makes a request wait: the Transport exchanges its counts
-// with s in batches, at most once per step of the window, from a goroutine
-// of its own while it sends requests. While an exchange fails, or has not
-// succeeded for two steps, the Transport throttles on its own counts.
+// with s in batches, twice a step of the window and at once when a
+// success ends a host's refusals, from a goroutine of its own that runs
+// while it sends requests and for a window after. An exchange is cut
+// after 4 steps. While exchanges fail, the Transport throttles on its own
+// counts, and on the fleet's last ones, fading over a window; a process's
+// probes of a host wait its share of the fleet's requests longer, so that
+// the fleet probes as one process would.
 func Shared(s Store) Option {
 	if s == nil {
 		panic("throttle: Shared: nil Store")
@@ -94,7 +98,8 @@ type Store interface {
 	// over the last window (theirs included) for every host it holds
 	// counts of, at most a bounded number. A host whose counts restarted
 	// from a Healed mark has only those counted after it. The counts
-	// returned have Healed false.
+	// returned have Healed false; a host left out has no counts. When it
+	// fails, the counts given are given again at the next exchange.
 	Exchange(ctx context.Context, window time.Duration, counts []Counts) ([]Counts, error)
 }
 
