@@ -62,7 +62,11 @@ func (c *throttleCounts) add(requests, accepts, refused int64) {
 // tick notes a request to be admitted, and starts the exchanges if they
 // are not running.
 func (s *throttleShare) tick(t *Transport, th *throttling) {
-	s.last.Store(th.clock(t))
+	// Stored once a millisecond at most, so that concurrent requests do not
+	// contend for it.
+	if now := th.clock(t); now-s.last.Load() >= int64(time.Millisecond) {
+		s.last.Store(now)
+	}
 	if !s.running.Load() && s.running.CompareAndSwap(false, true) {
 		go s.run(t, th)
 	}
