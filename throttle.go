@@ -431,7 +431,7 @@ func (th *throttling) update(h *hostThrottle, now int64) float64 {
 		req, acc = req+c, acc+c
 	}
 	p := 0.0
-	if float64(req+refused)*th.scaleOf(h, now) >= float64(th.minRequests) {
+	if req+refused >= th.minRequests {
 		if x := (float64(req) - th.k*float64(acc)) / float64(req+1); x > 0 {
 			p = min(x, th.maxReject)
 		}

@@ -181,7 +181,7 @@ func (s *throttleShare) heal(h *hostThrottle) {
 		return
 	}
 	h.unsent = throttleCounts{healed: true}
-	h.fleet = throttleCounts{}
+	h.fleet, h.scale = throttleCounts{}, 1
 	h.heals++
 	select {
 	case s.wake <- struct{}{}:
@@ -198,10 +198,11 @@ func (th *throttling) fresh(h *hostThrottle, now int64) bool {
 
 // evidence returns the attempts, the accepts and the refusals that h is
 // throttled on at now: the fleet's, with what this process counted since
-// the last exchange, while they are fresh. Otherwise, its own window's,
-// with the fleet's last counts fading over a window, so that a process
-// that loses its Store goes on throttling on what the fleet knew while its
-// own counts grow. h.mu must be held.
+// the last exchange, while they are fresh. Otherwise, its own window's;
+// but a process that loses its Store takes its own counts for its share
+// of the fleet's, as at the last exchange, and adds the fleet's last
+// counts, fading over a window, so that it goes on throttling as the
+// fleet did. h.mu must be held.
 func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, refused int64) {
 	if th.fresh(h, now) {
 		return h.fleet.requests + h.unsent.requests, h.fleet.accepts + h.unsent.accepts, h.fleet.refused + h.unsent.refused
@@ -210,26 +211,13 @@ func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, r
 	if th.share == nil || h.fleetAt == 0 {
 		return requests, accepts, refused
 	}
-	window := int64(th.width) * throttleBuckets
-	if age := now - h.fleetAt; age < window {
-		w := float64(window-age) / float64(window)
-		requests += int64(w * float64(h.fleet.requests))
-		accepts += int64(w * float64(h.fleet.accepts))
-		refused += int64(w * float64(h.fleet.refused))
+	scale := max(h.scale, 1)
+	fade := 0.0
+	if window := int64(th.width) * throttleBuckets; now-h.fleetAt < window {
+		fade = float64(window-(now-h.fleetAt)) / float64(window)
 	}
-	return requests, accepts, refused
-}
-
-// scaleOf returns how many times its own counts of h this process takes
-// for the fleet's, towards MinRequests: the fleet's requests per its own
-// at the last exchange while the Store fails, so that a process sending a
-// small share of the fleet's requests goes on throttling; 1 otherwise.
-// h.mu must be held.
-func (th *throttling) scaleOf(h *hostThrottle, now int64) float64 {
-	if th.share == nil || h.fleetAt == 0 || th.fresh(h, now) {
-		return 1
-	}
-	return max(h.scale, 1)
+	mix := func(own, fleet int64) int64 { return int64(scale*float64(own) + fade*float64(fleet)) }
+	return mix(requests, h.fleet.requests), mix(accepts, h.fleet.accepts), mix(refused, h.fleet.refused)
 }
 
 // shareOf returns how many times more requests the fleet sends h than

@@ -80,7 +80,8 @@ type Rejection struct {
 // success ends a host's refusals, from a goroutine of its own that runs
 // while it sends requests and for a window after. An exchange is cut
 // after 4 steps. While exchanges fail, the Transport throttles on its own
-// counts, and on the fleet's last ones, fading over a window; a process's
+// counts, taken for its share of the fleet's as at the last exchange, and
+// on the fleet's last ones, fading over a window; a process's
 // probes of a host wait its share of the fleet's requests longer, so that
 // the fleet probes as one process would.
 func Shared(s Store) Option {
