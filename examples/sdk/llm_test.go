@@ -54,7 +54,7 @@ func openAIVendor() llmVendor {
 			{"429, retry-after-ms: 20", openAIError(429, "requests", "rate_limit_exceeded",
 				"Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.",
 				"Retry-After-Ms", "20"), 20 * time.Millisecond},
-			{"529", openAIError(529, "server_error", "", "The server is overloaded. Please try again later."), 0},
+			{"502", openAIError(502, "server_error", "", "Bad gateway."), 0},
 			{"500", openAIError(500, "server_error", "", "The server had an error while processing your request. Sorry about that!"), 0},
 			{"503, Retry-After: 1", openAIError(503, "server_error", "", "The engine is currently overloaded, please try again later.",
 				"Retry-After", "1"), time.Second},
@@ -84,9 +84,9 @@ func anthropicVendor() llmVendor {
 			return err
 		},
 		failures: []llmFailure{
-			{"429, retry-after-ms: 20", anthropicError(429, "rate_limit_error",
+			{"429, retry-after: 1", anthropicError(429, "rate_limit_error",
 				"This request would exceed the rate limit for your organization of 50 requests per minute.",
-				"Retry-After-Ms", "20", "Anthropic-Ratelimit-Requests-Remaining", "0"), 20 * time.Millisecond},
+				"Retry-After", "1", "Anthropic-Ratelimit-Requests-Remaining", "0"), time.Second},
 			{"529 overloaded", anthropicError(529, "overloaded_error", "Overloaded"), 0},
 			{"500", anthropicError(500, "api_error", "Internal server error"), 0},
 			{"503, Retry-After: 1", anthropicError(503, "api_error", "Service unavailable", "Retry-After", "1"), time.Second},
@@ -179,7 +179,7 @@ func TestLLMStreams(t *testing.T) {
 		failed   bool
 		attempts int
 	}{
-		{"529 before the stream", retryhttptest.First(1, openAIError(529, "server_error", "", "The server is overloaded.")), "Hello there", false, 2},
+		{"502 before the stream", retryhttptest.First(1, openAIError(502, "server_error", "", "Bad gateway.")), "Hello there", false, 2},
 		{"cut mid-stream", retryhttptest.First(1, retryhttptest.Truncate(400)), "Hello", true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
