@@ -13,8 +13,13 @@ import (
 // host stay in use after the exchange that brought them.
 const throttleFresh = 4
 
-// throttleExchanges is how many exchanges a step of the window has.
-const throttleExchanges = 2
+// throttleExchanges is how many exchanges a step of the window has, and
+// throttleRefusingExchanges how many while a host is being refused, so
+// that news of its healing spreads fast.
+const (
+	throttleExchanges         = 2
+	throttleRefusingExchanges = 4
+)
 
 // throttleMaxCount bounds the counts taken from a Store, far above what a
 // fleet counts in a window, so that sums of them cannot overflow.
@@ -78,8 +83,11 @@ func (s *throttleShare) run(t *Transport, th *throttling) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		s.exchange(t, th)
-		timer.Reset(th.width / throttleExchanges)
+		every := th.width / throttleExchanges
+		if s.exchange(t, th) {
+			every = th.width / throttleRefusingExchanges
+		}
+		timer.Reset(every)
 		select {
 		case <-timer.C:
 		case <-s.wake:
@@ -99,8 +107,9 @@ func (s *throttleShare) run(t *Transport, th *throttling) {
 // exchange sends the counts of every host counted since the last exchange,
 // and takes the fleet's in their place. When the Store fails, the counts
 // sent are kept for the next exchange, and each host is throttled on its
-// own counts until an exchange succeeds.
-func (s *throttleShare) exchange(t *Transport, th *throttling) {
+// own counts until an exchange succeeds. It reports whether a host is
+// being refused requests.
+func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 	type sent struct {
 		h     *hostThrottle
 		c     throttleCounts
@@ -136,7 +145,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) {
 			}
 			x.h.mu.Unlock()
 		}
-		return
+		return false
 	}
 	s.ok.Store(true)
 	fleet := make(map[wire.HostKey]throttleCounts, len(got))
@@ -148,29 +157,31 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) {
 		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused}
 	}
 	for _, x := range hosts {
-		th.take(x.h, fleet[x.h.key], x.heals, now)
+		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing
 		delete(fleet, x.h.key)
 	}
 	// The hosts the fleet counts failures of that this process has not.
 	for k, c := range fleet {
 		if c.requests > c.accepts {
-			th.take(th.hostKey(k.Scheme, k.Host, now, false), c, 0, now)
+			refusing = th.take(th.hostKey(k.Scheme, k.Host, now, false), c, 0, now) || refusing
 		}
 	}
+	return refusing
 }
 
 // take makes c, the fleet's counts of h, those h is throttled on, unless a
 // success ended its refusals since the exchange that brought them was
-// sent (heals has changed).
-func (th *throttling) take(h *hostThrottle, c throttleCounts, heals uint64, now int64) {
+// sent (heals has changed). It reports whether h is being refused
+// requests.
+func (th *throttling) take(h *hostThrottle, c throttleCounts, heals uint64, now int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.heals != heals {
-		return
+		return false
 	}
 	h.fleet, h.fleetAt = c, now
 	h.scale = th.shareOf(h, now)
-	th.update(h, now)
+	return th.update(h, now) > 0
 }
 
 // heal notes that a success ended the refusals of h: the next exchange
