@@ -25,7 +25,7 @@ func logTable(t *testing.T, tb Table) {
 
 // TestThrottleRates measures, for each library of the rate tables, a 30 s
 // outage and its healing at each rate, one process sending; with -full at
-// every rate of the table, 10 trials each (about a minute, several under
+// every rate of the table, 10 trials each (about 45 s; 2.5 minutes under
 // -race), otherwise at 2, 20 and 200 a second, 3 trials each. retryhttp
 // with throttling comes back within 1 s of healing, or 5 requests where
 // these take longer, in 9 trials of 10 at least (every trial of 3), and
