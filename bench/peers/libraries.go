@@ -5,6 +5,7 @@ import (
 
 	"github.com/failsafe-go/failsafe-go/budget"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
@@ -26,7 +27,11 @@ func newRetryHTTP(base http.RoundTripper, c Config, extra ...retryhttp.Option) h
 	if base != nil {
 		opts = append(opts, retryhttp.WithBase(base))
 	}
-	if c.Base > 0 {
+	switch {
+	case c.Delay > 0:
+		b := backoff.Constant(c.Delay)
+		opts = append(opts, retryhttp.WithBackoff(b), retryhttp.WithThrottleBackoff(b))
+	case c.Base > 0:
 		b := backoff.FullJitter(backoff.Exponential(c.Base, c.cap()))
 		opts = append(opts, retryhttp.WithBackoff(b), retryhttp.WithThrottleBackoff(b))
 	}
@@ -88,14 +93,23 @@ func NewFailsafeBudget(base http.RoundTripper, c Config) http.RoundTripper {
 	return newFailsafe(base, c, true)
 }
 
+// delays gives b c's delays: a constant c.Delay, or c.Base doubling up to
+// c.Cap.
+func delays(b retrypolicy.Builder[*http.Response], c Config) retrypolicy.Builder[*http.Response] {
+	switch {
+	case c.Delay > 0:
+		return b.WithDelay(c.Delay)
+	case c.Base > 0:
+		return b.WithBackoff(c.Base, c.cap())
+	}
+	return b
+}
+
 func newFailsafe(base http.RoundTripper, c Config, withBudget bool) http.RoundTripper {
 	if base == nil {
 		base = OwnBase(Failsafe, nil)
 	}
-	b := failsafehttp.NewRetryPolicyBuilder().WithMaxAttempts(c.attempts()).ReturnLastFailure()
-	if c.Base > 0 {
-		b = b.WithBackoff(c.Base, c.cap())
-	}
+	b := delays(failsafehttp.NewRetryPolicyBuilder().WithMaxAttempts(c.attempts()).ReturnLastFailure(), c)
 	if withBudget {
 		b = b.WithBudget(budget.New())
 	}

@@ -36,6 +36,10 @@ type Config struct {
 	Base time.Duration
 	// Cap bounds the delay when Base is set. 0 means one second.
 	Cap time.Duration
+	// Delay, when set, is a constant delay before every retry in place
+	// of Base, in the rows that use it: retryhttp (backoff.Constant, as
+	// both its backoffs) and failsafe-go (WithDelay). The others do not.
+	Delay time.Duration
 	// NoBudget turns off the retry budgets of the libraries that have one
 	// by default (retryhttp and the AWS SDK), to isolate their backoff.
 	NoBudget bool

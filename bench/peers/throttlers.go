@@ -11,6 +11,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/timeout"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 // Names of the libraries that refuse requests to a failing host, as they
@@ -37,6 +38,15 @@ func Throttlers() []Library {
 // retryhttp.WithAdaptiveThrottling() at its defaults.
 func NewRetryHTTPThrottling(base http.RoundTripper, c Config) http.RoundTripper {
 	return newRetryHTTP(base, c, retryhttp.WithAdaptiveThrottling())
+}
+
+// RetryHTTPShared returns retryhttp with adaptive throttling at its
+// defaults that shares its counts with the other processes of a fleet
+// through store (throttle.Shared), named name in tables.
+func RetryHTTPShared(name string, store throttle.Store) Library {
+	return Library{name, func(base http.RoundTripper, c Config) http.RoundTripper {
+		return newRetryHTTP(base, c, retryhttp.WithAdaptiveThrottling(throttle.Shared(store)))
+	}}
 }
 
 // failure is what failsafe-go's throttler and breaker count as a failure:
@@ -73,10 +83,7 @@ func newFailsafeGuarded(base http.RoundTripper, c Config, guard failsafe.Policy[
 	if base == nil {
 		base = OwnBase(Failsafe, nil)
 	}
-	b := failsafehttp.NewRetryPolicyBuilder().WithMaxAttempts(c.attempts()).ReturnLastFailure().AbortOnErrors(refused)
-	if c.Base > 0 {
-		b = b.WithBackoff(c.Base, c.cap())
-	}
+	b := delays(failsafehttp.NewRetryPolicyBuilder().WithMaxAttempts(c.attempts()).ReturnLastFailure().AbortOnErrors(refused), c)
 	policies := []failsafe.Policy[*http.Response]{b.Build(), guard}
 	if c.AttemptTimeout > 0 {
 		policies = append(policies, timeout.New[*http.Response](c.AttemptTimeout))
