@@ -27,7 +27,8 @@ const throttleMaxCount = 1 << 48
 
 // A throttleShare exchanges the counts of a Transport's hosts with the
 // other processes of a fleet through a throttle.Store: twice a step of the
-// window, and at once when a success ends the refusals of a host, from a
+// window, four times while a host is being refused, and at once when a
+// success ends the refusals of a host, from a
 // goroutine that runs while requests are sent and for a window after the
 // last.
 type throttleShare struct {
@@ -77,8 +78,9 @@ func (s *throttleShare) tick(t *Transport, th *throttling) {
 	}
 }
 
-// run exchanges the counts twice a step of the window, and at once after
-// a heal, until no request was admitted for a window.
+// run exchanges the counts twice a step of the window (four times while a
+// host is being refused), and at once after a heal, until no request was
+// admitted for a window.
 func (s *throttleShare) run(t *Transport, th *throttling) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()

@@ -112,8 +112,10 @@
 //	throttled := retryhttp.New(retryhttp.WithAdaptiveThrottling(throttle.Shared(store)))
 //
 // A Transport exchanges its counts with the store twice a step of its
-// window (every 250 ms by default), and at once when a success ends a
-// host's refusals, from a goroutine of its own, never on a request's path: one script, one round trip, which adds the process's
+// window (every 250 ms by default; twice as often while a host is being
+// refused), and at once when a success ends a host's refusals, from a
+// goroutine of its own, never on a request's path: one script, one round
+// trip, which adds the process's
 // counts to their hosts' steps and returns the fleet's sums for every host
 // counted within the window, which the Transport throttles on. While an
 // exchange fails (Redis down, slower than the timeout, a replica, out of

@@ -32,10 +32,10 @@ var (
 // counts to their hosts' current steps, forgets the earlier counts of a
 // host that healed, drops the steps that have left the window, and returns
 // the fleet's sums over the window for every host with counts in it. A
-// Transport exchanges twice a step of its window (a twentieth of it), and
-// once more when a success ends a host's refusals, from a goroutine of its
-// own, so a fleet of n processes runs about 40n scripts per window,
-// whatever its traffic.
+// Transport exchanges twice a step of its window (a twentieth of it), four
+// times while a host is being refused, and once more when a success ends
+// a host's refusals, from a goroutine of its own, so a fleet of n
+// processes runs 40n to 80n scripts per window, whatever its traffic.
 //
 // Steps are numbered on each process's wall clock, as the Unix time in
 // milliseconds divided by the step's width in whole milliseconds, so

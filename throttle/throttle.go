@@ -76,8 +76,9 @@ type Rejection struct {
 // would. redisbudget.NewThrottleStore is such a Store, on Redis.
 //
 // Sharing never makes a request wait: the Transport exchanges its counts
-// with s in batches, twice a step of the window and at once when a
-// success ends a host's refusals, from a goroutine of its own that runs
+// with s in batches, twice a step of the window (four times while a host
+// is being refused) and at once when a success ends a host's refusals,
+// from a goroutine of its own that runs
 // while it sends requests and for a window after. An exchange is cut
 // after 4 steps. While exchanges fail, the Transport throttles on its own
 // counts, taken for its share of the fleet's as at the last exchange, and
