@@ -126,9 +126,10 @@ type hostThrottle struct {
 	credit   float64
 	creditAt int64
 	buckets  [throttleBuckets]throttleBucket
-	folded   int64 // when pending was last emptied, on th.clock
-	sent     int64 // when a request last failed, or was sent while refusing, on th.clock
-	refused  int   // requests refused in a row since one was sent
+	folded   int64   // when pending was last emptied, on th.clock
+	sent     int64   // when a request last failed, or was sent while refusing, on th.clock
+	refused  int     // requests refused in a row since one was sent
+	jitter   float64 // in [0, 1), drawn at sent, so that a fleet's processes probe apart
 }
 
 // A throttleBucket counts the attempts of the requests that ended in one
@@ -176,7 +177,7 @@ func (th *throttling) draw(t *Transport, h *hostThrottle, now int64) (p float64,
 	p = th.update(h, now)
 	if p == 0 || t.rand() >= p || th.probe(h, now) {
 		if p > 0 {
-			h.sent, h.refused = now, 0
+			h.sent, h.refused, h.jitter = now, 0, t.rand()
 		}
 		return p, true
 	}
@@ -209,9 +210,16 @@ func (th *throttling) retry(t *Transport, h *hostThrottle) bool {
 // refused is sent at least one request a tenth of the window and one in
 // throttleProbeAfter+1, whichever is fewer, and the success of one ends
 // the refusals: a host that heals gets every request again within a tenth
-// of the window or a few requests, at any rate. h.mu must be held.
+// of the window or a few requests, at any rate. A process sharing its
+// counts waits its share of the fleet's requests times longer, drawn
+// between half and one and a half of it, so that the fleet's processes
+// probe apart, about as often together as one process. h.mu must be held.
 func (th *throttling) probe(h *hostThrottle, now int64) bool {
-	return h.refused >= throttleProbeAfter && float64(now-h.sent) >= throttleProbeSteps*float64(th.width)*th.shareOf(h, now)
+	wait := throttleProbeSteps * float64(th.width)
+	if share := th.shareOf(h, now); share > 1 {
+		wait *= share * (0.5 + h.jitter)
+	}
+	return h.refused >= throttleProbeAfter && float64(now-h.sent) >= wait
 }
 
 // record counts the outcome of req, whose last attempt, the attempts-th,
@@ -281,7 +289,7 @@ func (th *throttling) gaveUp(t *Transport, req *http.Request, attempts int, reas
 	}
 	th.count(h, now, int64(attempts), 0, 0)
 	h.last.Store(now)
-	h.sent = now
+	h.sent, h.jitter = now, t.rand()
 	p := th.update(h, now)
 	c := h.announce(p)
 	h.mu.Unlock()

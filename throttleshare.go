@@ -235,9 +235,8 @@ func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, r
 
 // shareOf returns how many times more requests the fleet sends h than
 // this process does, over the window, at least 1: 1 when the counts are
-// not shared. A probe of h waits that many times longer, so that the
-// fleet probes a host about as often as one process would. h.mu must be
-// held.
+// not shared. A probe of h waits about that many times longer (probe).
+// h.mu must be held.
 func (th *throttling) shareOf(h *hostThrottle, now int64) float64 {
 	if !th.fresh(h, now) {
 		return 1
