@@ -124,4 +124,11 @@ type Counts struct {
 	// refused requests succeeded, which ends the refusals: the fleet's
 	// counts of the host before it no longer count.
 	Healed bool
+	// Sent is when a request was last sent to the host while it was being
+	// refused requests, or zero. A Store keeps the latest it is given of a
+	// host, and returns it while the host has counts, so that the fleet's
+	// processes probe a refused host in turn rather than each on its own
+	// (a Store that returns zero leaves each to its own). A Healed mark
+	// forgets it.
+	Sent time.Time
 }
