@@ -178,6 +178,10 @@ func (th *throttling) draw(t *Transport, h *hostThrottle, now int64) (p float64,
 	if p == 0 || t.rand() >= p || th.probe(h, now) {
 		if p > 0 {
 			h.sent, h.refused, h.jitter = now, 0, t.rand()
+			if th.share != nil {
+				h.unsent.sent = now
+				th.share.soon() // so that the others wait for it
+			}
 		}
 		return p, true
 	}
@@ -211,10 +215,17 @@ func (th *throttling) retry(t *Transport, h *hostThrottle) bool {
 // throttleProbeAfter+1, whichever is fewer, and the success of one ends
 // the refusals: a host that heals gets every request again within a tenth
 // of the window or a few requests, at any rate. A process sharing its
-// counts waits its share of the fleet's requests times longer, drawn
-// between half and one and a half of it, so that the fleet's processes
-// probe apart, about as often together as one process. h.mu must be held.
+// counts through a Store that tells when the fleet last sent h a request
+// probes when no process did for a tenth of the window; through one that
+// does not, it waits its share of the fleet's requests times longer, drawn
+// between half and one and a half of it, so that the processes probe
+// apart. h.mu must be held.
 func (th *throttling) probe(h *hostThrottle, now int64) bool {
+	if th.fresh(h, now) && h.fleet.sent != 0 {
+		// The fleet's Store says when a request was last sent to h: the
+		// fleet probes as one process, each process in turn.
+		return h.refused >= 1 && now-max(h.sent, h.fleet.sent) >= throttleProbeSteps*int64(th.width)
+	}
 	wait := throttleProbeSteps * float64(th.width)
 	if share := th.shareOf(h, now); share > 1 {
 		wait *= share * (0.5 + h.jitter)

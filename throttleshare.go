@@ -57,6 +57,7 @@ type shared struct {
 type throttleCounts struct {
 	requests, accepts, refused int64
 	healed                     bool
+	sent                       int64 // when a request was last sent while refusing, on th.clock; 0 if none
 }
 
 func (c *throttleCounts) add(requests, accepts, refused int64) {
@@ -130,7 +131,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		hosts = append(hosts, sent{h, c, heals})
 		if c != (throttleCounts{}) {
 			out = append(out, throttle.Counts{Scheme: h.key.Scheme, Host: h.key.Host,
-				Attempts: c.requests, Accepted: c.accepts, Refused: c.refused, Healed: c.healed})
+				Attempts: c.requests, Accepted: c.accepts, Refused: c.refused, Healed: c.healed, Sent: th.at(c.sent)})
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), throttleFresh*th.width)
@@ -144,6 +145,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 			if x.h.heals == x.heals { // else counts before a heal, which no longer count
 				x.h.unsent.add(x.c.requests, x.c.accepts, x.c.refused)
 				x.h.unsent.healed = x.h.unsent.healed || x.c.healed
+				x.h.unsent.sent = max(x.h.unsent.sent, x.c.sent)
 			}
 			x.h.mu.Unlock()
 		}
@@ -156,7 +158,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 			c.Refused < 0 || c.Refused > throttleMaxCount {
 			continue // not counts a Store should return
 		}
-		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused}
+		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: th.since(c.Sent)}
 	}
 	for _, x := range hosts {
 		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing
@@ -196,6 +198,11 @@ func (s *throttleShare) heal(h *hostThrottle) {
 	h.unsent = throttleCounts{healed: true}
 	h.fleet, h.scale = throttleCounts{}, 1
 	h.heals++
+	s.soon()
+}
+
+// soon has the next exchange run at once.
+func (s *throttleShare) soon() {
 	select {
 	case s.wake <- struct{}{}:
 	default: // a wake is pending already
@@ -248,4 +255,21 @@ func (th *throttling) shareOf(h *hostThrottle, now int64) float64 {
 		return 1
 	}
 	return float64(all) / float64(own)
+}
+
+// at returns the time of now, a time on th.clock, or the zero time for 0.
+func (th *throttling) at(now int64) time.Time {
+	if now == 0 {
+		return time.Time{}
+	}
+	return th.origin.Add(time.Duration(now))
+}
+
+// since returns t on th.clock, or 0 for the zero time or a time before
+// th.origin.
+func (th *throttling) since(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(int64(t.Sub(th.origin)), 0)
 }

@@ -22,6 +22,7 @@ import (
 type memStore struct {
 	mu        sync.Mutex
 	hosts     map[wire.HostKey]map[int64]*throttleCounts // by step
+	sent      map[wire.HostKey]time.Time
 	down      atomic.Bool
 	exchanges atomic.Int64
 }
@@ -29,7 +30,7 @@ type memStore struct {
 var errStoreDown = errors.New("store down")
 
 func newMemStore() *memStore {
-	return &memStore{hosts: map[wire.HostKey]map[int64]*throttleCounts{}}
+	return &memStore{hosts: map[wire.HostKey]map[int64]*throttleCounts{}, sent: map[wire.HostKey]time.Time{}}
 }
 
 func (m *memStore) Exchange(_ context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
@@ -46,6 +47,10 @@ func (m *memStore) Exchange(_ context.Context, window time.Duration, counts []th
 		if steps == nil || c.Healed {
 			steps = map[int64]*throttleCounts{}
 			m.hosts[k] = steps
+			delete(m.sent, k)
+		}
+		if c.Sent.After(m.sent[k]) {
+			m.sent[k] = c.Sent
 		}
 		b := steps[step]
 		if b == nil {
@@ -56,7 +61,7 @@ func (m *memStore) Exchange(_ context.Context, window time.Duration, counts []th
 	}
 	var out []throttle.Counts
 	for k, steps := range m.hosts {
-		sum := throttle.Counts{Scheme: k.Scheme, Host: k.Host}
+		sum := throttle.Counts{Scheme: k.Scheme, Host: k.Host, Sent: m.sent[k]}
 		for st, b := range steps {
 			if st <= step-throttleBuckets {
 				delete(steps, st)
@@ -68,6 +73,7 @@ func (m *memStore) Exchange(_ context.Context, window time.Duration, counts []th
 		}
 		if len(steps) == 0 {
 			delete(m.hosts, k)
+			delete(m.sent, k)
 			continue
 		}
 		out = append(out, sum)
