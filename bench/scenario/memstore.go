@@ -13,15 +13,17 @@ const memSteps = 20
 
 // A MemStore is a throttle.Store in memory, as a fleet's processes would
 // share one: the counts of each host in the steps of the window, on the
-// clock of time.Now (the bubble's, in a synctest bubble).
+// clock of time.Now (the bubble's, in a synctest bubble), and the latest
+// Sent of each.
 type MemStore struct {
 	mu    sync.Mutex
 	hosts map[[2]string]map[int64]*throttle.Counts // by scheme and host, then by step
+	sent  map[[2]string]time.Time
 }
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{hosts: map[[2]string]map[int64]*throttle.Counts{}}
+	return &MemStore{hosts: map[[2]string]map[int64]*throttle.Counts{}, sent: map[[2]string]time.Time{}}
 }
 
 // Exchange adds counts to the current step of their hosts, forgetting a
@@ -37,6 +39,10 @@ func (m *MemStore) Exchange(_ context.Context, window time.Duration, counts []th
 		if steps == nil || c.Healed {
 			steps = map[int64]*throttle.Counts{}
 			m.hosts[k] = steps
+			delete(m.sent, k)
+		}
+		if c.Sent.After(m.sent[k]) {
+			m.sent[k] = c.Sent
 		}
 		b := steps[step]
 		if b == nil {
@@ -49,7 +55,7 @@ func (m *MemStore) Exchange(_ context.Context, window time.Duration, counts []th
 	}
 	var out []throttle.Counts
 	for k, steps := range m.hosts {
-		sum := throttle.Counts{Scheme: k[0], Host: k[1]}
+		sum := throttle.Counts{Scheme: k[0], Host: k[1], Sent: m.sent[k]}
 		for st, b := range steps {
 			if st <= step-memSteps {
 				delete(steps, st)
@@ -61,6 +67,7 @@ func (m *MemStore) Exchange(_ context.Context, window time.Duration, counts []th
 		}
 		if len(steps) == 0 {
 			delete(m.hosts, k)
+			delete(m.sent, k)
 			continue
 		}
 		out = append(out, sum)
