@@ -28,7 +28,7 @@ const throttleMaxCount = 1 << 48
 // A throttleShare exchanges the counts of a Transport's hosts with the
 // other processes of a fleet through a throttle.Store: twice a step of the
 // window, four times while a host is being refused, and at once when a
-// success ends the refusals of a host, from a
+// refused host is sent a request or a success ends its refusals, from a
 // goroutine that runs while requests are sent and for a window after the
 // last.
 type throttleShare struct {

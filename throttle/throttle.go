@@ -77,14 +77,14 @@ type Rejection struct {
 //
 // Sharing never makes a request wait: the Transport exchanges its counts
 // with s in batches, twice a step of the window (four times while a host
-// is being refused) and at once when a success ends a host's refusals,
-// from a goroutine of its own that runs
-// while it sends requests and for a window after. An exchange is cut
-// after 4 steps. While exchanges fail, the Transport throttles on its own
-// counts, taken for its share of the fleet's as at the last exchange, and
-// on the fleet's last ones, fading over a window; a process's
-// probes of a host wait its share of the fleet's requests longer, so that
-// the fleet probes as one process would.
+// is being refused), and at once when it sends a refused host a request
+// or a success ends a host's refusals, from a goroutine of its own that
+// runs while it sends requests and for a window after. An exchange is cut
+// after 4 steps. The fleet probes a refused host as one process would: a
+// process probes it when no process sent it a request for a tenth of the
+// window (Counts.Sent). While exchanges fail, the Transport throttles on
+// its own counts, taken for its share of the fleet's as at the last
+// exchange, and on the fleet's last ones, fading over a window.
 func Shared(s Store) Option {
 	if s == nil {
 		panic("throttle: Shared: nil Store")
