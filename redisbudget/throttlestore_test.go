@@ -164,10 +164,11 @@ func TestThrottleStoreWindowSlides(t *testing.T) {
 	rdb, clock, hostsKey, countsKey := ts.rdb, ts.clock, ts.hostsKey, ts.countsKey
 	ctx := context.Background()
 
-	// A host's field: its sums as of a step, then the steps they add up.
+	// A host's field: its sums and sent as of a step, then the steps they
+	// add up.
 	step := ts.step()
 	exchange(t, ts, counts("api.example", 2, 1, 0))
-	assert.Equal(t, fmt.Sprintf("%d 2 1 0|%d 2 1 0", step, step), rdb.HGet(ctx, countsKey, "https://api.example").Val())
+	assert.Equal(t, fmt.Sprintf("%d 2 1 0 0|%d 2 1 0", step, step), rdb.HGet(ctx, countsKey, "https://api.example").Val())
 	assert.Equal(t, []redis.Z{{Score: float64(step), Member: "https://api.example"}}, rdb.ZRangeWithScores(ctx, hostsKey, 0, -1).Val())
 	clock.advance(testStep)
 
@@ -386,10 +387,12 @@ func TestThrottleStoreMendsWhatItCannotRead(t *testing.T) {
 	exchange(t, ts, counts("api.example", 1, 0, 0))
 
 	rdb.ZAdd(ctx, hostsKey, redis.Z{Score: float64(step - 30), Member: "https://ghost.example"})
-	rdb.HSet(ctx, countsKey, "https://garbage.example", "not counts", "https://orphan.example", fmt.Sprintf("%d 5 0 0|%d 5 0 0", step-25, step-25),
-		"https://wrong-sums.example", fmt.Sprintf("%d 1 0 0|%d 5 0 0|%d 1 0 0", step, step-19, step))
+	rdb.HSet(ctx, countsKey, "https://garbage.example", "not counts", "https://orphan.example", fmt.Sprintf("%d 5 0 0 0|%d 5 0 0", step-25, step-25),
+		"https://wrong-sums.example", fmt.Sprintf("%d 1 0 0 0|%d 5 0 0|%d 1 0 0", step, step-19, step),
+		"https://old-format.example", fmt.Sprintf("%d 1 0 0|%d 1 0 0", step, step))
 	rdb.ZAdd(ctx, hostsKey, redis.Z{Score: float64(step), Member: "https://garbage.example"},
-		redis.Z{Score: float64(step), Member: "https://wrong-sums.example"})
+		redis.Z{Score: float64(step), Member: "https://wrong-sums.example"},
+		redis.Z{Score: float64(step), Member: "https://old-format.example"})
 	clock.advance(testStep)
 	assert.Equal(t, sums(counts("api.example", 2, 0, 0), counts("wrong-sums.example", 0, 0, 0)),
 		exchange(t, ts, counts("api.example", 1, 0, 0)))
