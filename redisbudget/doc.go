@@ -126,7 +126,8 @@
 // {retryhttp:throttle:<name>}:hosts:<step ms>, a sorted set of the hosts
 // scored by the step they were last counted in, and
 // {retryhttp:throttle:<name>}:counts:<step ms>, a hash with a field per
-// host holding its sums over the window and then its steps, at most 20. The
+// host holding its sums over the window, its latest Sent and then its
+// steps, at most 20. The
 // hash tag puts them in one slot of a Redis Cluster; they hold at most 1024
 // hosts (WithMaxHosts), and expire a window and a step after the last
 // exchange. The script ([exchange.lua]) is loaded and run by hash as the

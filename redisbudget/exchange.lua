@@ -3,25 +3,31 @@
 --
 -- KEYS[1], a sorted set: the hosts with counts in the window, each scored
 -- by the last step it was counted in.
--- KEYS[2], a hash: a field per host, holding its sums over the window and
--- the steps they add up, oldest first, at most 20:
+-- KEYS[2], a hash: a field per host, holding its sums over the window,
+-- when a request was last sent to it while it was being refused (sent, in
+-- Unix milliseconds, 0 for never), and the steps the sums add up, oldest
+-- first, at most 20:
 --
---   <asof> <attempts> <accepted> <refused>|<step> <attempts> <accepted> <refused>|...
+--   <asof> <attempts> <accepted> <refused> <sent>|<step> <attempts> <accepted> <refused>|...
 --
 -- The sums are those of the steps held, which are those in the window of
 -- step asof: a later exchange drops the steps that have left the window
--- since from the front, and takes them off the sums.
+-- since from the front, and takes them off the sums. A host's sent goes
+-- with its steps: it is kept, however old, while the host has steps in
+-- the window, and forgotten with them.
 --
 -- ARGV[1] is the current step, ARGV[2] how long the keys live after this
 -- exchange in milliseconds, ARGV[3] the most hosts kept, and ARGV[4] the
--- batch, a line per entry: "<attempts> <accepted> <refused> <healed> <host>\n"
--- with healed 1 or 0, applied in order. A healed entry first forgets the
--- host's counts, then adds its own.
+-- batch, a line per entry:
+-- "<attempts> <accepted> <refused> <healed> <sent> <host>\n" with healed 1
+-- or 0 and sent 0 for none, applied in order. A healed entry first forgets
+-- the host's counts and sent, then adds its own. A host keeps the latest
+-- sent it is given while it has counts.
 --
 -- After the batch, the hosts counted least recently beyond the most kept
 -- make room, and those whose steps have all left the window are dropped.
 -- Returns a string, a line per host with counts in the window:
--- "<attempts> <accepted> <refused> <host>\n".
+-- "<attempts> <accepted> <refused> <sent> <host>\n".
 local steps = 20
 -- The most one step holds of a count: 20 of them stay exact in Lua's
 -- numbers (2^53).
@@ -29,6 +35,7 @@ local most = 2^48
 local now = tonumber(ARGV[1])
 local hosts, counts = KEYS[1], KEYS[2]
 local entry = '(%d+) (%d+) (%d+) (%d+)'
+local head = '^(%d+) (%d+) (%d+) (%d+) (%d+)(|.*)$'
 
 -- call runs command with the arguments in list, in batches that unpack
 -- can take, each after the arguments in fixed.
@@ -45,20 +52,21 @@ local function call(command, fixed, list)
   end
 end
 
--- current returns a host's step asof, sums and steps, from its field's
--- value v, with the steps that have left the window by now dropped. A
--- missing or unreadable value is a host with no counts.
+-- current returns a host's step asof, sums, sent and steps, from its
+-- field's value v, with the steps that have left the window by now
+-- dropped. A missing or unreadable value, or one with no step left, is a
+-- host with no counts (and no sent).
 local function current(v)
-  local asof, a, c, r, ring
+  local asof, a, c, r, sent, ring
   if v then
-    asof, a, c, r, ring = string.match(v, '^' .. entry .. '(.*)$')
+    asof, a, c, r, sent, ring = string.match(v, head)
   end
   if not asof then
-    return now, 0, 0, 0, ''
+    return now, 0, 0, 0, 0, ''
   end
-  asof, a, c, r = tonumber(asof), tonumber(a), tonumber(c), tonumber(r)
+  asof, a, c, r, sent = tonumber(asof), tonumber(a), tonumber(c), tonumber(r), tonumber(sent)
   if asof >= now then
-    return asof, a, c, r, ring
+    return asof, a, c, r, sent, ring
   end
   local pos = 1
   while true do
@@ -69,20 +77,24 @@ local function current(v)
     a, c, r = a - sa, c - sc, r - sr
     pos = e + 1
   end
+  ring = string.sub(ring, pos)
+  if ring == '' then
+    return now, 0, 0, 0, 0, ''
+  end
   -- Sums that were not those of the steps (a value the script did not
   -- write) never fall below 0.
-  return now, math.max(a, 0), math.max(c, 0), math.max(r, 0), string.sub(ring, pos)
+  return now, math.max(a, 0), math.max(c, 0), math.max(r, 0), sent, ring
 end
 
-local function value(asof, a, c, r, ring)
-  return string.format('%d %d %d %d', asof, a, c, r) .. ring
+local function value(asof, a, c, r, sent, ring)
+  return string.format('%d %d %d %d %d', asof, a, c, r, sent) .. ring
 end
 
 -- added returns v with counts added to its current step: the last one
 -- held if it is now or later (a clock a little ahead wrote it), or a new
 -- one.
 local function added(v, a, c, r)
-  local asof, sa, sc, sr, ring = current(v)
+  local asof, sa, sc, sr, sent, ring = current(v)
   local s, la, lc, lr
   local i = string.match(ring, '.*()|')
   if i then
@@ -96,7 +108,17 @@ local function added(v, a, c, r)
   end
   local na, nc, nr = math.min(la + a, most), math.min(lc + c, most), math.min(lr + r, most)
   ring = ring .. string.format('|%d %d %d %d', s, na, nc, nr)
-  return value(asof, sa + na - la, sc + nc - lc, sr + nr - lr, ring)
+  return value(asof, sa + na - la, sc + nc - lc, sr + nr - lr, sent, ring)
+end
+
+-- withSent returns v, a value with counts, with its sent the later of its
+-- own and sent.
+local function withSent(v, sent)
+  local front, own, ring = string.match(v, '^(%d+ %d+ %d+ %d+ )(%d+)(|.*)$')
+  if not front or tonumber(own) >= sent then
+    return v
+  end
+  return front .. string.format('%d', sent) .. ring
 end
 
 -- The hash is read once, changed here, and what changed written back.
@@ -107,13 +129,15 @@ for i = 1, #all, 2 do
   known[#known + 1] = all[i]
 end
 
--- The batch, in order.
-local batch, counted, set = {}, {}, {}
-for a, c, r, heal, host in string.gmatch(ARGV[4], '(%d+) (%d+) (%d+) ([01]) ([^\n]+)\n') do
+-- The batch, in order; the latest sent of each host since its last heal
+-- in the batch applies after it, to the hosts then with counts.
+local batch, counted, set, sents = {}, {}, {}, {}
+for a, c, r, heal, sent, host in string.gmatch(ARGV[4], '(%d+) (%d+) (%d+) ([01]) (%d+) ([^\n]+)\n') do
   if heal == '1' then
     vals[host] = nil
+    sents[host] = nil
   end
-  a, c, r = tonumber(a), tonumber(c), tonumber(r)
+  a, c, r, sent = tonumber(a), tonumber(c), tonumber(r), tonumber(sent)
   if a + c + r > 0 then
     vals[host] = added(vals[host], a, c, r)
     if not counted[host] then
@@ -121,12 +145,26 @@ for a, c, r, heal, host in string.gmatch(ARGV[4], '(%d+) (%d+) (%d+) ([01]) ([^\
       known[#known + 1] = host
     end
   end
+  if sent > (sents[host] or 0) then
+    sents[host] = sent
+  end
   batch[#batch + 1] = host
 end
--- The counts added are the first write, so that a Redis out of memory
--- refuses them before anything else is written: Redis lets a script that
--- has written go on writing.
+local changed = {}
 for host in pairs(counted) do
+  changed[host] = true
+end
+for host, sent in pairs(sents) do
+  local v = vals[host]
+  if v then
+    vals[host] = withSent(v, sent)
+    changed[host] = changed[host] or vals[host] ~= v
+  end
+end
+-- The counts and sents added are the first write, so that a Redis out of
+-- memory refuses them before anything else is written: Redis lets a
+-- script that has written go on writing.
+for host in pairs(changed) do
   if vals[host] then
     set[#set + 1] = host
     set[#set + 1] = vals[host]
@@ -171,19 +209,19 @@ end
 local out, gone = {}, {}
 set = {}
 for host, v in pairs(vals) do
-  local asof, sums = string.match(v, '^(%d+) (%d+ %d+ %d+)|')
+  local asof, sums = string.match(v, '^(%d+) (%d+ %d+ %d+ %d+)|')
   if not asof or tonumber(asof) < now then
-    local a, c, r, ring
-    asof, a, c, r, ring = current(v)
+    local a, c, r, sent, ring
+    asof, a, c, r, sent, ring = current(v)
     if ring == '' then
       vals[host] = nil
       gone[#gone + 1] = host
       sums = nil
     else
-      vals[host] = value(asof, a, c, r, ring)
+      vals[host] = value(asof, a, c, r, sent, ring)
       set[#set + 1] = host
       set[#set + 1] = vals[host]
-      sums = string.format('%d %d %d', a, c, r)
+      sums = string.format('%d %d %d %d', a, c, r, sent)
     end
   end
   if sums then

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/retryhttp/retryhttp/throttle"
 )
@@ -13,19 +14,25 @@ import (
 // string, a line per entry, and answers the fleet's sums as one string, a
 // line per host:
 //
-//	batch:  <attempts> <accepted> <refused> <healed 1|0> <scheme>://<host>\n
-//	reply:  <attempts> <accepted> <refused> <scheme>://<host>\n
+//	batch:  <attempts> <accepted> <refused> <healed 1|0> <sent> <scheme>://<host>\n
+//	reply:  <attempts> <accepted> <refused> <sent> <scheme>://<host>\n
 //
-// One string each way costs go-redis two values, whatever the hosts.
+// where sent is Counts.Sent in Unix milliseconds, 0 for the zero time. One
+// string each way costs go-redis two values, whatever the hosts.
 
 // maxCount is the most a count of one entry may be: the script holds at
 // most this much per host and step, so that a window's sum of 20 steps stays
 // exact in Lua's numbers (2^53).
 const maxCount = 1 << 48
 
+// maxSent is the latest Counts.Sent may be, in Unix milliseconds (some
+// 285,000 years after 1970): the script's numbers hold it exactly.
+const maxSent = 1 << 53
+
 // appendBatch appends counts to dst in the script's batch format. It
 // returns an error, and dst as it was, if an entry has a negative count or
-// one above maxCount, or a scheme or host that checkHost refuses.
+// one above maxCount, a Sent that is neither zero nor after 1970 and up to
+// maxSent, or a scheme or host that checkHost refuses.
 func appendBatch(dst []byte, counts []throttle.Counts) ([]byte, error) {
 	n := len(dst)
 	for i, c := range counts {
@@ -42,6 +49,8 @@ func appendBatch(dst []byte, counts []throttle.Counts) ([]byte, error) {
 		} else {
 			dst = append(dst, " 0 "...)
 		}
+		dst = strconv.AppendInt(dst, sentMilli(c.Sent), 10)
+		dst = append(dst, ' ')
 		dst = append(dst, c.Scheme...)
 		dst = append(dst, "://"...)
 		dst = append(dst, c.Host...)
@@ -57,7 +66,29 @@ func checkCounts(c throttle.Counts) error {
 			return fmt.Errorf("a count of %d, not in [0, 2^48]", n)
 		}
 	}
+	if !c.Sent.IsZero() {
+		if ms := c.Sent.UnixMilli(); ms < 1 || ms > maxSent {
+			return fmt.Errorf("a Sent of %v, not after 1970 or past 2^53 ms", c.Sent)
+		}
+	}
 	return checkHost(c.Scheme, c.Host)
+}
+
+// sentMilli returns t in Unix milliseconds, or 0 for the zero time.
+func sentMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// sentTime returns the time of ms Unix milliseconds, or the zero time for
+// 0.
+func sentTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // checkHost returns an error if scheme or host is empty or has a byte that
@@ -88,8 +119,8 @@ func printable(s string) bool {
 }
 
 // parseSums parses the exchange script's reply: at most most lines, each
-// "<attempts> <accepted> <refused> <scheme>://<host>\n" with counts of
-// decimal digits that fit an int64, a scheme and a host that checkHost
+// "<attempts> <accepted> <refused> <sent> <scheme>://<host>\n" with counts
+// and sent of decimal digits that fit an int64, a scheme and a host that checkHost
 // accepts, no host twice. The strings of the counts returned share reply's
 // memory.
 func parseSums(reply string, most int) ([]throttle.Counts, error) {
@@ -107,7 +138,7 @@ func parseSums(reply string, most int) ([]throttle.Counts, error) {
 	for len(reply) > 0 {
 		line, rest, _ := strings.Cut(reply, "\n")
 		reply = rest
-		var n [3]int64
+		var n [4]int64
 		for i := range n {
 			var word string
 			word, line, _ = strings.Cut(line, " ")
@@ -127,7 +158,7 @@ func parseSums(reply string, most int) ([]throttle.Counts, error) {
 			return nil, fmt.Errorf("redisbudget: exchange reply names %q twice", line)
 		}
 		seen[line] = struct{}{}
-		sums = append(sums, throttle.Counts{Scheme: scheme, Host: host, Attempts: n[0], Accepted: n[1], Refused: n[2]})
+		sums = append(sums, throttle.Counts{Scheme: scheme, Host: host, Attempts: n[0], Accepted: n[1], Refused: n[2], Sent: sentTime(n[3])})
 	}
 	return sums, nil
 }

@@ -31,7 +31,9 @@ var (
 // Each exchange is one round trip, one script: it adds the process's
 // counts to their hosts' current steps, forgets the earlier counts of a
 // host that healed, drops the steps that have left the window, and returns
-// the fleet's sums over the window for every host with counts in it. A
+// the fleet's sums over the window for every host with counts in it, each
+// with the latest Sent the fleet gave of the host since its last heal
+// (kept while the host has counts in the window, however old). A
 // Transport exchanges twice a step of its window (a twentieth of it), four
 // times while a host is being refused, and once more when a success ends
 // a host's refusals, from a goroutine of its own, so a fleet of n
@@ -100,12 +102,13 @@ func NewThrottleStore(client redis.UniversalClient, name string, opts ...Option)
 // fleet's sums over the last window, theirs included, as throttle.Store
 // says, for at most the most hosts kept. It returns an error without
 // sending anything if window is shorter than 20 ms (a step of less than a
-// millisecond), or if an entry has a count below 0 or above 2^48, a
-// scheme or host that is empty or holds a space or a control character,
-// or a scheme with a colon. It waits for Redis no longer than the timeout
-// (WithTimeout), nor once ctx is done: an exchange that fails may still
-// add its counts, if Redis runs the script after Exchange stopped waiting
-// for it.
+// millisecond), or if an entry has a count below 0 or above 2^48, a Sent
+// other than the zero time at or before 1970 or more than 2^53 ms after
+// it, a scheme or host that is empty or holds a space or a control
+// character, or a scheme with a colon. It waits for Redis no longer than
+// the timeout (WithTimeout), nor once ctx is done: an exchange that fails
+// may still add its counts, if Redis runs the script after Exchange
+// stopped waiting for it.
 func (s *ThrottleStore) Exchange(ctx context.Context, window time.Duration, counts []throttle.Counts) ([]throttle.Counts, error) {
 	width := (window / throttleSteps).Milliseconds()
 	if width < 1 {

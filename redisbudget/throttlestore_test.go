@@ -164,10 +164,11 @@ func TestThrottleStoreWindowSlides(t *testing.T) {
 	rdb, clock, hostsKey, countsKey := ts.rdb, ts.clock, ts.hostsKey, ts.countsKey
 	ctx := context.Background()
 
-	// A host's field: its sums as of a step, then the steps they add up.
+	// A host's field: its sums and sent as of a step, then the steps they
+	// add up.
 	step := ts.step()
 	exchange(t, ts, counts("api.example", 2, 1, 0))
-	assert.Equal(t, fmt.Sprintf("%d 2 1 0|%d 2 1 0", step, step), rdb.HGet(ctx, countsKey, "https://api.example").Val())
+	assert.Equal(t, fmt.Sprintf("%d 2 1 0 0|%d 2 1 0", step, step), rdb.HGet(ctx, countsKey, "https://api.example").Val())
 	assert.Equal(t, []redis.Z{{Score: float64(step), Member: "https://api.example"}}, rdb.ZRangeWithScores(ctx, hostsKey, 0, -1).Val())
 	clock.advance(testStep)
 
@@ -386,10 +387,12 @@ func TestThrottleStoreMendsWhatItCannotRead(t *testing.T) {
 	exchange(t, ts, counts("api.example", 1, 0, 0))
 
 	rdb.ZAdd(ctx, hostsKey, redis.Z{Score: float64(step - 30), Member: "https://ghost.example"})
-	rdb.HSet(ctx, countsKey, "https://garbage.example", "not counts", "https://orphan.example", fmt.Sprintf("%d 5 0 0|%d 5 0 0", step-25, step-25),
-		"https://wrong-sums.example", fmt.Sprintf("%d 1 0 0|%d 5 0 0|%d 1 0 0", step, step-19, step))
+	rdb.HSet(ctx, countsKey, "https://garbage.example", "not counts", "https://orphan.example", fmt.Sprintf("%d 5 0 0 0|%d 5 0 0", step-25, step-25),
+		"https://wrong-sums.example", fmt.Sprintf("%d 1 0 0 0|%d 5 0 0|%d 1 0 0", step, step-19, step),
+		"https://old-format.example", fmt.Sprintf("%d 1 0 0|%d 1 0 0", step, step))
 	rdb.ZAdd(ctx, hostsKey, redis.Z{Score: float64(step), Member: "https://garbage.example"},
-		redis.Z{Score: float64(step), Member: "https://wrong-sums.example"})
+		redis.Z{Score: float64(step), Member: "https://wrong-sums.example"},
+		redis.Z{Score: float64(step), Member: "https://old-format.example"})
 	clock.advance(testStep)
 	assert.Equal(t, sums(counts("api.example", 2, 0, 0), counts("wrong-sums.example", 0, 0, 0)),
 		exchange(t, ts, counts("api.example", 1, 0, 0)))
@@ -402,4 +405,53 @@ func TestThrottleStoreMendsWhatItCannotRead(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, redis.HasErrorPrefix(err, "WRONGTYPE"), "%v", err)
 	assert.False(t, ts.Status().Shared)
+}
+
+// TestThrottleStoreSharesSent checks that the store keeps the latest Sent
+// it is given of a host, from any process, and returns it with the host's
+// sums while the host has counts in the window; that a heal forgets it
+// before its own applies; and that a host never given one has none.
+func TestThrottleStoreSharesSent(t *testing.T) {
+	ts := newKeyedStore(t, "sent")
+	rdb, clock, countsKey := ts.rdb, ts.clock, ts.countsKey
+	ctx := context.Background()
+	other := NewThrottleStore(rdb, "sent", withClock(clock))
+	at := clock.ms.Load()
+	step := ts.step()
+
+	// The latest of the fleet's, whichever process sent it; a host never
+	// given one has none.
+	assert.Equal(t, sums(sent(counts("api.example", 2, 0, 0), at-100), counts("b.example", 1, 0, 0)),
+		exchange(t, ts, sent(counts("api.example", 2, 0, 0), at-100), counts("b.example", 1, 0, 0)))
+	assert.Equal(t, fmt.Sprintf("%d 2 0 0 %d|%d 2 0 0", step, at-100, step), rdb.HGet(ctx, countsKey, "https://api.example").Val())
+	assert.Equal(t, sums(sent(counts("api.example", 3, 0, 0), at-100), counts("b.example", 1, 0, 0)),
+		exchange(t, other, sent(counts("api.example", 1, 0, 0), at-200)), "an earlier Sent replaced a later one")
+	assert.Equal(t, sums(sent(counts("api.example", 4, 0, 0), at-50), counts("b.example", 1, 0, 0)),
+		exchange(t, other, sent(counts("api.example", 1, 0, 0), at-50), sent(counts("api.example", 0, 0, 0), at-60)))
+	assert.Equal(t, sums(sent(counts("api.example", 4, 0, 0), at-50), counts("b.example", 1, 0, 0)), exchange(t, ts))
+
+	// An entry of no counts moves the Sent of a host with counts, and
+	// names no host that has none.
+	clock.advance(testStep)
+	assert.Equal(t, sums(sent(counts("api.example", 4, 0, 0), at), counts("b.example", 1, 0, 0)),
+		exchange(t, ts, sent(counts("api.example", 0, 0, 0), at), sent(counts("c.example", 0, 0, 0), at)))
+	assert.ElementsMatch(t, []string{"https://api.example", "https://b.example"}, rdb.HKeys(ctx, countsKey).Val())
+
+	// A heal forgets it, then its own Sent, if any, applies, and later
+	// ones in the batch.
+	assert.Equal(t, sums(counts("api.example", 1, 1, 0), counts("b.example", 1, 0, 0)),
+		exchange(t, other, healed("api.example", 1, 1, 0)))
+	assert.Equal(t, sums(sent(counts("api.example", 1, 1, 0), at-300), counts("b.example", 1, 0, 0)),
+		exchange(t, ts, sent(counts("api.example", 5, 0, 0), at+100), sent(healed("api.example", 1, 1, 0), at-300)))
+	assert.Equal(t, sums(sent(counts("api.example", 1, 0, 0), at-200), counts("b.example", 1, 0, 0)),
+		exchange(t, ts, healed("api.example", 0, 0, 0), sent(counts("api.example", 1, 0, 0), at-200)))
+
+	// A host whose counts have left the window returns nothing, Sent
+	// included, and counted again starts with none.
+	clock.advance(testWindow)
+	assert.Empty(t, exchange(t, other))
+	exchange(t, ts, sent(counts("api.example", 1, 0, 0), at+testWindow.Milliseconds()))
+	clock.advance(testWindow)
+	assert.Equal(t, sums(counts("api.example", 1, 0, 0)), exchange(t, ts, counts("api.example", 1, 0, 0)),
+		"a Sent outlived the counts it came with")
 }
