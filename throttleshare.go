@@ -158,7 +158,10 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 			c.Refused < 0 || c.Refused > throttleMaxCount {
 			continue // not counts a Store should return
 		}
-		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: th.since(c.Sent)}
+		// A Sent ahead of this process's clock (another's runs ahead)
+		// counts as now.
+		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused,
+			sent: min(th.since(c.Sent), now)}
 	}
 	for _, x := range hosts {
 		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing

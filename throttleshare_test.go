@@ -123,18 +123,16 @@ func TestThrottleFleetLearnsAsOneProcess(t *testing.T) {
 			case !tt.shared:
 				assert.Greater(t, amps[0], 1.0, "alone, each process sends too few requests to learn")
 			case !tt.kill:
-				// Back within 1 s in 9 or 10 trials of 10 as a rule; a
-				// trial whose random draws let nothing through for over a
-				// second comes back later, within 5 requests of each
-				// process.
+				// The fleet probes as one process: back within 1 s (10 of
+				// 10 as a rule).
 				assert.LessOrEqual(t, amps[9], 0.30)
-				assert.GreaterOrEqual(t, within, 7)
+				assert.GreaterOrEqual(t, within, 9)
 				assert.Equal(t, 10, within5)
 			default:
 				// Each process throttles on its own, on what the fleet knew
-				// (0.30 as a rule): it recovers within 5 of its requests, as
-				// one process at 1/s does.
-				assert.LessOrEqual(t, amps[5], 0.33)
+				// (0.31 as a rule), and probes on its own: it recovers within
+				// 5 of its requests, as one process at 1/s does.
+				assert.LessOrEqual(t, amps[5], 0.35)
 				assert.Equal(t, 10, within5)
 			}
 		})
