@@ -846,7 +846,7 @@ func BenchmarkThrottleOverhead(b *testing.B) {
 		})
 	}
 	// Shared through a Store that answers at once: what a request adds is
-	// the clock reading that times the exchanges.
+	// a look at the flag that tells the exchanges it was sent.
 	b.Run("shared", func(b *testing.B) {
 		nop := funcStore(func(context.Context, time.Duration, []throttle.Counts) ([]throttle.Counts, error) { return nil, nil })
 		tr := New(WithBase(newStub()), WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Shared(nop)))

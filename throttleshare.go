@@ -34,11 +34,11 @@ const throttleMaxCount = 1 << 48
 type throttleShare struct {
 	store  throttle.Store
 	window time.Duration
-	wake   chan struct{} // a heal to share at once
+	wake   chan struct{} // a probe or a heal to share at once
 
 	running atomic.Bool
-	last    atomic.Int64 // when a request was last admitted, on th.clock
-	ok      atomic.Bool  // the last exchange succeeded
+	seen    atomic.Bool // a request was admitted since the exchanges last looked
+	ok      atomic.Bool // the last exchange succeeded
 }
 
 // shared is what a host's counts add when they are shared: what the next
@@ -67,12 +67,12 @@ func (c *throttleCounts) add(requests, accepts, refused int64) {
 }
 
 // tick notes a request to be admitted, and starts the exchanges if they
-// are not running.
+// are not running. It reads no clock: the exchanges time the requests they
+// see. A request writes the flag only when the exchanges have taken it
+// since, so that concurrent requests do not contend for it.
 func (s *throttleShare) tick(t *Transport, th *throttling) {
-	// Stored once a millisecond at most, so that concurrent requests do not
-	// contend for it.
-	if now := th.clock(t); now-s.last.Load() >= int64(time.Millisecond) {
-		s.last.Store(now)
+	if !s.seen.Load() {
+		s.seen.Store(true)
 	}
 	if !s.running.Load() && s.running.CompareAndSwap(false, true) {
 		go s.run(t, th)
@@ -80,11 +80,12 @@ func (s *throttleShare) tick(t *Transport, th *throttling) {
 }
 
 // run exchanges the counts twice a step of the window (four times while a
-// host is being refused), and at once after a heal, until no request was
-// admitted for a window.
+// host is being refused), and at once after a probe or a heal, until it
+// has seen no request admitted for a window.
 func (s *throttleShare) run(t *Transport, th *throttling) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	last := th.clock(t) // when a request was last seen admitted
 	for {
 		every := th.width / throttleExchanges
 		if s.exchange(t, th) {
@@ -95,13 +96,17 @@ func (s *throttleShare) run(t *Transport, th *throttling) {
 		case <-timer.C:
 		case <-s.wake:
 		}
-		if th.clock(t)-s.last.Load() < int64(s.window) {
+		now := th.clock(t)
+		if s.seen.Swap(false) {
+			last = now
+		}
+		if now-last < int64(s.window) {
 			continue
 		}
 		s.running.Store(false)
 		// A request admitted since the look above, which saw the
 		// exchanges running, restarts them here.
-		if th.clock(t)-s.last.Load() >= int64(s.window) || !s.running.CompareAndSwap(false, true) {
+		if !s.seen.Load() || !s.running.CompareAndSwap(false, true) {
 			return
 		}
 	}

@@ -78,7 +78,7 @@
 // host that is not being refused costs a map lookup and one atomic add,
 // and no clock reading. Each Transport has counts of its own, even when
 // several share the Option, unless they share a Store (Shared): then
-// each request also reads the clock.
+// each request also reads a flag, which it sets once per exchange.
 //
 // The guide [Failing fast when a host is down] tells why it works this way
 // and measures it against other libraries' throttlers and breakers.
