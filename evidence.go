@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"hash/maphash"
 	"net/http"
 	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -34,19 +36,38 @@ import (
 // success at the host since, nor among its last downWindow outcomes (so
 // that concurrent failures between successes do not count), retries stay
 // on their connections, and another is left only after probeGap more
-// failures, then twice as many, and so on, as Envoy lengthens an ejection
-// each time; any success at the host ends this. Only its addresses that
-// failed are down, though, while a base.Dialer knows it another: a
-// connection to a failing address is left, and the retry dials another.
+// failures or probeInterval since the last one left, whichever comes
+// first, as Envoy bounds an ejection in time (max_ejection_time): a client
+// pinned to a dead instance tries a new connection within 16 failures or
+// 1 s of the host healing, however long the outage; any success at the
+// host ends this. Only its addresses that failed are down, though, while a
+// base.Dialer knows it another: a connection to a failing address is left,
+// and the retry dials another.
+//
+// The table remembers maxEvidenceHosts hosts, as the budget and the other
+// per-host tables do, forgetting the host least recently used. A host
+// recorded while the table is full is crowded: its retries stay on a
+// connection until connFailLimit failures in a row, as if it had served,
+// so that a storm over more hosts than the table holds errs on the side of
+// staying, as every peer does, never on dialling.
+//
+// Only the hosts with a record have their attempts traced (traces), unless
+// the Transport reports attempts to hooks or a log: a success at a host
+// that did not fail lately costs nothing. The retry after a failed attempt
+// that was not traced leaves its connection, unknown, as one never seen
+// serving is left (but stays on it while the table is crowded), and the
+// host's record starts, so that its retries are traced.
 const (
 	connFailLimit    = 4
 	hostLeaveLimit   = 3
 	probeGap         = 16
+	probeInterval    = time.Second
 	downWindow       = 32  // outcomes, at most 64
 	calmLimit        = 100 // successes in a row after which a host's record is dropped
-	maxEvidenceHosts = 64
+	maxEvidenceHosts = 1024
 	maxEvidenceConns = 128  // per host
 	servedSlots      = 1024 // a power of two
+	filterSlots      = 4096 // a power of two
 )
 
 // connEvidence is what a Transport has seen of the connections its
@@ -61,6 +82,10 @@ type connEvidence struct {
 	pending atomic.Int32 // connections left that the next attempt to get them marks
 	gates   atomic.Int32 // hosts whose HTTP/2 connection is being replaced
 	served  servedConns
+	// filter counts the hosts with a record by a hash of their name, so
+	// that traces answers without the lock.
+	filter [filterSlots]atomic.Int32
+	now    func() time.Time
 
 	mu    sync.Mutex
 	hosts map[wire.HostKey]*hostEvidence
@@ -74,14 +99,18 @@ type hostEvidence struct {
 	failing []netip.AddrPort // addresses of the connections left since then
 	recent  uint64           // its last outcomes, the latest in bit 0: 1 for a success
 	since   int              // failures since the last one left, once left reached hostLeaveLimit
+	leftAt  time.Time        // when the last connection was left
 	calm    int              // successes since the last failure
 	pending int              // of its connections, those pending a mark
 	used    uint64           // the table's clock when last used
+	crowded bool             // recorded while the table was full: its connections count as served
 
 	// The replacement of a retired HTTP/2 connection: attempts wait while
 	// one (probing) has not got its connection.
 	replacing, probing bool
 	wake               chan struct{} // closed when either changes; nil when nobody waits
+	probeAt            time.Time     // when the last turn was given
+	dialTook           time.Duration // how long the last turn took to get a connection; 0 until known
 }
 
 // connRecord is the record of one connection.
@@ -131,8 +160,42 @@ func (s *servedConns) has(k connKey) bool {
 	return s.slots[h&(servedSlots-1)].Load() == h
 }
 
-func newConnEvidence() *connEvidence {
-	return &connEvidence{hosts: make(map[wire.HostKey]*hostEvidence)}
+// newConnEvidence returns an empty table whose clock is now.
+func newConnEvidence(now func() time.Time) *connEvidence {
+	return &connEvidence{hosts: make(map[wire.HostKey]*hostEvidence), now: now}
+}
+
+// hostSeed seeds the hash of the filter of hosts with a record.
+var hostSeed = maphash.MakeSeed()
+
+// slot returns k's counter in the filter.
+func (e *connEvidence) slot(k wire.HostKey) *atomic.Int32 {
+	return &e.filter[maphash.String(hostSeed, k.Host)&(filterSlots-1)]
+}
+
+// traces reports whether the attempts of req are to be traced: its host
+// has a record (or, rarely, shares its hash with one that has).
+func (e *connEvidence) traces(req *http.Request) bool {
+	return e != nil && e.live.Load() > 0 && e.slot(wire.RequestKey(req)).Load() > 0
+}
+
+// failedUntraced records that an attempt of req that was not traced failed
+// in a way that may be its connection's doing, and reports whether its
+// retry should leave the connection, which is unknown: it does, as it
+// would leave one never seen serving, unless the table is crowded. The
+// host's record starts, so that its next attempts are traced.
+func (e *connEvidence) failedUntraced(req *http.Request) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, _ := e.host(wire.RequestKey(req))
+	h.calm = 0
+	h.recent <<= 1
+	if h.crowded {
+		return false
+	}
+	h.left++
+	h.since, h.leftAt = 0, e.now()
+	return true
 }
 
 // failed records that the attempt traced by p failed, with resp or err,
@@ -174,18 +237,19 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 		return true
 	case whole:
 		leave = true
-	case c.fails < c.limit():
+	case c.fails < c.limit(h.crowded):
 	case h.left < hostLeaveLimit, h.recent&(1<<downWindow-1) != 0, p.elsewhere(h.failing, key.remote):
 		leave = true
 	default:
 		h.since++
-		leave = h.since >= probeGap<<min(h.left-hostLeaveLimit, 16)
+		leave = h.since >= probeGap || e.now().Sub(h.leftAt) >= probeInterval
 	}
 	if leave {
 		c.left = true
 		if !whole {
 			h.left++
 			h.since = 0
+			h.leftAt = e.now()
 			if !slices.Contains(h.failing, key.remote) && len(h.failing) < maxEvidenceConns {
 				h.failing = append(h.failing, key.remote)
 			}
@@ -265,7 +329,8 @@ func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
 		h.used = e.clock
 		return h, false
 	}
-	if len(e.hosts) >= maxEvidenceHosts {
+	crowded := len(e.hosts) >= maxEvidenceHosts
+	if crowded {
 		var oldest wire.HostKey
 		var old *hostEvidence
 		for ok, oh := range e.hosts {
@@ -275,8 +340,9 @@ func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
 		}
 		e.drop(oldest, old)
 	}
-	h := &hostEvidence{conns: make(map[connKey]*connRecord), used: e.clock}
+	h := &hostEvidence{conns: make(map[connKey]*connRecord), used: e.clock, crowded: crowded}
 	e.hosts[k] = h
+	e.slot(k).Add(1)
 	e.live.Add(1)
 	return h, true
 }
@@ -284,6 +350,7 @@ func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
 // drop forgets h, the record of k, and lets anyone waiting on it go.
 func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
 	delete(e.hosts, k)
+	e.slot(k).Add(-1)
 	e.live.Add(-1)
 	e.pending.Add(-int32(h.pending))
 	if h.replacing {
@@ -293,12 +360,12 @@ func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
 }
 
 // limit returns how many failures in a row make c one to leave:
-// connFailLimit when it was seen serving, and otherwise 1, as a
-// connection to a bad instance fails from the first (a connection
-// net/http dialled for a request that took another one meanwhile is
-// reused by the next without ever having served).
-func (c *connRecord) limit() int {
-	if c.ok {
+// connFailLimit when it was seen serving or its host is crowded, and
+// otherwise 1, as a connection to a bad instance fails from the first (a
+// connection net/http dialled for a request that took another one
+// meanwhile is reused by the next without ever having served).
+func (c *connRecord) limit(crowded bool) int {
+	if c.ok || crowded {
 		return connFailLimit
 	}
 	return 1

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,7 +64,7 @@ func TestEvidenceConnection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newConnEvidence()
+			e := newConnEvidence(time.Now)
 			if tt.warmed {
 				e.failed(traced("svc.test", 9), unavailable(), nil)
 				e.succeeded(traced("svc.test", 8)) // the host serves
@@ -83,10 +84,12 @@ func TestEvidenceConnection(t *testing.T) {
 
 // TestEvidenceOutage proves that a host whose connections all fail is
 // down, not one of its instances: after hostLeaveLimit connections left in
-// a row, retries stay, but for one connection left after probeGap failures,
-// then after twice as many; a success at the host ends it.
+// a row, retries stay, but for one connection left after every probeGap
+// failures, however long the outage (the gap never grows); a success at
+// the host ends it.
 func TestEvidenceOutage(t *testing.T) {
-	e := newConnEvidence()
+	now := time.Unix(0, 0)
+	e := newConnEvidence(func() time.Time { return now })
 	port := 1000
 	next := func() *peerTrace { port++; return traced("svc.test", port) }
 	for i := range hostLeaveLimit {
@@ -98,17 +101,38 @@ func TestEvidenceOutage(t *testing.T) {
 			lefts = append(lefts, i)
 		}
 	}
-	assert.Equal(t, []int{probeGap, 3 * probeGap}, lefts, "failures after which a connection was left")
+	assert.Equal(t, []int{probeGap, 2 * probeGap, 3 * probeGap}, lefts, "failures after which a connection was left")
 
 	e.succeeded(next())
 	assert.True(t, e.failed(next(), unavailable(), nil), "after a success, a new connection that fails leaves")
+}
+
+// TestEvidenceOutageProbesInTime proves that a down host's ejection is
+// bounded in time as well as in failures: a failure probeInterval or more
+// after the last connection left leaves its connection, whatever the count
+// since, so that a client whose requests are rare tries a new connection
+// within probeInterval of the host healing.
+func TestEvidenceOutageProbesInTime(t *testing.T) {
+	now := time.Unix(0, 0)
+	e := newConnEvidence(func() time.Time { return now })
+	port := 1000
+	next := func() *peerTrace { port++; return traced("svc.test", port) }
+	for range hostLeaveLimit {
+		require.True(t, e.failed(next(), unavailable(), nil))
+	}
+	now = now.Add(probeInterval - time.Millisecond)
+	assert.False(t, e.failed(next(), unavailable(), nil), "a failure within the interval stays")
+	now = now.Add(time.Millisecond)
+	assert.True(t, e.failed(next(), unavailable(), nil), "the first failure once the interval passed leaves")
+	now = now.Add(probeInterval / 2)
+	assert.False(t, e.failed(next(), unavailable(), nil), "the interval starts again from the last one left")
 }
 
 // TestEvidenceBurst proves that failures that come together between
 // successes, as concurrent requests' do, do not make the host down: a
 // success among its last downWindow outcomes says it serves.
 func TestEvidenceBurst(t *testing.T) {
-	e := newConnEvidence()
+	e := newConnEvidence(time.Now)
 	port := 3000
 	next := func() *peerTrace { port++; return traced("svc.test", port) }
 	e.failed(next(), unavailable(), nil)
@@ -125,7 +149,7 @@ func TestEvidenceBurst(t *testing.T) {
 // dials another, until every address has failed.
 func TestEvidenceAnotherAddress(t *testing.T) {
 	addrs := []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.4")}
-	e := newConnEvidence()
+	e := newConnEvidence(time.Now)
 	port := 4000
 	dialled := func(remote netip.Addr) *peerTrace {
 		port++
@@ -147,7 +171,7 @@ func TestEvidenceAnotherAddress(t *testing.T) {
 // connection leaves it at once, without counting towards the host's
 // outage: an error over HTTP/1, a response that closes.
 func TestEvidenceWholeConnection(t *testing.T) {
-	e := newConnEvidence()
+	e := newConnEvidence(time.Now)
 	port := 2000
 	next := func() *peerTrace { port++; return traced("svc.test", port) }
 	for range 2 * hostLeaveLimit {
@@ -163,7 +187,7 @@ func TestEvidenceWholeConnection(t *testing.T) {
 // TestEvidenceWithoutConnection proves that an attempt that got no
 // connection leaves nothing, and records nothing.
 func TestEvidenceWithoutConnection(t *testing.T) {
-	e := newConnEvidence()
+	e := newConnEvidence(time.Now)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 	p := &peerTrace{Context: req.Context(), req: req}
 	assert.False(t, e.failed(p, nil, errors.New("connection refused")))
@@ -177,7 +201,7 @@ func TestEvidenceWithoutConnection(t *testing.T) {
 // stop (a host's record goes after calmLimit successes) and holds at most
 // maxEvidenceHosts hosts.
 func TestEvidenceForgets(t *testing.T) {
-	e := newConnEvidence()
+	e := newConnEvidence(time.Now)
 	p := traced("svc.test", 1)
 	e.failed(p, unavailable(), nil)
 	require.EqualValues(t, 1, e.live.Load())
@@ -199,7 +223,7 @@ func TestEvidenceForgets(t *testing.T) {
 // record (the steady state), and while its host has one.
 func BenchmarkEvidence(b *testing.B) {
 	b.Run("no record", func(b *testing.B) {
-		e := newConnEvidence()
+		e := newConnEvidence(time.Now)
 		p := traced("svc.test", 1)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -207,7 +231,7 @@ func BenchmarkEvidence(b *testing.B) {
 		}
 	})
 	b.Run("host recorded", func(b *testing.B) {
-		e := newConnEvidence()
+		e := newConnEvidence(time.Now)
 		p := traced("svc.test", 1)
 		e.failed(traced("svc.test", 2), unavailable(), nil)
 		e.mu.Lock()

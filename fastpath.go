@@ -38,11 +38,14 @@ func (t *Transport) deposit(req *http.Request, spent budget.Millitokens) {
 // twice (its method is idempotent or it carries an idempotency key),
 // without a body or with a GetBody of http.NewRequest's, through a
 // Transport that neither numbers, hedges nor throttles attempts, nor
-// traces their peers (whose addresses a retry must avoid), nor sends the
-// request's deadline.
+// traces their connections (every attempt's, or those of a host that
+// failed lately), nor sends the request's deadline.
 func (t *Transport) plain(req *http.Request) bool {
-	// t.shaped: the attempts are numbered, hedged, throttled or traced.
+	// t.shaped: the attempts are numbered, hedged, throttled or all traced.
 	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && hasDeadline(req.Context())) {
+		return false
+	}
+	if t.conns.traces(req) {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !ownBodies(req.GetBody)) {

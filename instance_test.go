@@ -40,7 +40,10 @@ func roundTrip(t *testing.T, rt http.RoundTripper, url string) (int, int) {
 // TestRetryLeavesTheConnectionThatFailed proves that the retry of a 5xx on
 // a connection that never served is sent on a new connection, the failed
 // one closed, while a final response, a success and a throttled response
-// keep theirs.
+// keep theirs. A Transport with a hook traces every attempt; one without
+// traces a host's attempts only once it failed, so that the first failure
+// is judged without evidence: a connection with a body to close is left,
+// one net/http pooled (a 5xx without a body) is kept.
 func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, tc := range []struct {
@@ -48,36 +51,44 @@ func TestRetryLeavesTheConnectionThatFailed(t *testing.T) {
 		fault     retryhttptest.Fault
 		netDialer bool // the base dials with net.Dialer, not base.Dialer
 		attempts  int  // of the first request
-		wantConns int  // after two requests
+		wantConns int  // after two requests, traced
+		untraced  int  // after two requests, untraced
 	}{
-		{"5xx then success", retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)), false, 2, 2},
-		{"5xx with an empty body, through a Dialer", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), false, 2, 2},
+		{"5xx then success", retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)), false, 2, 2, 2},
+		{"5xx with an empty body, through a Dialer", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), false, 2, 2, 1},
 		// net/http pooled the connection: the retry, which gets it,
 		// closes it after its response.
-		{"5xx with an empty body", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), true, 2, 2},
-		{"success", retryhttptest.Pass(), false, 1, 1},
-		{"final 5xx", retryhttptest.Status(http.StatusInternalServerError), false, 1, 1},
-		{"throttled", retryhttptest.First(1, retryhttptest.RetryAfter(http.StatusTooManyRequests, 0)), false, 2, 1},
+		{"5xx with an empty body", retryhttptest.First(1, retryhttptest.Respond(http.StatusBadGateway, nil, "")), true, 2, 2, 1},
+		{"success", retryhttptest.Pass(), false, 1, 1, 1},
+		{"final 5xx", retryhttptest.Status(http.StatusInternalServerError), false, 1, 1, 1},
+		{"throttled", retryhttptest.First(1, retryhttptest.RetryAfter(http.StatusTooManyRequests, 0)), false, 2, 1, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := retryhttptest.NewServer(nil, tc.fault)
-			defer srv.Close()
-			dialing := &http.Transport{DialContext: base.NewDialer().DialContext}
-			if tc.netDialer {
-				dialing.DialContext = nil
-			}
-			defer dialing.CloseIdleConnections()
-			max := 3
-			if tc.name == "final 5xx" {
-				max = 1
-			}
-			rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithMaxAttempts(max),
-				retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithThrottleBackoff(backoff.Constant(0)))
-			_, n := roundTrip(t, rt, srv.URL)
-			assert.Equal(t, tc.attempts, n, "attempts of the first request")
-			roundTrip(t, rt, srv.URL)
-			assert.Equal(t, tc.wantConns, srv.Connections(), "connections opened by two requests")
-		})
+		for _, traced := range []bool{true, false} {
+			t.Run(tc.name+"/traced="+strconv.FormatBool(traced), func(t *testing.T) {
+				srv := retryhttptest.NewServer(nil, tc.fault)
+				defer srv.Close()
+				dialing := &http.Transport{DialContext: base.NewDialer().DialContext}
+				if tc.netDialer {
+					dialing.DialContext = nil
+				}
+				defer dialing.CloseIdleConnections()
+				max := 3
+				if tc.name == "final 5xx" {
+					max = 1
+				}
+				opts := []retryhttp.Option{retryhttp.WithBase(dialing), retryhttp.WithMaxAttempts(max),
+					retryhttp.WithBackoff(backoff.Constant(0)), retryhttp.WithThrottleBackoff(backoff.Constant(0))}
+				want := tc.untraced
+				if traced {
+					opts, want = append(opts, retryhttp.WithOnRetry(func(retryhttp.RetryEvent) {})), tc.wantConns
+				}
+				rt := retryhttp.New(opts...)
+				_, n := roundTrip(t, rt, srv.URL)
+				assert.Equal(t, tc.attempts, n, "attempts of the first request")
+				roundTrip(t, rt, srv.URL)
+				assert.Equal(t, want, srv.Connections(), "connections opened by two requests")
+			})
+		}
 	}
 }
 
@@ -236,8 +247,9 @@ func TestRetryDialsAnotherAddress(t *testing.T) {
 		t.Run("concurrency "+strconv.Itoa(workers), func(t *testing.T) {
 			dialing := &http.Transport{DialContext: (&base.Dialer{Resolver: addrs}).DialContext}
 			defer dialing.CloseIdleConnections()
+			// The hook traces every attempt, the first included.
 			rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithBackoff(backoff.Constant(0)),
-				retryhttp.WithoutBudget())
+				retryhttp.WithoutBudget(), retryhttp.WithOnGiveUp(func(retryhttp.GiveUpEvent) {}))
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			worst := 0
@@ -373,7 +385,10 @@ func TestRetryRefusesAPooledConnectionToAFailedAddress(t *testing.T) {
 	require.Equal(t, 2, first.Connections())
 
 	failing.Store(true)
-	rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithBackoff(backoff.Constant(0)))
+	// The hook traces every attempt, the first included: the retry knows
+	// the address that failed.
+	rt := retryhttp.New(retryhttp.WithBase(dialing), retryhttp.WithBackoff(backoff.Constant(0)),
+		retryhttp.WithOnGiveUp(func(retryhttp.GiveUpEvent) {}))
 	code, attempts := roundTrip(t, rt, url)
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 2, attempts, "the retry went to the second address")
@@ -390,7 +405,9 @@ func TestRetryOverHTTP2RetiresTheConnection(t *testing.T) {
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
 	defer base.CloseIdleConnections()
-	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)))
+	// The hook traces every attempt, the first included.
+	rt := retryhttp.New(retryhttp.WithBase(base), retryhttp.WithBackoff(backoff.Constant(0)),
+		retryhttp.WithOnGiveUp(func(retryhttp.GiveUpEvent) {}))
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	resp, err := rt.RoundTrip(req)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -25,9 +26,19 @@ func multiplexed(c net.Conn) bool {
 // base made again on its own (see sends.go). The lock covers bases that
 // call GotConn from another goroutine. It is also the attempt's context,
 // so that base.Peer finds it, and net/http its trace, without a context of
-// its own.
+// its own, and it holds the attempt's request: tracing an attempt costs
+// one allocation.
+//
+// Its hooks are pooled (traceHooks) unless they must be composed with a
+// trace already in the context (the caller's, a guard's).
 type peerTrace struct {
 	context.Context
+	// tr is the trace net/http finds in the context: the pooled hooks'
+	// until they go back to their pool (pooled), or the attempt's own,
+	// composed with the trace already there.
+	tr     *httptrace.ClientTrace
+	pooled atomic.Bool
+	hooks  *traceHooks // the pooled hooks, until end
 	mu     sync.Mutex
 	conn   net.Conn
 	reused bool             // the connection carried a request before
@@ -35,13 +46,46 @@ type peerTrace struct {
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
 	turn   bool             // the attempt holds its host's turn (connEvidence.admit)
-	key    connKey          // the connection's, once connKey has read it
-	keyed  bool
-	trace  httptrace.ClientTrace
 	sendCount
 
 	ev  *connEvidence // the Transport's, nil when it has none
-	req *http.Request // the attempt as sent, which GotConn may mark Close
+	req *http.Request // the attempt as sent: r, which GotConn may mark Close
+	r   http.Request
+}
+
+// traceHooks are the hooks of one peerTrace at a time, reused through a
+// pool so that tracing an attempt allocates none: each hook finds its
+// peerTrace through p. They go back to the pool only once no hook of the
+// attempt can run any more: GotConn runs on the goroutine of RoundTrip, and
+// WroteRequest, which may run on a connection's goroutine after RoundTrip
+// returned, once per send that got a connection, so that a count of each
+// tells. Hooks whose counts differ when RoundTrip returns are left to the
+// garbage collector, still aimed at their attempt.
+type traceHooks struct {
+	plain httptrace.ClientTrace // GotConn and WroteRequest
+	turn  httptrace.ClientTrace // also WroteHeaders, for an attempt that holds its host's turn
+	p     *peerTrace // set before the attempt is sent, read by the hooks only while it is theirs
+	got   atomic.Int32 // GotConn calls
+	wrote atomic.Int32 // WroteRequest calls returned
+}
+
+var hooksPool = sync.Pool{New: func() any { return newTraceHooks() }}
+
+func newTraceHooks() *traceHooks {
+	h := &traceHooks{}
+	h.plain.GotConn = func(info httptrace.GotConnInfo) {
+		h.got.Add(1)
+		h.p.gotConn(info)
+	}
+	h.plain.WroteRequest = func(info httptrace.WroteRequestInfo) {
+		h.p.wroteRequest(info)
+		h.wrote.Add(1)
+	}
+	h.turn = h.plain
+	h.turn.WroteHeaders = func() {
+		h.p.wroteHeaders()
+	}
+	return h
 }
 
 // tracePeer returns a copy of a whose context records the connection that
@@ -54,62 +98,88 @@ type peerTrace struct {
 // failed the request through another connection to it. The caller passes
 // refuse only for attempts that net/http may resend by itself: without a
 // body, or with GetBody, and not guarded. The attempt reports its
-// connection to ev, and holds its host's turn when turn is true.
+// connection to ev, and holds its host's turn when turn is true. The
+// caller calls end once the base's RoundTrip has returned.
 func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
 	p := &peerTrace{Context: a.Context(), refuse: refuse, ev: ev, turn: turn}
 	p.g = g
-	if traceKey == nil {
-		p.own()
-		p.req = a.WithContext(httptrace.WithClientTrace(p, &p.trace))
+	var old *httptrace.ClientTrace
+	if traceKey != nil {
+		old = httptrace.ContextClientTrace(p.Context)
+	}
+	if old == nil && traceKey != nil {
+		// The context answers for the trace itself, with pooled hooks.
+		p.carries = true
+		h := hooksPool.Get().(*traceHooks)
+		h.p, p.hooks = p, h
+		if turn {
+			p.tr = &h.turn
+		} else {
+			p.tr = &h.plain
+		}
+		p.r = *a.WithContext(p)
+		p.req = &p.r
 		return p.req, p
 	}
-	// The context answers for the trace itself, composed with the one
-	// already there (the guard's, the caller's) as httptrace composes
-	// them, this one's hooks first, without a context or reflection.
-	p.carries = true
-	old := httptrace.ContextClientTrace(p.Context)
-	if old == nil {
-		p.own()
-		p.req = a.WithContext(p)
-		return p.req, p
+	// Hooks of the attempt's own, composed with the trace already there
+	// (the guard's, the caller's) as httptrace composes them, this one's
+	// hooks first.
+	tr := &httptrace.ClientTrace{}
+	if old != nil {
+		*tr = *old
 	}
-	p.trace = *old
-	if gotConn := old.GotConn; gotConn != nil {
-		p.trace.GotConn = func(info httptrace.GotConnInfo) {
+	tr.GotConn = p.gotConn
+	if old != nil && old.GotConn != nil {
+		gotConn := old.GotConn
+		tr.GotConn = func(info httptrace.GotConnInfo) {
 			p.gotConn(info)
 			gotConn(info)
 		}
-	} else {
-		p.trace.GotConn = p.gotConn
 	}
-	if wrote := old.WroteRequest; wrote != nil {
-		p.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
+	tr.WroteRequest = p.wroteRequest
+	if old != nil && old.WroteRequest != nil {
+		wrote := old.WroteRequest
+		tr.WroteRequest = func(info httptrace.WroteRequestInfo) {
 			p.wroteRequest(info)
 			wrote(info)
 		}
-	} else {
-		p.trace.WroteRequest = p.wroteRequest
 	}
 	if turn {
-		if wrote := old.WroteHeaders; wrote != nil {
-			p.trace.WroteHeaders = func() {
+		tr.WroteHeaders = p.wroteHeaders
+		if old != nil && old.WroteHeaders != nil {
+			wrote := old.WroteHeaders
+			tr.WroteHeaders = func() {
 				p.wroteHeaders()
 				wrote()
 			}
-		} else {
-			p.trace.WroteHeaders = p.wroteHeaders
 		}
 	}
-	p.req = a.WithContext(p)
+	if traceKey == nil {
+		p.r = *a.WithContext(httptrace.WithClientTrace(p, tr))
+	} else {
+		p.carries = true
+		p.tr = tr
+		p.r = *a.WithContext(p)
+	}
+	p.req = &p.r
 	return p.req, p
 }
 
-// own sets p's hooks in its own trace, with no other to compose.
-func (p *peerTrace) own() {
-	p.trace.GotConn, p.trace.WroteRequest = p.gotConn, p.wroteRequest
-	if p.turn {
-		p.trace.WroteHeaders = p.wroteHeaders
+// end gives the attempt's pooled hooks back once the base's RoundTrip has
+// returned, unless a hook of the attempt may still run.
+func (p *peerTrace) end() {
+	if p == nil || p.hooks == nil {
+		return
 	}
+	h := p.hooks
+	p.hooks = nil
+	if h.got.Load() != h.wrote.Load() {
+		return // a send's WroteRequest may come: the hooks stay the attempt's
+	}
+	p.pooled.Store(true)
+	h.got.Store(0)
+	h.wrote.Store(0)
+	hooksPool.Put(h)
 }
 
 // Value returns p for attempt.PeerKey, its trace for httptrace's key when
@@ -119,7 +189,9 @@ func (p *peerTrace) Value(key any) any {
 	case key == (attempt.PeerKey{}):
 		return p
 	case p.carries && key != nil && key == traceKey:
-		return &p.trace
+		if !p.pooled.Load() {
+			return p.tr
+		}
 	}
 	return p.Context.Value(key)
 }
@@ -188,15 +260,13 @@ func (p *peerTrace) connKey() (key connKey, ok bool) {
 		return connKey{}, false
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conn == nil {
+	c := p.conn
+	p.mu.Unlock()
+	if c == nil {
 		return connKey{}, false
 	}
-	if !p.keyed {
-		p.key = connKey{attempt.AddrPortOf(p.conn.LocalAddr()), attempt.AddrPortOf(p.conn.RemoteAddr())}
-		p.keyed = true
-	}
-	return p.key, p.key.local.IsValid() && p.key.remote.IsValid()
+	key = connKey{attempt.AddrPortOf(c.LocalAddr()), attempt.AddrPortOf(c.RemoteAddr())}
+	return key, key.local.IsValid() && key.remote.IsValid()
 }
 
 // multiplexed reports whether the attempt's connection speaks HTTP/2.

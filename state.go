@@ -181,7 +181,7 @@ func (s *retryState) hedges() bool {
 // again on its own before it logs the attempt. It returns the attempt's
 // request as sent, with its trace.
 func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
-	if !s.t.peers {
+	if !s.traced(a) {
 		resp, err := s.t.send(a)
 		return a, nil, resp, err
 	}
@@ -201,12 +201,21 @@ func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace,
 		rt, s.fresh = s.t.newConns(), false
 	}
 	resp, err := s.t.exchange(rt, a)
+	pt.end()
 	pt.settle()
 	s.countResends(pt)
 	if s.t.logger != nil {
 		s.t.logAttempt(a, resp, err)
 	}
 	return a, pt, resp, err
+}
+
+// traced reports whether the attempt a is traced: when the Transport can
+// trace its connection, and it is a retry, or its host failed lately, or
+// the Transport reports every attempt to hooks or a log.
+func (s *retryState) traced(a *http.Request) bool {
+	t := s.t
+	return t.peers && (t.traceAll || s.attempt > 1 || s.fresh || t.conns.traces(a))
 }
 
 // judge classifies the outcome of the attempt a, and counts it for
@@ -256,8 +265,12 @@ func (s *retryState) pay(v classify.Verdict) bool {
 // failed, when the retry leaves it, for the retry to avoid.
 func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *peerTrace) {
 	// An attempt whose connection was not traced leaves it: there is no
-	// evidence to weigh.
-	leave := (err != nil || instanceFailure(resp, v)) && (pt == nil || s.t.conns.failed(pt, resp, err))
+	// evidence to weigh (connEvidence.failedUntraced says when it stays).
+	failure := err != nil || instanceFailure(resp, v)
+	leave := failure && (pt == nil || s.t.conns.failed(pt, resp, err))
+	if failure && pt == nil && s.t.conns != nil {
+		leave = s.t.conns.failedUntraced(s.req) || err != nil
+	}
 	switch {
 	case resp != nil && leave:
 		body.Close()

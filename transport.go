@@ -77,7 +77,8 @@ type Transport struct {
 	hedge           *hedging // nil: no hedging
 	throttle        *throttling
 	logger          *slog.Logger
-	peers           bool              // each attempt's connection is traced
+	peers           bool              // attempts' connections can be traced
+	traceAll        bool              // every attempt is traced: hooks or a log report peers and the base's resends
 	conns           *connEvidence     // what traced connections showed; nil when none are
 	deadlineHeaders []deadline.Format // nil: no deadline is sent
 	answers         *latencyTable     // hosts' answer times, when hedging does not keep them
@@ -136,10 +137,11 @@ func New(opts ...Option) *Transport {
 	}
 	t.peers = tracesPeers(t)
 	if t.peers {
-		t.conns = newConnEvidence()
+		t.conns = newConnEvidence(func() time.Time { return t.now() })
+		t.traceAll = t.onRetry != nil || t.onGiveUp != nil || t.logger != nil
 	}
 	t.answers = answerTable(t)
-	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.peers
+	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.traceAll
 	return t
 }
 

@@ -370,8 +370,8 @@ func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 	// final response keeps its connection pooled, and once hostLeaveLimit
 	// connections in a row have failed with no success at the host, the
 	// host is down, not one of its instances: retries stay on their
-	// connections, and leave one only after probeGap failures, then twice
-	// as many, and so on.
+	// connections, and leave one only after every probeGap failures (the
+	// requests are sent at once: probeInterval never passes).
 	var calls atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -390,10 +390,7 @@ func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 	}
 	retries := int(calls.Load()) - 50
 	assert.Positive(t, retries, "some requests were retried")
-	want := 1 + hostLeaveLimit
-	for gap, failures := probeGap, retries-hostLeaveLimit; failures >= gap; gap *= 2 {
-		want, failures = want+1, failures-gap
-	}
+	want := 1 + hostLeaveLimit + (retries-hostLeaveLimit)/probeGap
 	assert.Equal(t, int32(want), conns.Load(), "connections opened for %d calls", calls.Load())
 }
 
