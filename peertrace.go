@@ -64,9 +64,9 @@ type peerTrace struct {
 type traceHooks struct {
 	plain httptrace.ClientTrace // GotConn and WroteRequest
 	turn  httptrace.ClientTrace // also WroteHeaders, for an attempt that holds its host's turn
-	p     *peerTrace // set before the attempt is sent, read by the hooks only while it is theirs
-	got   atomic.Int32 // GotConn calls
-	wrote atomic.Int32 // WroteRequest calls returned
+	p     *peerTrace            // set before the attempt is sent, read by the hooks only while it is theirs
+	got   atomic.Int32          // GotConn calls
+	wrote atomic.Int32          // WroteRequest calls returned
 }
 
 var hooksPool = sync.Pool{New: func() any { return newTraceHooks() }}

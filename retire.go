@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -31,11 +32,24 @@ func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
 // host's HTTP/2 connection is being replaced, waits for its turn, one
 // attempt at a time, and reports that it holds the turn (turn). It returns
 // the error of a's context when that ends first.
+//
+// No attempt waits for another's connection longer than a dial of its own
+// would take: an attempt that has waited the host's patience since the
+// turn was last given takes a turn too, so that a handshake that stalls
+// holds the others back by the patience at most, and a new turn is given
+// once a patience, not once a stalled dial, while the connection is not
+// replaced.
 func (e *connEvidence) admit(a *http.Request) (turn bool, err error) {
 	if e == nil || e.gates.Load() == 0 {
 		return false, nil
 	}
 	ctx, host := a.Context(), wire.RequestKey(a)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	e.mu.Lock()
 	for {
 		h := e.hosts[host]
@@ -43,23 +57,49 @@ func (e *connEvidence) admit(a *http.Request) (turn bool, err error) {
 			e.mu.Unlock()
 			return false, nil
 		}
-		if !h.probing {
-			h.probing = true
+		now := e.now()
+		waited := now.Sub(h.probeAt)
+		if !h.probing || waited >= h.patience() {
+			h.probing, h.probeAt = true, now
 			e.mu.Unlock()
 			return true, nil
 		}
 		if h.wake == nil {
 			h.wake = make(chan struct{})
 		}
-		wake := h.wake
+		wake, left := h.wake, h.patience()-waited
 		e.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(left)
+		} else {
+			timer.Reset(left)
+		}
 		select {
 		case <-wake:
+		case <-timer.C:
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 		e.mu.Lock()
 	}
+}
+
+// The patience of a host's attempts waiting for its turn: twice the time
+// the last turn took to get a new connection (a dial and a handshake),
+// within minPatience and maxPatience, and defaultPatience until a turn has.
+const (
+	minPatience     = 10 * time.Millisecond
+	defaultPatience = 100 * time.Millisecond
+	maxPatience     = time.Second
+)
+
+// patience returns how long an attempt waits for h's turn, from the time
+// the turn was last given.
+func (h *hostEvidence) patience() time.Duration {
+	if h.dialTook == 0 {
+		return defaultPatience
+	}
+	return min(max(2*h.dialTook, minPatience), maxPatience)
 }
 
 // got learns that the attempt traced by p got its connection. It reports
@@ -87,6 +127,10 @@ func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) 
 		h.pending--
 		e.pending.Add(-1)
 		mark = true
+	}
+	if turn && !reused {
+		// A new connection: the turn's dial and handshake took this long.
+		h.dialTook = max(e.now().Sub(h.probeAt), 1)
 	}
 	if turn && reused && (c == nil || !c.left) {
 		if h.replacing {
