@@ -219,6 +219,47 @@ func TestEvidenceForgets(t *testing.T) {
 	assert.False(t, kept, "the host least recently used went first")
 }
 
+// TestEvidenceCrowdedHostsStay proves that past the bound on the hosts
+// remembered, a forgotten host's retries err on the side of staying on
+// their connections, never on dialling: a host recorded while the table is
+// full leaves a connection that never served only after connFailLimit
+// failures in a row, and the retry after an attempt not traced stays.
+func TestEvidenceCrowdedHostsStay(t *testing.T) {
+	e := newConnEvidence(time.Now)
+	for i := range maxEvidenceHosts {
+		e.failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
+	}
+	p := traced("new.test", 1)
+	for i := 1; i < connFailLimit; i++ {
+		assert.False(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", i)
+	}
+	assert.True(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", connFailLimit)
+	other, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
+	assert.False(t, e.failedUntraced(other), "an attempt not traced, at a crowded host")
+
+	fresh := newConnEvidence(time.Now)
+	assert.True(t, fresh.failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
+	assert.True(t, fresh.failedUntraced(other), "and so does an attempt not traced")
+}
+
+// TestEvidenceTracesHostsWithARecord proves that the attempts of a host
+// are traced exactly while it has a record: from its first failure, traced
+// or not, until calmLimit successes in a row.
+func TestEvidenceTracesHostsWithARecord(t *testing.T) {
+	e := newConnEvidence(time.Now)
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	assert.False(t, e.traces(req), "before any failure")
+	e.failedUntraced(req)
+	assert.True(t, e.traces(req), "after a failure")
+	p := traced("svc.test", 1)
+	for range calmLimit {
+		e.succeeded(p)
+	}
+	assert.False(t, e.traces(req), "after %d successes", calmLimit)
+	var none *connEvidence
+	assert.False(t, none.traces(req))
+}
+
 // BenchmarkEvidence measures what a success costs while no host has a
 // record (the steady state), and while its host has one.
 func BenchmarkEvidence(b *testing.B) {
