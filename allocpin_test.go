@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // allocsPerRoundTrip counts the allocations of a round trip of the request
@@ -59,49 +58,4 @@ func TestKeylessPostAllocations(t *testing.T) {
 			assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(newStub())), req, reset), tt.max)
 		})
 	}
-}
-
-// TestTracedAttemptAllocations pins the cost of an attempt traced as those
-// of an *http.Transport are (the default base) when the Transport has a
-// hook, which finds its peer and counts the sends its base makes again: the
-// trace, which holds the attempt's request, its hooks pooled, and for a
-// key-less POST the guard's besides, with which the trace's hooks are
-// composed.
-func TestTracedAttemptAllocations(t *testing.T) {
-	payload := bytes.Repeat([]byte("p"), 1024)
-	for _, tt := range []struct {
-		name string
-		make func() (*http.Request, func())
-		max  float64
-	}{
-		{"GET", func() (*http.Request, func()) {
-			req, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
-			return req, func() {}
-		}, 1},
-		{"keyed POST", func() (*http.Request, func()) { return post(payload, true, "k-1") }, 1},
-		{"key-less POST", func() (*http.Request, func()) { return post(payload, true, "") }, 8},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			req, reset := tt.make()
-			tr := New(WithBase(tracedStub{newStub()}), WithOnRetry(func(RetryEvent) {}))
-			assert.LessOrEqual(t, allocsPerRoundTrip(t, tr, req, reset), tt.max)
-		})
-	}
-}
-
-// TestDefaultBaseSuccessAllocatesNothing pins the cost of a success over a
-// base that unwraps to an *http.Transport, as the default base is: a host
-// that has not failed lately has its attempts sent untraced, so that a GET
-// and a keyed POST that succeed at once allocate nothing. Once the host
-// failed, its attempts are traced, for one allocation each.
-func TestDefaultBaseSuccessAllocatesNothing(t *testing.T) {
-	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
-	keyed, reset := post(bytes.Repeat([]byte("p"), 1024), true, "k-1")
-	tr := New(WithBase(tracedStub{newStub()}))
-	assert.Zero(t, allocsPerRoundTrip(t, tr, get, func() {}), "GET")
-	assert.Zero(t, allocsPerRoundTrip(t, tr, keyed, reset), "keyed POST")
-
-	tr.conns.failedUntraced(get) // the host failed: its attempts are traced
-	require.True(t, tr.conns.traces(get))
-	assert.Equal(t, 1.0, allocsPerRoundTrip(t, tr, get, func() {}), "GET to a host that failed")
 }

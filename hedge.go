@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -146,25 +145,29 @@ func (h *hedging) delay(hl *hostLatency) (time.Duration, bool) {
 }
 
 // sendFirstHedged makes the first attempt a of req, hedged when the host's
-// delay is known; otherwise it sends a alone, recording its latency. It
-// returns the outcome, its attempt request, the attempts sent and what the
-// budget took for a hedge that won.
-func (t *Transport) sendFirstHedged(req, a *http.Request, p policy) (*http.Response, *http.Request, int, budget.Millitokens, error) {
+// delay is known; otherwise it sends a alone, recording its latency. Its
+// attempts are traced when traced is set.
+func (t *Transport) sendFirstHedged(req, a *http.Request, p policy, traced bool) hedgeResult {
 	h := t.hedge
 	hl := h.table.host(wire.RequestKey(req))
-	if hl == nil {
-		resp, err := t.send(a)
-		return resp, a, 1, 0, err
+	var delay time.Duration
+	ok := false
+	if hl != nil {
+		hl.count(h.earning)
+		delay, ok = h.delay(hl)
 	}
-	hl.count(h.earning)
-	delay, ok := h.delay(hl)
-	if !ok {
-		start := monotonic()
-		resp, err := t.send(a)
-		if resp != nil {
-			hl.record(start, monotonic(), h.window, h.quantile, h.minSamples)
-		}
-		return resp, a, 1, 0, err
+	if ok {
+		return t.sendHedged(req, a, hl, delay, p, traced)
 	}
-	return t.sendHedged(req, a, hl, delay, p)
+	var pt *peerTrace
+	if traced {
+		a, pt = tracePeer(a, nil, nil, t.conns, false)
+	}
+	start := monotonic()
+	resp, err := t.send(a)
+	pt.end()
+	if resp != nil && hl != nil {
+		hl.record(start, monotonic(), h.window, h.quantile, h.minSamples)
+	}
+	return hedgeResult{resp: resp, a: a, pt: pt, sent: 1, err: err, first: pt}
 }

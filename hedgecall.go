@@ -17,8 +17,9 @@ import (
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
 // sent on the caller's goroutine, and the hedges a timer starts while no
-// attempt has answered. Its first attempt's request and context live in it,
-// so that a first attempt answered before the delay costs one allocation.
+// attempt has answered. Its first attempt's request and context live in
+// it, so that a first attempt answered before the delay costs one
+// allocation (two when traced).
 type hedgeCall struct {
 	t     *Transport
 	req   *http.Request // the caller's
@@ -27,9 +28,12 @@ type hedgeCall struct {
 	delay time.Duration
 	start time.Duration // monotonic
 
-	first http.Request // orig, under ctx
-	ctx   firstCtx
-	body  firstBody // the first attempt's response body, when it must release ctx
+	req1   http.Request  // orig, under ctx
+	first  *http.Request // the first attempt as sent: req1, or its traced copy
+	ctx    firstCtx
+	pt     *peerTrace // the first attempt's trace, when traced
+	traced bool       // the attempts are traced
+	body   firstBody  // the first attempt's response body, when it must release ctx
 
 	mu          sync.Mutex
 	maxAttempts int32
@@ -43,6 +47,7 @@ type hedgeCall struct {
 type hedgeRace struct {
 	next     *time.Timer  // the timer of the next hedge
 	hedges   []hedgeState // by attempt number - 2
+	traces   []*peerTrace // the hedges' traces, when traced
 	results  chan hedgeOutcome
 	deferred int // the hedge whose sending was put off by a delay
 }
@@ -59,7 +64,8 @@ type hedgeOutcome struct {
 	resp *http.Response
 	err  error
 	a    *http.Request
-	n    int // the attempt number
+	pt   *peerTrace // its trace, nil when not traced
+	n    int        // the attempt number
 }
 
 // A hedgeTimer is a reusable timer that starts the first hedge of the call
@@ -98,17 +104,36 @@ func (h *hedging) disarm(ht *hedgeTimer) {
 	}
 }
 
+// A hedgeResult is how a hedged request's first round ended: the winning
+// outcome (or, when none won, the last response or the last error), its
+// attempt request and trace, how many attempts were sent, what the budget
+// took for a hedge that won, and the traces of every attempt, whose base
+// may have sent them again.
+type hedgeResult struct {
+	resp   *http.Response
+	a      *http.Request
+	pt     *peerTrace
+	sent   int
+	spent  budget.Millitokens
+	err    error
+	first  *peerTrace   // the first attempt's trace
+	hedges []*peerTrace // the hedges'
+}
+
 // sendHedged makes the first attempt orig of req and, while no attempt has
 // answered, a hedge after each delay, up to the attempts allowed, as the
-// host's cap and the budget allow. It returns the winning outcome (or, when
-// none won, the last response or the last error), its attempt request, how
-// many attempts were sent, and what the budget took for a hedge that won.
-func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy) (*http.Response, *http.Request, int, budget.Millitokens, error) {
-	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1}
+// host's cap and the budget allow, each traced when traced is set.
+func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy, traced bool) hedgeResult {
+	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1, traced: traced}
 	c.ctx.parent = orig.Context()
-	c.first = *orig.WithContext(&c.ctx)
+	c.req1 = *orig.WithContext(&c.ctx)
+	c.first = &c.req1
+	if traced {
+		c.first, c.pt = tracePeer(c.first, nil, nil, t.conns, false)
+	}
 	ht := t.hedge.arm(c, delay)
-	resp, err := t.send(&c.first)
+	resp, err := t.send(c.first)
+	c.pt.end()
 	t.hedge.disarm(ht)
 
 	c.mu.Lock()
@@ -124,10 +149,14 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 		hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
 	}
 	if sent == 1 {
-		return c.firstWon(resp, 1), orig, 1, 0, err
+		pt := c.firstTrace()
+		return hedgeResult{resp: c.firstWon(resp, 1), a: orig, pt: pt, sent: 1, err: err, first: pt}
 	}
 	return c.collect(resp, err, sent, lost)
 }
+
+// firstTrace returns the first attempt's trace, nil when not traced.
+func (c *hedgeCall) firstTrace() *peerTrace { return c.pt }
 
 // firstWon returns the first attempt's response as the caller's, made to
 // release the attempt's context when its body is closed, and to report
@@ -148,7 +177,7 @@ func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
 			resp.Body = &c.body
 		}
 	}
-	if resp.Request == &c.first {
+	if resp.Request == c.first {
 		// The caller sees the request it sent, as from a plain transport.
 		resp.Request = c.orig
 	}
@@ -169,12 +198,12 @@ func withSent(resp *http.Response, sent int) {
 // the first attempt has returned (lost: to a hedge that already won), and
 // picks the outcome: the winner's, or when none won, the last response to
 // arrive, or the last error.
-func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) (*http.Response, *http.Request, int, budget.Millitokens, error) {
-	if !lost && wins(c.t.classifier, &c.first, resp, err) {
+func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) hedgeResult {
+	if !lost && wins(c.t.classifier, c.first, resp, err) {
 		c.win(1)
 	}
 	outcomes := make([]hedgeOutcome, 0, sent)
-	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: &c.first, n: 1})
+	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: c.first, pt: c.firstTrace(), n: 1})
 	for range sent - 1 {
 		outcomes = append(outcomes, <-c.race.results)
 	}
@@ -195,23 +224,28 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 		}
 	}
 	o := outcomes[pick]
+	r := hedgeResult{a: o.a, pt: o.pt, sent: sent, err: o.err, first: c.firstTrace()}
+	c.mu.Lock()
+	r.hedges = c.race.traces
+	c.mu.Unlock()
 	if o.n == 1 {
-		return c.firstWon(o.resp, sent), c.orig, sent, 0, o.err
+		r.resp, r.a = c.firstWon(o.resp, sent), c.orig
+		return r
 	}
 	hs := c.race.hedges[o.n-2]
 	if o.resp == nil {
 		hs.cancel()
-		return nil, o.a, sent, 0, o.err
+		return r
 	}
 	o.resp.Body = newCancelBody(o.resp.Body, hs.cancel)
 	if o.n != sent {
 		withSent(o.resp, sent)
 	}
-	spent := budget.Millitokens(0)
 	if o.n == winner {
-		spent = hs.took // refunded, as a retry's, if it succeeded
+		r.spent = hs.took // refunded, as a retry's, if it succeeded
 	}
-	return o.resp, o.a, sent, spent, o.err
+	r.resp = o.resp
+	return r
 }
 
 // wins reports whether an attempt's outcome wins the race: a response, a
@@ -333,14 +367,22 @@ func (c *hedgeCall) raceLocked() *hedgeRace {
 // run sends hedge h, attempt n, and reports its outcome; a success or a
 // final response wins at once, so that the first attempt ends.
 func (c *hedgeCall) run(h *http.Request, n int) {
+	var pt *peerTrace
+	if c.traced {
+		h, pt = tracePeer(h, nil, nil, c.t.conns, false)
+		c.mu.Lock()
+		c.race.traces = append(c.race.traces, pt)
+		c.mu.Unlock()
+	}
 	resp, err := c.t.send(h)
+	pt.end()
 	c.mu.Lock()
 	c.race.hedges[n-2].returned = true
 	c.mu.Unlock()
 	if wins(c.t.classifier, h, resp, err) {
 		c.win(n)
 	}
-	c.race.results <- hedgeOutcome{resp: resp, err: err, a: h, n: n}
+	c.race.results <- hedgeOutcome{resp: resp, err: err, a: h, pt: pt, n: n}
 }
 
 // prepareHedge returns hedge n of req, whose first attempt is a, if the

@@ -101,7 +101,14 @@ func newTraceHooks() *traceHooks {
 // connection to ev, and holds its host's turn when turn is true. The
 // caller calls end once the base's RoundTrip has returned.
 func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
-	p := &peerTrace{Context: a.Context(), refuse: refuse, ev: ev, turn: turn}
+	p := &peerTrace{}
+	return p.start(a, refuse, g, ev, turn), p
+}
+
+// start readies p, a zero peerTrace, as tracePeer does, and returns the
+// attempt's request, which p holds.
+func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvidence, turn bool) *http.Request {
+	p.Context, p.refuse, p.ev, p.turn = a.Context(), refuse, ev, turn
 	p.g = g
 	var old *httptrace.ClientTrace
 	if traceKey != nil {
@@ -119,7 +126,7 @@ func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvide
 		}
 		p.r = *a.WithContext(p)
 		p.req = &p.r
-		return p.req, p
+		return p.req
 	}
 	// Hooks of the attempt's own, composed with the trace already there
 	// (the guard's, the caller's) as httptrace composes them, this one's
@@ -162,7 +169,7 @@ func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvide
 		p.r = *a.WithContext(p)
 	}
 	p.req = &p.r
-	return p.req, p
+	return p.req
 }
 
 // end gives the attempt's pooled hooks back once the base's RoundTrip has

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -137,66 +138,73 @@ func TestBaseResendIsCounted(t *testing.T) {
 		{"POST without a key", http.MethodPost, "", `{"order":1}`, 1, 0},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newDropServer(t, dropFirstReused())
-			logs := &logRecorder{}
-			var events []RetryEvent
-			tr := New(WithLogger(slog.New(logs)), WithOnRetry(func(e RetryEvent) { events = append(events, e) }))
-			defer tr.CloseIdleConnections()
+		for _, hedged := range []bool{false, true} {
+			t.Run(tt.name+"/hedging="+strconv.FormatBool(hedged), func(t *testing.T) {
+				srv := newDropServer(t, dropFirstReused())
+				logs := &logRecorder{}
+				var events []RetryEvent
+				opts := []Option{WithLogger(slog.New(logs)), WithOnRetry(func(e RetryEvent) { events = append(events, e) })}
+				if hedged {
+					// The hooks and the log trace every attempt, hedged or not.
+					opts = append(opts, WithHedging())
+				}
+				tr := New(opts...)
+				defer tr.CloseIdleConnections()
 
-			// A first request leaves a keep-alive connection idle.
-			resp, err := tr.RoundTrip(get(t, srv.url+"/warm"))
-			require.NoError(t, err)
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			logs.take()
-
-			var body io.Reader
-			if tt.body != "" {
-				body = strings.NewReader(tt.body)
-			}
-			req, err := http.NewRequest(tt.method, srv.url+"/call", body)
-			require.NoError(t, err)
-			if tt.key != "" {
-				req.Header.Set("Idempotency-Key", tt.key)
-			}
-			resp, err = tr.RoundTrip(req)
-			seen := srv.requests("/call")
-			require.NotEmpty(t, seen)
-			assert.True(t, seen[0].reused, "the first send went out on the reused connection")
-			assert.Len(t, seen, tt.sends, "requests the server received")
-			for _, r := range seen {
-				assert.Equal(t, tt.key, r.key)
-				assert.Equal(t, tt.body, r.body)
-			}
-			if tt.resends == 0 {
-				var rerr *Error
-				require.ErrorAs(t, err, &rerr)
-				assert.Equal(t, tt.sends, rerr.Attempts)
-			} else {
+				// A first request leaves a keep-alive connection idle.
+				resp, err := tr.RoundTrip(get(t, srv.url+"/warm"))
 				require.NoError(t, err)
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				assert.Equal(t, http.StatusOK, resp.StatusCode)
-				assert.Equal(t, tt.sends, Attempts(resp))
-			}
-			server := netip.MustParseAddrPort(srv.ln.Addr().String())
-			var want []RetryEvent
-			for range tt.resends {
-				want = append(want, RetryEvent{Request: req, Attempt: 1, Peer: server, BaseResend: true})
-			}
-			assert.Equal(t, want, events, "retry events")
-			debug := atLevel(logs.take(), slog.LevelDebug)
-			resent := withMessage(debug, "retryhttp: resent by the base")
-			assert.Len(t, resent, tt.resends)
-			for _, r := range resent {
-				v, _ := attr(r, "attempt")
-				assert.Equal(t, int64(1), v.Int64())
-				v, _ = attr(r, "network.peer.port")
-				assert.Equal(t, int64(server.Port()), v.Int64())
-			}
-			assert.Len(t, withMessage(debug, "retryhttp: attempt"), 1)
-		})
+				logs.take()
+
+				var body io.Reader
+				if tt.body != "" {
+					body = strings.NewReader(tt.body)
+				}
+				req, err := http.NewRequest(tt.method, srv.url+"/call", body)
+				require.NoError(t, err)
+				if tt.key != "" {
+					req.Header.Set("Idempotency-Key", tt.key)
+				}
+				resp, err = tr.RoundTrip(req)
+				seen := srv.requests("/call")
+				require.NotEmpty(t, seen)
+				assert.True(t, seen[0].reused, "the first send went out on the reused connection")
+				assert.Len(t, seen, tt.sends, "requests the server received")
+				for _, r := range seen {
+					assert.Equal(t, tt.key, r.key)
+					assert.Equal(t, tt.body, r.body)
+				}
+				if tt.resends == 0 {
+					var rerr *Error
+					require.ErrorAs(t, err, &rerr)
+					assert.Equal(t, tt.sends, rerr.Attempts)
+				} else {
+					require.NoError(t, err)
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					assert.Equal(t, http.StatusOK, resp.StatusCode)
+					assert.Equal(t, tt.sends, Attempts(resp))
+				}
+				server := netip.MustParseAddrPort(srv.ln.Addr().String())
+				var want []RetryEvent
+				for range tt.resends {
+					want = append(want, RetryEvent{Request: req, Attempt: 1, Peer: server, BaseResend: true})
+				}
+				assert.Equal(t, want, events, "retry events")
+				debug := atLevel(logs.take(), slog.LevelDebug)
+				resent := withMessage(debug, "retryhttp: resent by the base")
+				assert.Len(t, resent, tt.resends)
+				for _, r := range resent {
+					v, _ := attr(r, "attempt")
+					assert.Equal(t, int64(1), v.Int64())
+					v, _ = attr(r, "network.peer.port")
+					assert.Equal(t, int64(server.Port()), v.Int64())
+				}
+				assert.Len(t, withMessage(debug, "retryhttp: attempt"), 1)
+			})
+		}
 	}
 }
 

@@ -287,7 +287,12 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		case firstSent:
 			resp, err, firstSent = resp0, err0, false
 		case s.hedges():
-			resp, a, s.attempt, s.spent, err = t.sendFirstHedged(req, a, s.p)
+			r := t.sendFirstHedged(req, a, s.p, s.traced(a))
+			resp, a, pt, s.attempt, s.spent, err = r.resp, r.a, r.pt, r.sent, r.spent, r.err
+			s.countResends(r.first)
+			for _, h := range r.hedges {
+				s.countResends(h)
+			}
 		default:
 			a, pt, resp, err = s.send(a, g)
 		}
