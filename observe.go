@@ -163,10 +163,10 @@ func (t *Transport) giveUpHooks(e GiveUpEvent) {
 // its base is an *http.Transport (the default base is one), or a
 // RoundTripper whose Unwrap method leads to one, which reports them, and
 // whose base.Dialer, if it dials with one, sends a retry to another address. It
-// costs an attempt four small allocations, a few hundred bytes beside
-// net/http's own, so other bases, which may report nothing, are not
-// traced: their RetryEvent.Peer is the zero AddrPort, and their own
-// resends are not counted.
+// costs a traced attempt one allocation of 512 bytes beside net/http's own,
+// so other bases, which may report nothing, are not traced: their
+// RetryEvent.Peer is the zero AddrPort, and their own resends are not
+// counted. Which attempts are traced: retryState.traced.
 func tracesPeers(t *Transport) bool {
 	rt := t.base
 	for range 8 { // a bound, should wrappers unwrap to each other

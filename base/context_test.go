@@ -38,23 +38,35 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 func (r *recorder) Unwrap() http.RoundTripper { return r.next }
 
 // TestAttemptAndPeer reads, in a base under a Transport, each attempt's
-// number and the address of the connection that carried it.
+// number and the address of the connection that carried it: every
+// attempt's when the Transport has a hook, and otherwise the retry's (the
+// first attempt, to a host that had not failed, is not traced).
 func TestAttemptAndPeer(t *testing.T) {
-	calls := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls++
-		if calls == 1 {
-			w.WriteHeader(http.StatusServiceUnavailable)
+	for _, hooked := range []bool{true, false} {
+		calls := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			if calls == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		rec := &recorder{next: &http.Transport{DialContext: base.NewDialer().DialContext}}
+		opts := []retryhttp.Option{retryhttp.WithBase(rec), retryhttp.WithBackoff(backoff.Constant(0))}
+		if hooked {
+			opts = append(opts, retryhttp.WithOnRetry(func(retryhttp.RetryEvent) {}))
 		}
-	}))
-	defer srv.Close()
-	rec := &recorder{next: &http.Transport{DialContext: base.NewDialer().DialContext}}
-	defer rec.next.CloseIdleConnections()
-	tr := retryhttp.New(retryhttp.WithBase(rec), retryhttp.WithBackoff(backoff.Constant(0)))
-	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, []int{1, 2}, rec.numbers)
-	peer := netip.MustParseAddrPort(srv.Listener.Addr().String())
-	assert.Equal(t, []netip.AddrPort{peer, peer}, rec.peers)
+		tr := retryhttp.New(opts...)
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []int{1, 2}, rec.numbers)
+		peer := netip.MustParseAddrPort(srv.Listener.Addr().String())
+		first := peer
+		if !hooked {
+			first = netip.AddrPort{}
+		}
+		assert.Equal(t, []netip.AddrPort{first, peer}, rec.peers, "hooked: %v", hooked)
+		rec.next.CloseIdleConnections()
+		srv.Close()
+	}
 }

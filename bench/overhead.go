@@ -44,6 +44,17 @@ func (s *Stub) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &s.resp, nil
 }
 
+// A TracedStub is a Stub that unwraps to an *http.Transport, which it
+// never uses: retryhttp takes such a base for one whose connections it can
+// trace, as it takes its default base, so that the default base's path is
+// measured without a network.
+type TracedStub struct{ *Stub }
+
+// Unwrap returns an *http.Transport that is never used.
+func (TracedStub) Unwrap() http.RoundTripper { return unusedTransport }
+
+var unusedTransport = &http.Transport{}
+
 // OverheadConfig is how every library is configured for the overhead
 // benchmarks: 3 attempts and delays from 50 ms (never waited for, since
 // every request succeeds), budgets as each library has them by default.

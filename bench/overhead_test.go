@@ -19,6 +19,9 @@ func BenchmarkOverhead(b *testing.B) {
 				c.Run(b, lib.New(NewStub(), OverheadConfig))
 			})
 		}
+		b.Run(c.Name+"/retryhttp-default-base", func(b *testing.B) {
+			c.Run(b, peers.NewRetryHTTP(TracedStub{NewStub()}, OverheadConfig))
+		})
 	}
 }
 

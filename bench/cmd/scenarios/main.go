@@ -151,6 +151,10 @@ func printOverhead(w io.Writer, runs int) {
 			}
 			row(c.Name+", stub", name, r, plain)
 		}
+		r := median(runs, func(b *testing.B) {
+			c.Run(b, peers.NewRetryHTTP(bench.TracedStub{Stub: bench.NewStub()}, bench.OverheadConfig))
+		})
+		row(c.Name+", stub", "retryhttp, as over its default base", r, plain)
 	}
 	var plain float64
 	for _, lib := range peers.All() {
