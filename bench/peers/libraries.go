@@ -2,6 +2,7 @@ package peers
 
 import (
 	"net/http"
+	"sync/atomic"
 
 	"github.com/failsafe-go/failsafe-go/budget"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
@@ -19,6 +20,17 @@ import (
 func NewRetryHTTP(base http.RoundTripper, c Config) http.RoundTripper {
 	return newRetryHTTP(base, c)
 }
+
+// NewRetryHTTPHedging is NewRetryHTTP with hedging on (WithHedging(), at
+// its defaults). It counts the hedges it sends in HedgesSent.
+func NewRetryHTTPHedging(base http.RoundTripper, c Config) http.RoundTripper {
+	return newRetryHTTP(base, c, retryhttp.WithHedging(), retryhttp.WithOnHedge(func(retryhttp.HedgeEvent) { HedgesSent.Add(1) }))
+}
+
+// HedgesSent counts the hedges every Transport NewRetryHTTPHedging made has
+// sent: over HTTP/1 each needs a connection of its own, and a loser
+// cancelled in flight closes its.
+var HedgesSent atomic.Int64
 
 // newRetryHTTP is NewRetryHTTP with more options: with c.AttemptTimeout
 // set, retryhttp.WithAttemptTimeout, and then extra.

@@ -15,12 +15,15 @@ import (
 
 // Names of the libraries, as they appear in tables.
 const (
-	Plain         = "plain"
-	Naive         = "naive"
-	RetryHTTP     = "retryhttp"
-	RetryableHTTP = "go-retryablehttp"
-	AWS           = "aws-sdk-go-v2 retry"
-	Failsafe      = "failsafe-go"
+	Plain     = "plain"
+	Naive     = "naive"
+	RetryHTTP = "retryhttp"
+	// RetryHTTPHedging is retryhttp with WithHedging(), which is not part
+	// of its default configuration.
+	RetryHTTPHedging = "retryhttp + hedging"
+	RetryableHTTP    = "go-retryablehttp"
+	AWS              = "aws-sdk-go-v2 retry"
+	Failsafe         = "failsafe-go"
 	// FailsafeBudget is failsafe-go with its optional retry budget
 	// (budget.New()), which is not part of its default configuration.
 	FailsafeBudget = "failsafe-go + budget"
