@@ -104,6 +104,11 @@ type hostEvidence struct {
 	pending int              // of its connections, those pending a mark
 	used    uint64           // the table's clock when last used
 	crowded bool             // recorded while the table was full: its connections count as served
+	// untraced is when the record started with a failure not traced, zero
+	// if it did not; suspects counts such failures whose connection stayed
+	// pooled.
+	untraced time.Time
+	suspects int
 
 	// The replacement of a retired HTTP/2 connection: attempts wait while
 	// one (probing) has not got its connection.
@@ -182,15 +187,34 @@ func (e *connEvidence) traces(req *http.Request) bool {
 // failedUntraced records that an attempt of req that was not traced failed
 // in a way that may be its connection's doing, and reports whether its
 // retry should leave the connection, which is unknown: it does, as it
-// would leave one never seen serving, unless the table is crowded. The
-// host's record starts, so that its next attempts are traced.
-func (e *connEvidence) failedUntraced(req *http.Request) bool {
+// would leave one never seen serving, when the failure starts its host's
+// record and the table is not crowded, and stays otherwise. The
+// host's record starts, so that its next attempts are traced. pooled says
+// that the connection stays in net/http's pool however the retry leaves it
+// (a response without a body over HTTP/1, any over HTTP/2): the next
+// traced failure on a connection used before is taken for it.
+//
+// A record that starts so does not know which of the host's connections
+// served: they did, untraced, but for the one that failed. A traced
+// failure on a connection used before, of which the record knows nothing
+// (every failure it saw is in it: see failedLast), counts as one on a
+// connection that served, unless it is taken for a pooled one that failed
+// untraced.
+func (e *connEvidence) failedUntraced(req *http.Request, pooled bool) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	h, _ := e.host(wire.RequestKey(req))
+	h, created := e.host(wire.RequestKey(req))
+	if created {
+		h.untraced = e.now()
+	}
+	if pooled && h.suspects < maxEvidenceConns {
+		h.suspects++
+	}
 	h.calm = 0
 	h.recent <<= 1
-	if h.crowded {
+	if h.crowded || !created {
+		// Sent before the record started, as it failed: its host's
+		// connections served, but for the one that failed first.
 		return false
 	}
 	h.left++
@@ -226,7 +250,15 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 	h.recent <<= 1
 	c := h.conns[key]
 	if c == nil {
-		c = &connRecord{ok: served}
+		ok := served
+		if !ok && !h.untraced.IsZero() && p.wasReused() {
+			if h.suspects > 0 {
+				h.suspects--
+			} else {
+				ok = true // it served, untraced, before the record started
+			}
+		}
+		c = &connRecord{ok: ok}
 		h.add(key, c)
 	}
 	c.fails++
@@ -277,6 +309,35 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 		e.mu.Unlock()
 	}
 	return leave
+}
+
+// failedLast records that the attempt traced by p, the last of its
+// request, failed with resp or err in a way that may be its connection's
+// doing: no retry follows, so nothing leaves, but the connection's record
+// counts the failure, as the host's does; an attempt not traced (p nil)
+// starts its host's record, so that its next attempts are traced.
+func (e *connEvidence) failedLast(req *http.Request, p *peerTrace, resp *http.Response, err error) {
+	if e == nil {
+		return
+	}
+	key, ok := p.connKey()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, created := e.host(wire.RequestKey(req))
+	if created && p == nil {
+		h.untraced = e.now()
+	}
+	h.calm = 0
+	h.recent <<= 1
+	if !ok {
+		return
+	}
+	served := err != nil && resp != nil || e.served.has(key)
+	if c := h.conns[key]; c != nil {
+		c.fails++
+		return
+	}
+	h.add(key, &connRecord{ok: served, fails: 1})
 }
 
 // connectionError reports whether err, an HTTP/2 attempt's, ended its

@@ -385,6 +385,9 @@ func (t *Transport) policy(req *http.Request) policy {
 // to the give-up hooks, tells a server.Handler serving the request that a
 // dependency was given up on, and returns the last result.
 func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard) (*http.Response, error) {
+	if err != nil || instanceFailure(resp, v) {
+		s.t.conns.failedLast(s.req, pt, resp, err)
+	}
 	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
