@@ -105,8 +105,8 @@ type hostEvidence struct {
 	used    uint64           // the table's clock when last used
 	crowded bool             // recorded while the table was full: its connections count as served
 	// untraced is when the record started with a failure not traced, zero
-	// if it did not; suspects counts such failures whose connection stayed
-	// pooled.
+	// if it did not; suspects counts the failures not traced whose
+	// connection no traced failure was taken for yet.
 	untraced time.Time
 	suspects int
 
@@ -187,38 +187,37 @@ func (e *connEvidence) traces(req *http.Request) bool {
 // failedUntraced records that an attempt of req that was not traced failed
 // in a way that may be its connection's doing, and reports whether its
 // retry should leave the connection, which is unknown: it does, as it
-// would leave one never seen serving, when the failure starts its host's
-// record and the table is not crowded, and stays otherwise. The
-// host's record starts, so that its next attempts are traced. pooled says
-// that the connection stays in net/http's pool however the retry leaves it
-// (a response without a body over HTTP/1, any over HTTP/2): the next
-// traced failure on a connection used before is taken for it.
+// would leave one never seen serving, unless the table is crowded. The
+// host's record starts, so that its next attempts are traced.
 //
 // A record that starts so does not know which of the host's connections
-// served: they did, untraced, but for the one that failed. A traced
-// failure on a connection used before, of which the record knows nothing
-// (every failure it saw is in it: see failedLast), counts as one on a
-// connection that served, unless it is taken for a pooled one that failed
-// untraced.
-func (e *connEvidence) failedUntraced(req *http.Request, pooled bool) bool {
+// served: they did, untraced, but for those that failed untraced, which
+// may still be pooled (a response without a body over HTTP/1 leaves its
+// connection pooled, and so does any over HTTP/2). A traced failure on a
+// connection used before, of which the record knows nothing (every failure
+// it saw is in it: see failedLast), is taken for one of those while any is
+// unaccounted for, and otherwise for one on a connection that served.
+func (e *connEvidence) failedUntraced(req *http.Request) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
 	if created {
 		h.untraced = e.now()
 	}
-	if pooled && h.suspects < maxEvidenceConns {
+	if h.suspects < maxEvidenceConns {
 		h.suspects++
 	}
 	h.calm = 0
 	h.recent <<= 1
-	if h.crowded || !created {
-		// Sent before the record started, as it failed: its host's
-		// connections served, but for the one that failed first.
+	if h.crowded {
 		return false
 	}
-	h.left++
-	h.since, h.leftAt = 0, e.now()
+	if created {
+		// Only the failure that starts the record counts towards the
+		// host's being down: the others were sent with it, before it.
+		h.left++
+		h.since, h.leftAt = 0, e.now()
+	}
 	return true
 }
 

@@ -235,11 +235,11 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 	}
 	assert.True(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", connFailLimit)
 	other, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
-	assert.False(t, e.failedUntraced(other, false), "an attempt not traced, at a crowded host")
+	assert.False(t, e.failedUntraced(other), "an attempt not traced, at a crowded host")
 
 	fresh := newConnEvidence(time.Now)
 	assert.True(t, fresh.failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
-	assert.True(t, fresh.failedUntraced(other, false), "and so does an attempt not traced")
+	assert.True(t, fresh.failedUntraced(other), "and so does an attempt not traced")
 }
 
 // TestEvidenceTracesHostsWithARecord proves that the attempts of a host
@@ -249,7 +249,7 @@ func TestEvidenceTracesHostsWithARecord(t *testing.T) {
 	e := newConnEvidence(time.Now)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 	assert.False(t, e.traces(req), "before any failure")
-	e.failedUntraced(req, false)
+	e.failedUntraced(req)
 	assert.True(t, e.traces(req), "after a failure")
 	p := traced("svc.test", 1)
 	for range calmLimit {

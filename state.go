@@ -269,12 +269,7 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 	failure := err != nil || instanceFailure(resp, v)
 	leave := failure && (pt == nil || s.t.conns.failed(pt, resp, err))
 	if failure && pt == nil && s.t.conns != nil {
-		// The connection stays pooled after a response without a body
-		// over HTTP/1, any over HTTP/2, and, maybe, an error over TLS,
-		// which may be HTTP/2's stream's.
-		pooled := resp != nil && (resp.ProtoMajor == 2 || resp.Body == http.NoBody) ||
-			err != nil && s.req.URL.Scheme == "https"
-		leave = s.t.conns.failedUntraced(s.req, pooled) || err != nil
+		leave = s.t.conns.failedUntraced(s.req) || err != nil
 	}
 	switch {
 	case resp != nil && leave:
