@@ -197,7 +197,9 @@ func (e *connEvidence) traces(req *http.Request) bool {
 // connection used before, of which the record knows nothing (every failure
 // it saw is in it: see failedLast), is taken for one of those while any is
 // unaccounted for, and otherwise for one on a connection that served.
-func (e *connEvidence) failedUntraced(req *http.Request) bool {
+//
+// It also reports whether the failure started the record (first).
+func (e *connEvidence) failedUntraced(req *http.Request) (leave, first bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
@@ -210,7 +212,7 @@ func (e *connEvidence) failedUntraced(req *http.Request) bool {
 	h.calm = 0
 	h.recent <<= 1
 	if h.crowded {
-		return false
+		return false, created
 	}
 	if created {
 		// Only the failure that starts the record counts towards the
@@ -218,7 +220,7 @@ func (e *connEvidence) failedUntraced(req *http.Request) bool {
 		h.left++
 		h.since, h.leftAt = 0, e.now()
 	}
-	return true
+	return true, created
 }
 
 // failed records that the attempt traced by p failed, with resp or err,

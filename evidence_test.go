@@ -235,11 +235,13 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 	}
 	assert.True(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", connFailLimit)
 	other, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
-	assert.False(t, e.failedUntraced(other), "an attempt not traced, at a crowded host")
+	leave, _ := e.failedUntraced(other)
+	assert.False(t, leave, "an attempt not traced, at a crowded host")
 
 	fresh := newConnEvidence(time.Now)
 	assert.True(t, fresh.failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
-	assert.True(t, fresh.failedUntraced(other), "and so does an attempt not traced")
+	leave, _ = fresh.failedUntraced(other)
+	assert.True(t, leave, "and so does an attempt not traced")
 }
 
 // TestEvidenceTracesHostsWithARecord proves that the attempts of a host

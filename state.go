@@ -269,7 +269,15 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 	failure := err != nil || instanceFailure(resp, v)
 	leave := failure && (pt == nil || s.t.conns.failed(pt, resp, err))
 	if failure && pt == nil && s.t.conns != nil {
-		leave = s.t.conns.failedUntraced(s.req) || err != nil
+		var first bool
+		leave, first = s.t.conns.failedUntraced(s.req)
+		if leave && first && resp != nil && resp.ProtoMajor == 2 && s.t.newConns() != nil {
+			// Closing the response leaves the HTTP/2 connection, which
+			// carries others' streams, pooled: the retry dials one of
+			// its own, as a misdirected request's does.
+			s.fresh = true
+		}
+		leave = leave || err != nil
 	}
 	switch {
 	case resp != nil && leave:
