@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -59,6 +60,7 @@ import (
 // host's record starts, so that its retries are traced.
 const (
 	connFailLimit    = 4
+	probationLimit   = 2 // failures in turn of a connection on probation
 	hostLeaveLimit   = 3
 	probeGap         = 16
 	probeInterval    = time.Second
@@ -78,9 +80,10 @@ const (
 // It also retires the connections it leaves without making others
 // single-use (pend, got, admit).
 type connEvidence struct {
-	live    atomic.Int32 // hosts with a record
-	pending atomic.Int32 // connections left that the next attempt to get them marks
-	gates   atomic.Int32 // hosts whose HTTP/2 connection is being replaced
+	live    atomic.Int32  // hosts with a record
+	seq     atomic.Uint64 // counts the connections traced attempts got, in order
+	pending atomic.Int32  // connections left that the next attempt to get them marks
+	gates   atomic.Int32  // hosts whose HTTP/2 connection is being replaced
 	served  servedConns
 	// filter counts the hosts with a record by a hash of their name, so
 	// that traces answers without the lock.
@@ -105,25 +108,35 @@ type hostEvidence struct {
 	used    uint64           // the table's clock when last used
 	crowded bool             // recorded while the table was full: its connections count as served
 	// untraced is when the record started with a failure not traced, zero
-	// if it did not; suspects counts the failures not traced whose
-	// connection no traced failure was taken for yet.
+	// if it did not; suspects counts the failures not traced over HTTP/1
+	// whose connection no traced failure was taken for yet, and suspect2
+	// says so of one over HTTP/2: the host's requests share one HTTP/2
+	// connection, and its failures together are one piece of evidence.
 	untraced time.Time
 	suspects int
+	suspect2 bool
+	taken2   bool // a traced failure was taken for the HTTP/2 one: later ones were sent with it
 
 	// The replacement of a retired HTTP/2 connection: attempts wait while
 	// one (probing) has not got its connection.
 	replacing, probing bool
 	wake               chan struct{} // closed when either changes; nil when nobody waits
 	probeAt            time.Time     // when the last turn was given
+	replaced           time.Time     // when the last replacement began or ended
 	dialTook           time.Duration // how long the last turn took to get a connection; 0 until known
 }
 
 // connRecord is the record of one connection.
 type connRecord struct {
-	ok      bool // seen serving a success
-	fails   int  // failures in a row
-	left    bool // retries keep away from it
-	pending bool // left while pooled: the next attempt to get it marks it
+	ok bool // seen serving a success
+	// probation is set on a connection a turn got (connEvidence.got)
+	// until that turn's attempt ends on it: it counts as one that served
+	// for every other attempt's failure.
+	probation bool
+	counted   uint64 // connEvidence.seq when its last failure counted
+	fails     int    // failures in a row
+	left      bool   // retries keep away from it
+	pending   bool   // left while pooled: the next attempt to get it marks it
 }
 
 // A connKey identifies a connection by its two ends, which no other open
@@ -199,14 +212,17 @@ func (e *connEvidence) traces(req *http.Request) bool {
 // unaccounted for, and otherwise for one on a connection that served.
 //
 // It also reports whether the failure started the record (first).
-func (e *connEvidence) failedUntraced(req *http.Request) (leave, first bool) {
+func (e *connEvidence) failedUntraced(req *http.Request, multiplexed bool) (leave, first bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
 	if created {
 		h.untraced = e.now()
 	}
-	if h.suspects < maxEvidenceConns {
+	switch {
+	case multiplexed:
+		h.suspect2 = !h.taken2
+	case h.suspects < maxEvidenceConns:
 		h.suspects++
 	}
 	h.calm = 0
@@ -251,18 +267,42 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 	h.recent <<= 1
 	c := h.conns[key]
 	if c == nil {
-		ok := served
+		ok, c2probation := served, false
 		if !ok && !h.untraced.IsZero() && p.wasReused() {
-			if h.suspects > 0 {
+			switch {
+			case h2 && h.suspect2:
+				// The one HTTP/2 connection failed untraced before: once
+				// more, in turn, and it is left (probation), for the
+				// attempts in flight on it with this one fail together.
+				h.suspect2, h.taken2 = false, true
+				c2probation = true
+			case !h2 && h.suspects > 0:
 				h.suspects--
-			} else {
+			default:
 				ok = true // it served, untraced, before the record started
 			}
 		}
-		c = &connRecord{ok: ok}
+		c = &connRecord{ok: ok, probation: c2probation}
+		if !ok && !p.wasReused() && attempt.Number(p) == 1 && (h.replacing || e.now().Sub(h.replaced) < probeInterval) {
+			// A first attempt that failed on a connection of its own,
+			// dialled as the host's was being replaced (an attempt in
+			// flight then finds none to share): the request failed, as
+			// the host's others did, and says nothing yet of the
+			// connection.
+			c.probation = true
+		}
 		h.add(key, c)
 	}
-	c.fails++
+	if p.probed() {
+		c.probation = false
+	}
+	if seq := p.gotSeq(); seq == 0 || seq > c.counted {
+		// A failure counts once its attempt got the connection after the
+		// last one counted was seen: attempts in flight together on it
+		// fail together, as one piece of evidence.
+		c.fails++
+		c.counted = e.seq.Load()
+	}
 	var leave bool
 	switch {
 	case c.left:
@@ -292,7 +332,7 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 				e.pend(h, c)
 			}
 			if !h.replacing {
-				h.replacing = true
+				h.replacing, h.replaced = true, e.now()
 				e.gates.Add(1)
 			}
 		}
@@ -376,6 +416,9 @@ func (e *connEvidence) succeeded(p *peerTrace) {
 	h.recent = h.recent<<1 | 1
 	if c := h.conns[key]; c != nil {
 		c.ok, c.fails = true, 0
+		if p.probed() {
+			c.probation = false
+		}
 	} else {
 		h.add(key, &connRecord{ok: true})
 	}
@@ -427,8 +470,11 @@ func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
 // connection net/http dialled for a request that took another one
 // meanwhile is reused by the next without ever having served).
 func (c *connRecord) limit(crowded bool) int {
-	if c.ok || crowded {
+	switch {
+	case c.ok || crowded:
 		return connFailLimit
+	case c.probation:
+		return probationLimit
 	}
 	return 1
 }

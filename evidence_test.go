@@ -235,12 +235,12 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 	}
 	assert.True(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", connFailLimit)
 	other, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
-	leave, _ := e.failedUntraced(other)
+	leave, _ := e.failedUntraced(other, false)
 	assert.False(t, leave, "an attempt not traced, at a crowded host")
 
 	fresh := newConnEvidence(time.Now)
 	assert.True(t, fresh.failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
-	leave, _ = fresh.failedUntraced(other)
+	leave, _ = fresh.failedUntraced(other, false)
 	assert.True(t, leave, "and so does an attempt not traced")
 }
 
@@ -251,7 +251,7 @@ func TestEvidenceTracesHostsWithARecord(t *testing.T) {
 	e := newConnEvidence(time.Now)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 	assert.False(t, e.traces(req), "before any failure")
-	e.failedUntraced(req)
+	e.failedUntraced(req, false)
 	assert.True(t, e.traces(req), "after a failure")
 	p := traced("svc.test", 1)
 	for range calmLimit {

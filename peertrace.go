@@ -46,6 +46,8 @@ type peerTrace struct {
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
 	turn   bool             // the attempt holds its host's turn (connEvidence.admit)
+	probe  bool             // it held the turn and got a new connection, on probation
+	seq    uint64           // connEvidence.seq when it got its connection
 	sendCount
 
 	ev  *connEvidence // the Transport's, nil when it has none
@@ -217,6 +219,9 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 	}
 	p.mu.Lock()
 	p.conn, p.dc, p.reused = info.Conn, dc, info.Reused
+	if p.ev != nil {
+		p.seq = p.ev.seq.Add(1)
+	}
 	if dc != nil {
 		p.began = dc.State()
 		p.sentAt = dc.Sent()
@@ -292,6 +297,22 @@ func (p *peerTrace) elsewhere(failing []netip.AddrPort, remote netip.AddrPort) b
 	dc := p.dc
 	p.mu.Unlock()
 	return dc != nil && dc.Elsewhere(append(failing[:len(failing):len(failing)], remote))
+}
+
+// gotSeq returns connEvidence.seq as the attempt got its connection, 0
+// when it got none or has no evidence table.
+func (p *peerTrace) gotSeq() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq
+}
+
+// probed reports whether the attempt held its host's turn and got a new
+// connection, which is on probation until the attempt ends.
+func (p *peerTrace) probed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.probe
 }
 
 // wasReused reports whether the attempt's connection had carried a

@@ -131,10 +131,21 @@ func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) 
 	if turn && !reused {
 		// A new connection: the turn's dial and handshake took this long.
 		h.dialTook = max(e.now().Sub(h.probeAt), 1)
+		if ok && c == nil {
+			// The host's next connection, on probation until the turn's
+			// own attempt ends on it: the attempts sent on it meanwhile
+			// (first attempts of requests that fail as the host fails)
+			// say nothing of it, and must not have it replaced again
+			// while the others are still moving to it.
+			h.add(key, &connRecord{probation: true})
+			p.mu.Lock()
+			p.probe = true
+			p.mu.Unlock()
+		}
 	}
 	if turn && reused && (c == nil || !c.left) {
 		if h.replacing {
-			h.replacing = false
+			h.replacing, h.replaced = false, e.now()
 			e.gates.Add(-1)
 		}
 		h.probing = false

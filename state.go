@@ -270,7 +270,9 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 	leave := failure && (pt == nil || s.t.conns.failed(pt, resp, err))
 	if failure && pt == nil && s.t.conns != nil {
 		var first bool
-		leave, first = s.t.conns.failedUntraced(s.req)
+		// Over HTTP/2, or maybe (an error over TLS).
+		multiplexed := resp != nil && resp.ProtoMajor == 2 || resp == nil && s.req.URL.Scheme == "https"
+		leave, first = s.t.conns.failedUntraced(s.req, multiplexed)
 		if leave && first && resp != nil && resp.ProtoMajor == 2 && s.t.newConns() != nil {
 			// Closing the response leaves the HTTP/2 connection, which
 			// carries others' streams, pooled: the retry dials one of
