@@ -24,13 +24,15 @@ import (
 // operatorGiveUp reports whether e ends a call in a way an operator acts
 // on, logged at INFO: its retries or resumes ran out (attempts after a
 // retry, the budget, the deadline, the resume limit), the server asked for
-// a wait beyond the limit, or a body could not be resumed. The caller's
-// cancellation, a refusal by adaptive throttling (its start and end are
-// logged instead), and a request that could never have been resent (not
-// idempotent, a body not replayable, or one attempt allowed) are not.
+// a wait beyond the limit, a request body could not be replayed (larger
+// than WithBodyBufferLimit without GetBody, or GetBody failed: the retry
+// configured cannot happen), or a response body could not be resumed. The
+// caller's cancellation, a refusal by adaptive throttling (its start and
+// end are logged instead), and a request that could never have been
+// resent (not idempotent, or one attempt allowed) are not.
 func operatorGiveUp(e GiveUpEvent) bool {
 	switch e.Reason {
-	case GiveUpCanceled, GiveUpThrottled, GiveUpNotResendable, GiveUpBodyNotReplayable:
+	case GiveUpCanceled, GiveUpThrottled, GiveUpNotResendable:
 		return false
 	case GiveUpAttemptsExhausted:
 		return e.Attempt > 1 // one attempt allowed: nothing was retried

@@ -189,6 +189,21 @@ func TestLogLevels(t *testing.T) {
 			attempts: []int{1},
 		},
 		{
+			name: "body over the buffer limit",
+			opts: []Option{WithBodyBufferLimit(4)},
+			base: func() http.RoundTripper { return &script{steps: statuses(503)} },
+			call: func(t *testing.T, tr *Transport) {
+				req, _ := withBody(t, t.Context(), http.MethodPut, "http://svc.test/", "longer than four bytes", false)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+			},
+			// The retry configured cannot happen: an operator acts on it.
+			info:     "retryhttp: not retrying",
+			reason:   string(GiveUpBodyNotReplayable),
+			attempts: []int{1},
+		},
+		{
 			name: "caller cancels during the wait",
 			base: func() http.RoundTripper { return &script{steps: statuses(503)} },
 			call: func(t *testing.T, tr *Transport) {
