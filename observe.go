@@ -158,6 +158,22 @@ func (t *Transport) giveUpHooks(e GiveUpEvent) {
 	t.onGiveUp(e)
 }
 
+// stacked reports whether rt is a Transport of this package, or a
+// RoundTripper whose Unwrap method leads to one.
+func stacked(rt http.RoundTripper) bool {
+	for range 8 { // a bound, should wrappers unwrap to each other
+		switch b := rt.(type) {
+		case *Transport:
+			return true
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = b.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // tracesPeers reports whether t learns each attempt's connection, and the
 // sends its base makes again on its own, through net/http/httptrace: when
 // its base is an *http.Transport (the default base is one), or a

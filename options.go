@@ -42,7 +42,10 @@ type Option func(*Transport)
 // HTTP/2, a 421 is returned.
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
-// the client's Transport instead.
+// the client's Transport instead. Nor may it be a Transport of this
+// package, directly or through an Unwrap method: its retries would
+// multiply this one's (3 attempts over 3 send a GET 9 times), so WithBase
+// panics; give one Transport every option instead.
 //
 // An *http.Transport with a Proxy is used through a clone of it
 // (http.Transport.Clone) whose OnProxyConnectResponse also reports a proxy's
@@ -54,6 +57,9 @@ type Option func(*Transport)
 func WithBase(rt http.RoundTripper) Option {
 	if rt == nil {
 		panic("retryhttp: WithBase: nil RoundTripper")
+	}
+	if stacked(rt) {
+		panic("retryhttp: WithBase: the base is a retryhttp Transport, directly or through Unwrap: its retries would multiply this one's")
 	}
 	rt = reportProxyRefusals(rt, false)
 	return func(t *Transport) { t.base = rt }

@@ -121,3 +121,20 @@ func TestContradictingOptionsPanic(t *testing.T) {
 	}
 	assert.NotPanics(t, func() { New(WithMaxAttempts(2), WithHedging()) })
 }
+
+// unwrapper is a RoundTripper over another that says so.
+type unwrapper struct{ http.RoundTripper }
+
+func (u unwrapper) Unwrap() http.RoundTripper { return u.RoundTripper }
+
+// TestStackedTransportsPanic proves that a Transport cannot be the base
+// of another, directly or through Unwrap: its retries would multiply the
+// other's. A GET to a server answering 503 reached it 9 times through two
+// Transports of 3 attempts.
+func TestStackedTransportsPanic(t *testing.T) {
+	assert.PanicsWithValue(t, "retryhttp: WithBase: the base is a retryhttp Transport, directly or through Unwrap: its retries would multiply this one's",
+		func() { WithBase(New()) })
+	assert.Panics(t, func() { WithBase(&Transport{}) }, "a zero Transport")
+	assert.Panics(t, func() { WithBase(unwrapper{unwrapper{New()}}) }, "through Unwrap")
+	assert.NotPanics(t, func() { New(WithBase(unwrapper{http.DefaultTransport})) })
+}
