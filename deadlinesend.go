@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/retryhttp/retryhttp/deadline"
@@ -52,9 +53,16 @@ func (noTimeLeft) ErrorType() string    { return "timeout" }
 // under the Transport, the time an attempt carries.
 //
 // It panics if no format is given or a format is not a valid header name.
+// Given more than once, the formats add up: each is sent once.
 func WithDeadlineHeader(formats ...deadline.Format) Option {
 	formats = deadlinefmt.Check("retryhttp: WithDeadlineHeader", formats)
-	return func(t *Transport) { t.deadlineHeaders = formats }
+	return func(t *Transport) {
+		for _, f := range formats {
+			if !slices.Contains(t.deadlineHeaders, f) {
+				t.deadlineHeaders = append(t.deadlineHeaders, f)
+			}
+		}
+	}
 }
 
 // timeToSend returns the time left before the deadline of the request whose

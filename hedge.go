@@ -60,35 +60,41 @@ type hedging struct {
 // little and closed, before RoundTrip returns; the base transport must
 // honour cancellation. When every attempt fails, the retries go on, if
 // attempts remain, as after any failed attempt. NoHedge turns hedging off
-// for one call. WithOnHedge sees each hedge.
+// for one call. WithOnHedge sees each hedge. Given more than once, its
+// options add up, field by field, a later one overriding an earlier one.
 func WithHedging(opts ...hedge.Option) Option {
 	for _, o := range opts {
 		if o == nil {
 			panic("retryhttp: WithHedging: nil hedge.Option")
 		}
 	}
-	// Each Transport has its own latencies, even when two share the Option.
 	return func(t *Transport) {
 		t.given |= givenHedging
-		c := config.Hedge{
-			Quantile:    defaultHedgeQuantile,
-			MinDelay:    defaultHedgeMinDelay,
-			MinSamples:  defaultHedgeMinSamples,
-			MaxFraction: defaultHedgeMaxFraction,
-			Samples:     defaultHedgeSamples,
-		}
-		for _, o := range opts {
-			o(&c)
-		}
-		t.hedge = &hedging{
-			fixed:      c.Delay,
-			quantile:   c.Quantile,
-			minDelay:   c.MinDelay,
-			minSamples: c.MinSamples,
-			window:     uint32(c.Samples),
-			earning:    hedgeEarning(c.MaxFraction),
-			table:      newLatencyTable(defaultHedgeHosts),
-		}
+		t.hedgeOpts = append(t.hedgeOpts, opts...)
+	}
+}
+
+// newHedging returns the hedging opts configure, applied in order over
+// the defaults. Each Transport has its own latencies.
+func newHedging(opts []hedge.Option) *hedging {
+	c := config.Hedge{
+		Quantile:    defaultHedgeQuantile,
+		MinDelay:    defaultHedgeMinDelay,
+		MinSamples:  defaultHedgeMinSamples,
+		MaxFraction: defaultHedgeMaxFraction,
+		Samples:     defaultHedgeSamples,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return &hedging{
+		fixed:      c.Delay,
+		quantile:   c.Quantile,
+		minDelay:   c.MinDelay,
+		minSamples: c.MinSamples,
+		window:     uint32(c.Samples),
+		earning:    hedgeEarning(c.MaxFraction),
+		table:      newLatencyTable(defaultHedgeHosts),
 	}
 }
 

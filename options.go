@@ -298,7 +298,8 @@ func WithLogger(l *slog.Logger) Option {
 // reason GiveUpThrottled, and a server.Handler serving the request answers a 5xx
 // as 503 with "X-Should-Retry: false". Transport.Rejections reports the
 // probabilities, for a gauge. Each Transport has counts of its own, even
-// when several share the Option.
+// when several share the Option. Given more than once, its options add up,
+// field by field, a later one overriding an earlier one.
 func WithAdaptiveThrottling(opts ...throttle.Option) Option {
 	for _, o := range opts {
 		if o == nil {
@@ -306,8 +307,8 @@ func WithAdaptiveThrottling(opts ...throttle.Option) Option {
 		}
 	}
 	return func(t *Transport) {
-		t.throttle = newThrottling(opts)
-		t.throttle.origin = t.now()
+		t.throttleOpts = append(t.throttleOpts, opts...)
+		t.given |= givenThrottling
 	}
 }
 
@@ -320,6 +321,7 @@ const (
 	givenResume
 	givenNoResume
 	givenHedging
+	givenThrottling
 )
 
 // check panics, as an invalid value does, when options that were given

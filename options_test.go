@@ -10,7 +10,10 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/resume"
+	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -137,4 +140,28 @@ func TestStackedTransportsPanic(t *testing.T) {
 	assert.Panics(t, func() { WithBase(&Transport{}) }, "a zero Transport")
 	assert.Panics(t, func() { WithBase(unwrapper{unwrapper{New()}}) }, "through Unwrap")
 	assert.NotPanics(t, func() { New(WithBase(unwrapper{http.DefaultTransport})) })
+}
+
+// TestFeatureOptionsGivenTwiceAddUp proves that a feature's options given
+// in two calls add up field by field, a later one overriding an earlier
+// one, for resumption, hedging, adaptive throttling and deadline headers:
+// WithResume(StallTimeout) then WithResume(Limit) kept the default stall
+// timeout before.
+func TestFeatureOptionsGivenTwiceAddUp(t *testing.T) {
+	tr := New(WithResume(resume.StallTimeout(3*time.Second)), WithResume(resume.Limit(2)))
+	assert.Equal(t, 3*time.Second, tr.stallTimeout)
+	assert.Equal(t, 2, tr.resumeLimit)
+	tr = New(WithResume(resume.Limit(2)), WithResume(resume.Limit(5)))
+	assert.Equal(t, 5, tr.resumeLimit, "the later one overrides")
+
+	tr = New(WithHedging(hedge.Delay(20*time.Millisecond)), WithHedging(hedge.MaxFraction(0.5)))
+	assert.Equal(t, 20*time.Millisecond, tr.hedge.fixed)
+	assert.Equal(t, hedgeEarning(0.5), tr.hedge.earning)
+
+	tr = New(WithAdaptiveThrottling(throttle.Multiplier(3)), WithAdaptiveThrottling(throttle.MinRequests(7)))
+	assert.InDelta(t, 3.0, tr.throttle.k, 1e-9)
+	assert.EqualValues(t, 7, tr.throttle.minRequests)
+
+	tr = New(WithDeadlineHeader(deadline.GRPCTimeout), WithDeadlineHeader(deadline.Milliseconds("X-Timeout-Ms"), deadline.GRPCTimeout))
+	assert.Equal(t, []deadline.Format{deadline.GRPCTimeout, deadline.Milliseconds("X-Timeout-Ms")}, tr.deadlineHeaders)
 }

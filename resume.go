@@ -22,17 +22,19 @@ import (
 // when that is provably safe, and the caller's Read goes on; otherwise the
 // read ends with a *resume.Error. Each resume is a retry in every other
 // respect: paid from the budget, after its backoff, within the request's
-// context. Package resume says which bodies are resumed, and how.
+// context. Package resume says which bodies are resumed, and how. Given
+// more than once, its options add up, field by field, a later one
+// overriding an earlier one.
 func WithResume(opts ...resume.Option) Option {
 	c := config.NewResume()
 	for _, o := range opts {
 		if o == nil {
 			panic("retryhttp: WithResume: nil resume.Option")
 		}
-		o(&c)
+		o(&c) // an invalid value panics here, at the option
 	}
 	return func(t *Transport) {
-		t.resumeLimit, t.stallTimeout = c.Limit, c.StallTimeout
+		t.resumeOpts = append(t.resumeOpts, opts...)
 		t.given |= givenResume
 	}
 }

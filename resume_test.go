@@ -478,7 +478,7 @@ func TestWithResume(t *testing.T) {
 	assert.Equal(t, 3, tr.resumeLimit)
 	assert.Equal(t, time.Duration(0), tr.stallTimeout)
 	tr = New(WithResume(resume.Limit(3)), WithResume())
-	assert.Equal(t, 10, tr.resumeLimit, "WithResume starts from the defaults")
+	assert.Equal(t, 3, tr.resumeLimit, "WithResume given again adds to the options before")
 	assert.Equal(t, 0, New(WithoutResume()).resumeLimit)
 	assert.PanicsWithValue(t, "retryhttp: WithResume: nil resume.Option", func() { WithResume(nil) })
 }

@@ -17,10 +17,13 @@ import (
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/resume"
+	"github.com/retryhttp/retryhttp/throttle"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -86,6 +89,10 @@ type Transport struct {
 	shaped          bool              // attempts are numbered, hedged, throttled or traced: none is plain
 	resumeLimit     int               // the most resumes of a body; 0: bodies are not resumed
 	stallTimeout    time.Duration
+	// The options of features given once or more, until New builds them.
+	resumeOpts   []resume.Option
+	hedgeOpts    []hedge.Option
+	throttleOpts []throttle.Option
 
 	// now and rand are the clock and the random source of jitter, uniform in
 	// [0, 1). In-package tests replace them.
@@ -131,6 +138,7 @@ func New(opts ...Option) *Transport {
 		o(t)
 	}
 	t.given.check(t.maxAttempts)
+	t.configure()
 	t.plainClassifier = t.classifier == defaultClassifier
 	if t.base == nil {
 		t.base = defaultBase()
@@ -143,6 +151,27 @@ func New(opts ...Option) *Transport {
 	t.answers = answerTable(t)
 	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.traceAll
 	return t
+}
+
+// configure builds each feature from its options, given once or more:
+// applied in order over the feature's defaults, so that options given
+// again add up field by field.
+func (t *Transport) configure() {
+	if t.given&givenResume != 0 && t.given&givenNoResume == 0 {
+		c := config.NewResume()
+		for _, o := range t.resumeOpts {
+			o(&c)
+		}
+		t.resumeLimit, t.stallTimeout = c.Limit, c.StallTimeout
+	}
+	if t.given&givenHedging != 0 {
+		t.hedge = newHedging(t.hedgeOpts)
+	}
+	if t.given&givenThrottling != 0 {
+		t.throttle = newThrottling(t.throttleOpts)
+		t.throttle.origin = t.now()
+	}
+	t.resumeOpts, t.hedgeOpts, t.throttleOpts = nil, nil, nil
 }
 
 // defaultIdlePerHost is how many idle connections the default base keeps
