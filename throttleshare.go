@@ -2,6 +2,8 @@ package retryhttp
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -36,9 +38,10 @@ type throttleShare struct {
 	window time.Duration
 	wake   chan struct{} // a probe or a heal to share at once
 
-	running atomic.Bool
-	seen    atomic.Bool // a request was admitted since the exchanges last looked
-	ok      atomic.Bool // the last exchange succeeded
+	running  atomic.Bool
+	seen     atomic.Bool // a request was admitted since the exchanges last looked
+	ok       atomic.Bool // the last exchange succeeded
+	panicked atomic.Bool // the Store panicked once: logged
 }
 
 // shared is what a host's counts add when they are shared: what the next
@@ -141,7 +144,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), throttleFresh*th.width)
 	defer cancel()
-	got, err := s.store.Exchange(ctx, s.window, out)
+	got, err := s.call(ctx, t, out)
 	now = th.clock(t)
 	if err != nil {
 		s.ok.Store(false)
@@ -179,6 +182,25 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		}
 	}
 	return refusing
+}
+
+// call runs the Store's Exchange of out. A Store that panics fails the
+// exchange, as one that returns an error does: it runs on the Transport's
+// own goroutine, where no caller could recover it. The first panic is
+// logged at WARN, once a Transport.
+func (s *throttleShare) call(ctx context.Context, t *Transport, out []throttle.Counts) (got []throttle.Counts, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		got, err = nil, fmt.Errorf("retryhttp: throttle.Store panicked: %v", r)
+		if s.panicked.CompareAndSwap(false, true) && t.logger != nil {
+			t.logger.LogAttrs(context.Background(), slog.LevelWarn, "retryhttp: throttle store panicked; throttling on local counts",
+				slog.String("panic", fmt.Sprint(r)))
+		}
+	}()
+	return s.store.Exchange(ctx, s.window, out)
 }
 
 // take makes c, the fleet's counts of h, those h is throttled on, unless a

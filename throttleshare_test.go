@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -174,6 +175,35 @@ func TestThrottleShareHealsTheFleet(t *testing.T) {
 		p, _ = rejection(b, "svc.test")
 		assert.Zero(t, p, "b learned of a's success")
 		assert.Equal(t, 31, base.count("svc.test"))
+		time.Sleep(11 * time.Second) // the exchanges end
+	})
+}
+
+// TestThrottleSharePanickingStore checks that a Store whose Exchange
+// panics is a failed exchange: the process lives, logs the panic once at
+// WARN, and throttles on its own counts meanwhile.
+func TestThrottleSharePanickingStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		store := funcStore(func(context.Context, time.Duration, []throttle.Counts) ([]throttle.Counts, error) {
+			calls.Add(1)
+			panic("store bug")
+		})
+		logs := &logRecorder{}
+		base := newHostBase(always(503))
+		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithLogger(slog.New(logs)), WithAdaptiveThrottling(throttle.Shared(store)))
+		for range 30 {
+			_, err := roundTrip(tr, "http://svc.test/")
+			if err != nil {
+				require.ErrorIs(t, err, ErrThrottled)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		p, _ := rejection(tr, "svc.test")
+		assert.Positive(t, p, "throttled on its own counts")
+		assert.Greater(t, calls.Load(), int32(1), "exchanges went on")
+		warn := withMessage(atLevel(logs.take(), slog.LevelWarn), "retryhttp: throttle store panicked; throttling on local counts")
+		assert.Len(t, warn, 1, "logged once")
 		time.Sleep(11 * time.Second) // the exchanges end
 	})
 }
