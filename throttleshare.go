@@ -166,10 +166,17 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 			c.Refused < 0 || c.Refused > throttleMaxCount {
 			continue // not counts a Store should return
 		}
-		// A Sent ahead of this process's clock (another's runs ahead)
-		// counts as now.
+		// A Sent a little ahead of this process's clock counts as now; one
+		// further ahead than the fleet's probes are apart (a tenth of the
+		// window) comes from a clock that runs ahead, and says nothing of
+		// when the host was last probed: were it taken for now at every
+		// exchange, nobody would probe.
+		sent := th.since(c.Sent)
+		if sent > now+int64(s.window/10) {
+			sent = 0
+		}
 		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused,
-			sent: min(th.since(c.Sent), now)}
+			sent: min(sent, now)}
 	}
 	for _, x := range hosts {
 		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing

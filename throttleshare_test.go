@@ -208,6 +208,48 @@ func TestThrottleSharePanickingStore(t *testing.T) {
 	})
 }
 
+// TestThrottleShareClockAheadNeverStopsProbes checks that a fleet member
+// whose clock runs ahead, up to a day, cannot stop a process's probes: a
+// Store that returns a host's Sent a day ahead at every exchange leaves it
+// refused no more requests in a row than an honest Store does. A Sent
+// ahead was taken for "just now" at every exchange, and nobody probed.
+func TestThrottleShareClockAheadNeverStopsProbes(t *testing.T) {
+	longest := func(ahead time.Duration) int {
+		var longest int
+		synctest.Test(t, func(t *testing.T) {
+			// The latest Sent the fleet wrote, by a member whose clock
+			// runs ahead: a Store keeps the latest.
+			var sent time.Time
+			if ahead > 0 {
+				sent = time.Now().Add(ahead)
+			}
+			store := funcStore(func(context.Context, time.Duration, []throttle.Counts) ([]throttle.Counts, error) {
+				return []throttle.Counts{{Scheme: "http", Host: "svc.test", Attempts: 100, Sent: sent}}, nil
+			})
+			tr := newTestTransport(newHostBase(always(503)), 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Shared(store)))
+			tr.rand = func() float64 { return 0 } // the probability refuses all it may
+			run := 0
+			for range 200 {
+				_, err := roundTrip(tr, "http://svc.test/")
+				if errors.Is(err, ErrThrottled) {
+					run++
+					longest = max(longest, run)
+				} else {
+					run = 0
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+			time.Sleep(11 * time.Second) // the exchanges end
+		})
+		return longest
+	}
+	honest := longest(0)
+	for _, ahead := range []time.Duration{time.Second, time.Hour, 24 * time.Hour} {
+		assert.LessOrEqual(t, longest(ahead), max(honest, 4), "refused in a row, Sent %v ahead", ahead)
+	}
+	t.Logf("refused in a row with an honest Store: %d", honest)
+}
+
 // TestThrottleShareSurvivesItsStore checks what a Store that fails, hangs
 // or answers nonsense does: no request fails or waits for it, the counts
 // it missed are sent at the next exchange, and nonsense is ignored.

@@ -84,7 +84,9 @@ type Rejection struct {
 // process probes it when no process sent it a request for a tenth of the
 // window (Counts.Sent). While exchanges fail, the Transport throttles on
 // its own counts, taken for its share of the fleet's as at the last
-// exchange, and on the fleet's last ones, fading over a window. An Exchange
+// exchange, and on the fleet's last ones, fading over a window. A Sent
+// further ahead of the process's clock than a tenth of the window is taken
+// for a clock that runs ahead, and ignored. An Exchange
 // that panics fails, as one that returns an error does; the Transport's
 // logger gets the first panic at WARN.
 func Shared(s Store) Option {
