@@ -107,6 +107,7 @@ func newThrottling(opts []throttle.Option) *throttling {
 // its rate, for its credit when it first fails.
 type hostThrottle struct {
 	key     wire.HostKey  // normalised, as budget.PerHost keys a destination
+	adopted bool          // made from the fleet's counts, not for a request of this process's
 	p       atomic.Uint64 // the rejection probability's float64 bits; 0 admits without the clock
 	pending atomic.Int64  // accepts not yet in a bucket
 	last    atomic.Int64  // when the host last failed or refused, on th.clock: the LRU order

@@ -42,6 +42,19 @@ type throttleShare struct {
 	seen     atomic.Bool // a request was admitted since the exchanges last looked
 	ok       atomic.Bool // the last exchange succeeded
 	panicked atomic.Bool // the Store panicked once: logged
+
+	// Buffers the exchanges reuse.
+	hosts   []sentCounts
+	fleet   map[wire.HostKey]throttleCounts
+	foreign []wire.HostKey
+}
+
+// sentCounts are the counts of a host an exchange sends, and the host's
+// heals when it took them.
+type sentCounts struct {
+	h     *hostThrottle
+	c     throttleCounts
+	heals uint64
 }
 
 // shared is what a host's counts add when they are shared: what the next
@@ -119,15 +132,12 @@ func (s *throttleShare) run(t *Transport, th *throttling) {
 // and takes the fleet's in their place. When the Store fails, the counts
 // sent are kept for the next exchange, and each host is throttled on its
 // own counts until an exchange succeeds. It reports whether a host is
-// being refused requests.
+// being refused requests. The exchanges of a Transport run one at a
+// time, on one goroutine: they reuse their buffers.
 func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
-	type sent struct {
-		h     *hostThrottle
-		c     throttleCounts
-		heals uint64
-	}
 	now := th.clock(t)
-	var hosts []sent
+	hosts := s.hosts[:0]
+	defer func() { s.hosts = hosts[:0] }()
 	var out []throttle.Counts
 	for h := range th.hosts.Load().all() {
 		h.mu.Lock()
@@ -136,7 +146,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		h.unsent = throttleCounts{}
 		heals := h.heals
 		h.mu.Unlock()
-		hosts = append(hosts, sent{h, c, heals})
+		hosts = append(hosts, sentCounts{h, c, heals})
 		if c != (throttleCounts{}) {
 			out = append(out, throttle.Counts{Scheme: h.key.Scheme, Host: h.key.Host,
 				Attempts: c.requests, Accepted: c.accepts, Refused: c.refused, Healed: c.healed, Sent: th.at(c.sent)})
@@ -160,11 +170,31 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		return false
 	}
 	s.ok.Store(true)
-	fleet := make(map[wire.HostKey]throttleCounts, len(got))
+	// The fleet's counts of this process's hosts, and of as many hosts
+	// the fleet counts failures of and this process has not as its table
+	// has room for: what a Store returns beyond those costs nothing.
+	if s.fleet == nil {
+		s.fleet = make(map[wire.HostKey]throttleCounts, len(hosts))
+	}
+	fleet := s.fleet
+	defer clear(fleet)
+	for _, x := range hosts {
+		fleet[x.h.key] = throttleCounts{}
+	}
+	room := th.maxHosts / 2 // adopt takes fewer still
+	foreign := s.foreign[:0]
+	defer func() { s.foreign = foreign[:0] }()
 	for _, c := range got {
 		if c.Host == "" || c.Accepted < 0 || c.Accepted > c.Attempts || c.Attempts > throttleMaxCount ||
 			c.Refused < 0 || c.Refused > throttleMaxCount {
 			continue // not counts a Store should return
+		}
+		k := wire.MakeKey(c.Scheme, c.Host)
+		if _, own := fleet[k]; !own {
+			if c.Attempts == c.Accepted || len(foreign) >= room {
+				continue
+			}
+			foreign = append(foreign, k)
 		}
 		// A Sent a little ahead of this process's clock counts as now; one
 		// further ahead than the fleet's probes are apart (a tenth of the
@@ -175,18 +205,13 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		if sent > now+int64(s.window/10) {
 			sent = 0
 		}
-		fleet[wire.MakeKey(c.Scheme, c.Host)] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused,
-			sent: min(sent, now)}
+		fleet[k] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: min(sent, now)}
 	}
 	for _, x := range hosts {
 		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing
-		delete(fleet, x.h.key)
 	}
-	// The hosts the fleet counts failures of that this process has not.
-	for k, c := range fleet {
-		if c.requests > c.accepts {
-			refusing = th.take(th.hostKey(k.Scheme, k.Host, now, false), c, 0, now) || refusing
-		}
+	for k, h := range th.adopt(foreign, now) {
+		refusing = th.take(h, fleet[k], 0, now) || refusing
 	}
 	return refusing
 }

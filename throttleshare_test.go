@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,7 +213,7 @@ func TestThrottleSharePanickingStore(t *testing.T) {
 // TestThrottleShareClockAheadNeverStopsProbes checks that a fleet member
 // whose clock runs ahead, up to a day, cannot stop a process's probes: a
 // Store that returns a host's Sent a day ahead at every exchange leaves it
-// refused no more requests in a row than an honest Store does. A Sent
+// refused about as many requests in a row as an honest Store does. A Sent
 // ahead was taken for "just now" at every exchange, and nobody probed.
 func TestThrottleShareClockAheadNeverStopsProbes(t *testing.T) {
 	longest := func(ahead time.Duration) int {
@@ -245,9 +247,53 @@ func TestThrottleShareClockAheadNeverStopsProbes(t *testing.T) {
 	}
 	honest := longest(0)
 	for _, ahead := range []time.Duration{time.Second, time.Hour, 24 * time.Hour} {
-		assert.LessOrEqual(t, longest(ahead), max(honest, 4), "refused in a row, Sent %v ahead", ahead)
+		// The probes' spacing is drawn at random: within twice the honest
+		// run, where a Sent taken for now refused every request (198).
+		assert.LessOrEqual(t, longest(ahead), 2*max(honest, 4), "refused in a row, Sent %v ahead", ahead)
 	}
 	t.Logf("refused in a row with an honest Store: %d", honest)
+}
+
+// TestThrottleShareForeignHostsCostLittle checks that a Store answering
+// failing counts for many hosts this process never called (any custom
+// Store, or a Redis one keeping more hosts than the Transport's table)
+// costs about what it costs for a few: the process takes as many as its
+// table has room for, in one new table an exchange, and never pushes its
+// own hosts out for them. It rebuilt its 1,024-host table for every host
+// it added: 780-831 MB allocated in 2 s for 1,500 hosts, against 27 MB
+// for 500.
+func TestThrottleShareForeignHostsCostLittle(t *testing.T) {
+	allocated := func(n int) uint64 {
+		counts := make([]throttle.Counts, n)
+		for i := range counts {
+			counts[i] = throttle.Counts{Scheme: "http", Host: "h" + strconv.Itoa(i) + ".test", Attempts: 10}
+		}
+		var total uint64
+		synctest.Test(t, func(t *testing.T) {
+			store := funcStore(func(context.Context, time.Duration, []throttle.Counts) ([]throttle.Counts, error) {
+				return counts, nil
+			})
+			tr := newTestTransport(newHostBase(always(200)), 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Shared(store)))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 20 {
+				_, err := roundTrip(tr, "http://own.test/")
+				require.NoError(t, err)
+				time.Sleep(100 * time.Millisecond)
+			}
+			runtime.ReadMemStats(&after)
+			total = after.TotalAlloc - before.TotalAlloc
+			assert.NotNil(t, tr.throttle.hosts.Load().lookup("http", "own.test", tr.throttle.hash("http", "own.test")), "its own host stays")
+			time.Sleep(11 * time.Second) // the exchanges end
+		})
+		return total
+	}
+	few := allocated(500)
+	for _, n := range []int{1500, 15000} {
+		got := allocated(n)
+		t.Logf("%d foreign hosts: %d KB allocated in 2 s, against %d KB for 500", n, got>>10, few>>10)
+		assert.LessOrEqual(t, got, 2*few, "%d foreign hosts", n)
+	}
 }
 
 // TestThrottleShareSurvivesItsStore checks what a Store that fails, hangs

@@ -20,11 +20,13 @@ type throttleTable struct {
 }
 
 // A throttleEntry is a destination as a request spelled it, and its host's
-// counts; h is nil in an empty slot.
+// counts; h is nil in an empty slot. alias is set on a spelling of a host
+// that another entry spelled first.
 type throttleEntry struct {
 	scheme, host string
 	hash         uint64
 	h            *hostThrottle
+	alias        bool
 }
 
 // spelling returns the scheme and host of req as its URL writes them.
@@ -104,11 +106,12 @@ func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostTh
 	}
 	k := wire.MakeKey(scheme, host)
 	var h, oldest *hostThrottle
+	alias := false
 	for _, e := range tb.slots {
 		switch {
 		case e.h == nil:
 		case e.h.key == k:
-			h = e.h // another spelling of the destination
+			h, alias = e.h, true // another spelling of the destination
 		case oldest == nil || e.h.last.Load() < oldest.last.Load():
 			oldest = e.h
 		}
@@ -122,20 +125,62 @@ func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostTh
 	if tb.n < th.maxHosts {
 		oldest = nil
 	}
-	th.hosts.Store(newThrottleTable(append(tb.entries(oldest), throttleEntry{scheme, host, hash, h})))
+	th.hosts.Store(newThrottleTable(append(tb.entries(oldest), throttleEntry{scheme, host, hash, h, alias})))
 	return h
+}
+
+// adopt makes the counts of the destinations keys, which the fleet counts
+// failures of and this process has not requested, as many as the table
+// has room for, and never more than half of it, in one new table: a
+// fleet's hosts never push this process's own out, and any number of them
+// costs what half a table of them does. It returns the counts made, by
+// destination.
+func (th *throttling) adopt(keys []wire.HostKey, now int64) map[wire.HostKey]*hostThrottle {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	tb := th.hosts.Load()
+	if len(keys) == 0 || tb.n >= th.maxHosts {
+		return nil
+	}
+	adopted := 0
+	for h := range tb.all() {
+		if h.adopted {
+			adopted++
+		}
+	}
+	room := min(th.maxHosts-tb.n, th.maxHosts/2-adopted)
+	if room <= 0 {
+		return nil
+	}
+	known := make(map[wire.HostKey]bool, tb.n)
+	for h := range tb.all() {
+		known[h.key] = true
+	}
+	entries := tb.entries(nil)
+	made := make(map[wire.HostKey]*hostThrottle, min(room, len(keys)))
+	for _, k := range keys {
+		if len(made) == room {
+			break
+		}
+		if known[k] {
+			continue
+		}
+		h := &hostThrottle{key: k, folded: now, adopted: true}
+		h.last.Store(now)
+		entries = append(entries, throttleEntry{k.Scheme, k.Host, th.hash(k.Scheme, k.Host), h, false})
+		made[k] = h
+	}
+	if len(made) > 0 {
+		th.hosts.Store(newThrottleTable(entries))
+	}
+	return made
 }
 
 // all yields each host of the table once, whatever its spellings.
 func (tb *throttleTable) all() iter.Seq[*hostThrottle] {
 	return func(yield func(*hostThrottle) bool) {
-		seen := map[*hostThrottle]bool{}
 		for _, e := range tb.slots {
-			if e.h == nil || seen[e.h] {
-				continue
-			}
-			seen[e.h] = true
-			if !yield(e.h) {
+			if e.h != nil && !e.alias && !yield(e.h) {
 				return
 			}
 		}

@@ -74,7 +74,10 @@
 // # What it costs
 //
 // At most 1024 hosts are counted (one that never failed, or else the one
-// that failed least recently, makes room for a new one). A request to a
+// that failed least recently, makes room for a new one); of them, the
+// hosts a Store reports failures of that the process never requested take
+// the room left, and at most 512, in one table an exchange, never pushing
+// the process's own out. A request to a
 // host that is not being refused costs a map lookup and one atomic add,
 // and no clock reading. Each Transport has counts of its own, even when
 // several share the Option, unless they share a Store (Shared): then
