@@ -176,6 +176,39 @@ func TestResumeOverLoopback(t *testing.T) {
 	}
 }
 
+// TestResumesAreCountedApart proves that what reaches the server is
+// derivable from what retryhttp reports: Attempts counts the attempts of
+// the request, up to its response headers, and each resume of its body
+// is a RetryEvent with Resume set, so that the server's requests are
+// Attempts plus the resumes the hook saw.
+func TestResumesAreCountedApart(t *testing.T) {
+	f := newFile(version{body: eightMiB, etag: `"v1"`})
+	srv := retryhttptest.NewServer(f, retryhttptest.Sequence(retryhttptest.Status(http.StatusServiceUnavailable),
+		retryhttptest.CloseAfter(2<<20), retryhttptest.ResetAfter(3<<20)))
+	defer srv.Close()
+	var retries, resumes int
+	tr := newResumingTransport(srv.Client().Transport, retryhttp.WithOnRetry(func(e retryhttp.RetryEvent) {
+		if e.Resume {
+			resumes++
+		} else {
+			retries++
+		}
+	}))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/file", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	requireSame(t, eightMiB, got)
+	assert.Equal(t, 2, retryhttp.Attempts(resp), "the 503 and the response")
+	assert.Equal(t, 1, retries)
+	assert.Equal(t, 2, resumes)
+	assert.Equal(t, srv.Attempts(), retryhttp.Attempts(resp)+resumes, "the server's requests")
+}
+
 // TestResumeByLastModified resumes a body whose response has no ETag, by
 // its Last-Modified, which is strong: a second or more before the Date.
 func TestResumeByLastModified(t *testing.T) {

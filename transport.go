@@ -254,8 +254,12 @@ func isTimeout(err error) bool {
 
 // Attempts reports how many times the request that produced resp was
 // sent: its attempts, hedges included, and the sends the base transport
-// made again on its own (RetryEvent.BaseResend). It is 1 unless resp came
-// from a Transport that retried, hedged or saw its base send again.
+// made again on its own (RetryEvent.BaseResend) of the attempts traced. It
+// is 1 unless resp came from a Transport that retried, hedged or saw its
+// base send again. It counts up to the response headers: each resume of
+// the body after them (WithResume) is a request more, which the retry
+// hooks see as a RetryEvent with Resume set, so that the server received
+// Attempts plus the resumes.
 func Attempts(resp *http.Response) int {
 	if resp == nil || resp.Request == nil {
 		return 1
