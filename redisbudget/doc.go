@@ -131,7 +131,13 @@
 // hash tag puts them in one slot of a Redis Cluster; they hold at most 1024
 // hosts (WithMaxHosts), and expire a window and a step after the last
 // exchange. The script ([exchange.lua]) is loaded and run by hash as the
-// budget's are.
+// budget's are. It takes no process's clock for the fleet's: a step or a
+// Sent more than a step ahead of Redis's clock (TIME) is taken as Redis's
+// plus a step, so that a process whose clock runs ahead neither keeps its
+// hosts over the others' nor writes steps that never leave the window; and
+// it drops what it cannot read (a value, a field of a host the set does
+// not hold, steps further ahead, a key of another type), so that garbage
+// never switches sharing off: it returns at most WithMaxHosts hosts.
 //
 // # Defaults
 //

@@ -17,8 +17,8 @@
 -- the window, and forgotten with them.
 --
 -- ARGV[1] is the current step, ARGV[2] how long the keys live after this
--- exchange in milliseconds, ARGV[3] the most hosts kept, and ARGV[4] the
--- batch, a line per entry:
+-- exchange in milliseconds, ARGV[3] the most hosts kept, ARGV[5] the width
+-- of a step in milliseconds, and ARGV[4] the batch, a line per entry:
 -- "<attempts> <accepted> <refused> <healed> <sent> <host>\n" with healed 1
 -- or 0 and sent 0 for none, applied in order. A healed entry first forgets
 -- the host's counts and sent, then adds its own. A host keeps the latest
@@ -26,14 +26,36 @@
 --
 -- After the batch, the hosts counted least recently beyond the most kept
 -- make room, and those whose steps have all left the window are dropped.
--- Returns a string, a line per host with counts in the window:
--- "<attempts> <accepted> <refused> <sent> <host>\n".
+-- Returns a string, a line per host with counts in the window, at most the
+-- most kept: "<attempts> <accepted> <refused> <sent> <host>\n".
+--
+-- No process's clock rules the others': a step or a sent ahead of Redis's
+-- clock (TIME) by more than a step is taken as Redis's step and time plus
+-- one step, so that a clock that runs ahead neither keeps its hosts over
+-- the others' when the set is full nor writes steps that never leave the
+-- window. A value that is unreadable, or whose steps are further ahead
+-- still, a field of a host the set does not hold, and a key of another
+-- type than the script's are dropped, so that nothing written by another
+-- hand keeps the script from answering.
 local steps = 20
 -- The most one step holds of a count: 20 of them stay exact in Lua's
 -- numbers (2^53).
 local most = 2^48
 local now = tonumber(ARGV[1])
 local hosts, counts = KEYS[1], KEYS[2]
+local latest = 2^53 -- the latest sent taken
+local width = tonumber(ARGV[5])
+if width and width > 0 then
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = math.min(now, math.floor(ms / width) + 1)
+  latest = ms + width
+end
+for i, want in ipairs({'zset', 'hash'}) do
+  if redis.call('TYPE', KEYS[i])['ok'] ~= want then
+    redis.call('DEL', KEYS[i]) -- none, or another hand's
+  end
+end
 local entry = '(%d+) (%d+) (%d+) (%d+)'
 local head = '^(%d+) (%d+) (%d+) (%d+) (%d+)(|.*)$'
 
@@ -65,6 +87,9 @@ local function current(v)
     return now, 0, 0, 0, 0, ''
   end
   asof, a, c, r, sent = tonumber(asof), tonumber(a), tonumber(c), tonumber(r), tonumber(sent)
+  if asof > now + 1 then
+    return now, 0, 0, 0, 0, '' -- written by a clock further ahead than any taken
+  end
   if asof >= now then
     return asof, a, c, r, sent, ring
   end
@@ -137,7 +162,7 @@ for a, c, r, heal, sent, host in string.gmatch(ARGV[4], '(%d+) (%d+) (%d+) ([01]
     vals[host] = nil
     sents[host] = nil
   end
-  a, c, r, sent = tonumber(a), tonumber(c), tonumber(r), tonumber(sent)
+  a, c, r, sent = tonumber(a), tonumber(c), tonumber(r), math.min(tonumber(sent), latest)
   if a + c + r > 0 then
     vals[host] = added(vals[host], a, c, r)
     if not counted[host] then
@@ -204,10 +229,20 @@ if excess > 0 then
   redis.call('ZREMRANGEBYRANK', hosts, 0, excess - 1)
 end
 
--- The sums of each host, as of now: those of a host already brought to
--- this step are read as they are; the others are brought to it.
+-- The sums of each host the set holds, as of now: those of a host already
+-- brought to this step are read as they are; the others are brought to
+-- it. A field of a host the set does not hold goes.
+local held = {}
+for _, host in ipairs(redis.call('ZRANGE', hosts, 0, -1)) do
+  held[host] = true
+end
 local out, gone = {}, {}
 set = {}
+for host, v in pairs(vals) do
+  if not held[host] then
+    vals[host] = nil
+  end
+end
 for host, v in pairs(vals) do
   local asof, sums = string.match(v, '^(%d+) (%d+ %d+ %d+ %d+)|')
   if not asof or tonumber(asof) < now then

@@ -122,7 +122,7 @@ func (s *ThrottleStore) Exchange(ctx context.Context, window time.Duration, coun
 	}
 	step := floorDiv(s.cfg.now().UnixMilli(), width)
 	ttl := min(s.cfg.keyTTL, time.Duration(throttleSteps+1)*time.Duration(width)*time.Millisecond)
-	reply, err := s.run(ctx, s.keysOf(width), step, max(ttl.Milliseconds(), 1), s.cfg.maxHosts, batch)
+	reply, err := s.run(ctx, s.keysOf(width), step, max(ttl.Milliseconds(), 1), s.cfg.maxHosts, batch, width)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.failed(err) // a caller who gives up says nothing of Redis

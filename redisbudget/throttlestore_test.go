@@ -3,6 +3,7 @@ package redisbudget
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,7 @@ type testClock struct{ ms atomic.Int64 }
 // tests use.
 func newTestClock() *testClock {
 	c := &testClock{}
-	c.ms.Store(1_800_000_000_000)
+	c.ms.Store(1_700_000_000_000) // before Redis's clock, which bounds steps ahead of it
 	return c
 }
 
@@ -399,12 +400,60 @@ func TestThrottleStoreMendsWhatItCannotRead(t *testing.T) {
 	assert.ElementsMatch(t, []string{"https://api.example", "https://wrong-sums.example"}, rdb.ZRange(ctx, hostsKey, 0, -1).Val())
 	assert.ElementsMatch(t, []string{"https://api.example", "https://wrong-sums.example"}, rdb.HKeys(ctx, countsKey).Val())
 
-	rdb.Del(ctx, countsKey)
-	rdb.Set(ctx, countsKey, "a string", 0)
-	_, err := ts.Exchange(ctx, testWindow, []throttle.Counts{counts("api.example", 1, 0, 0)})
-	require.Error(t, err)
-	assert.True(t, redis.HasErrorPrefix(err, "WRONGTYPE"), "%v", err)
-	assert.False(t, ts.Status().Shared)
+	// A key of another type, with no expiry, was WRONGTYPE at every
+	// exchange until someone deleted it: the script drops it.
+	for _, key := range []string{countsKey, hostsKey} {
+		rdb.Del(ctx, key)
+		rdb.Set(ctx, key, "a string", 0)
+		assert.Equal(t, sums(counts("api.example", 1, 0, 0)), exchange(t, ts, counts("api.example", 1, 0, 0)), "key %s", key)
+		assert.True(t, ts.Status().Shared)
+		rdb.Del(ctx, hostsKey, countsKey)
+	}
+
+	// Fields of hosts the set does not hold, with steps far ahead, are
+	// dropped rather than returned: 2,000 of them were returned untrimmed
+	// at every exchange, past what a client reads.
+	garbage := make([]any, 0, 4000)
+	for i := range 2000 {
+		garbage = append(garbage, fmt.Sprintf("https://g%d.example", i), fmt.Sprintf("%d 5 0 0 0|%d 5 0 0", step+10_000, step+10_000))
+	}
+	rdb.HSet(ctx, countsKey, garbage...)
+	assert.Equal(t, sums(counts("api.example", 1, 0, 0)), exchange(t, ts, counts("api.example", 1, 0, 0)))
+	assert.Equal(t, []string{"https://api.example"}, rdb.HKeys(ctx, countsKey).Val())
+}
+
+// TestThrottleStoreClockAhead checks that no process's clock rules the
+// others': a process whose clock runs an hour ahead of Redis's writes
+// steps and a Sent no further than a step beyond Redis's clock, so that
+// its hosts do not outlive those of processes with correct clocks when the
+// set is full (they score at most a step ahead of theirs), and its Sent
+// does not stop the fleet's probes.
+func TestThrottleStoreClockAhead(t *testing.T) {
+	rdb := newClient(t, startRedis(t))
+	real := &testClock{}
+	real.ms.Store(time.Now().UnixMilli())
+	ahead := &testClock{}
+	ahead.ms.Store(real.ms.Load() + time.Hour.Milliseconds())
+	honest := NewThrottleStore(rdb, "ahead", withClock(real), WithMaxHosts(2))
+	fast := NewThrottleStore(rdb, "ahead", withClock(ahead), WithMaxHosts(2))
+	width := testStep.Milliseconds()
+	hostsKey := "{retryhttp:throttle:ahead}:hosts:" + strconv.FormatInt(width, 10)
+
+	got := exchange(t, fast, sent(counts("fast.example", 1, 0, 0), ahead.ms.Load()))
+	assert.LessOrEqual(t, got["https://fast.example"].Sent.UnixMilli(), time.Now().UnixMilli()+width, "the Sent a clock ahead wrote")
+	for _, z := range rdb.ZRangeWithScores(context.Background(), hostsKey, 0, -1).Val() {
+		assert.LessOrEqual(t, int64(z.Score), time.Now().UnixMilli()/width+1, "the step of %v", z.Member)
+	}
+
+	// The honest process's host, counted now, scores as the fast one's
+	// does, at most a step behind: an hour ahead, the fast one's outlived
+	// every host counted for an hour when the set was full.
+	exchange(t, honest, counts("a.example", 1, 0, 0))
+	scores := map[string]float64{}
+	for _, z := range rdb.ZRangeWithScores(context.Background(), hostsKey, 0, -1).Val() {
+		scores[z.Member.(string)] = z.Score
+	}
+	assert.LessOrEqual(t, scores["https://fast.example"]-scores["https://a.example"], 1.0, "steps between the two")
 }
 
 // TestThrottleStoreSharesSent checks that the store keeps the latest Sent
