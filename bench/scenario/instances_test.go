@@ -31,14 +31,18 @@ func TestPlainStaysOnTheBadBackend(t *testing.T) {
 }
 
 // TestRetryHTTPLeavesTheBadAddress checks the three-address target: every
-// request succeeds within two attempts, at concurrency 1 and 8.
+// request succeeds, at concurrency 1 and 8, within three attempts: the
+// first failure at a host that had not failed is not traced, so that its
+// retry cannot avoid the address (it may dial it again); from then on the
+// host's retries avoid the addresses that failed.
 func TestRetryHTTPLeavesTheBadAddress(t *testing.T) {
 	f, err := namedFleet(true)
 	require.NoError(t, err)
 	r := RunInstances(context.Background(), lib(t, peers.RetryHTTP), f, fast, DefaultInstanceParams())
 	assert.Equal(t, r.Serial.N, r.Serial.OK, "success at concurrency 1")
 	assert.Equal(t, r.Concurrent.N, r.Concurrent.OK, "success at concurrency 8")
-	assert.Equal(t, 2, r.WorstAttempts, "most attempts of a request")
+	assert.LessOrEqual(t, r.WorstAttempts, 3, "most attempts of a request")
+	assert.LessOrEqual(t, r.BadPerRequest, 0.1, "attempts at the bad address per request")
 }
 
 // TestRetryHTTPSharesOneHTTP2Connection checks the multiplexed targets:
