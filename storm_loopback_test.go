@@ -23,7 +23,7 @@ import (
 // whether the Transport traces every attempt (a hook) or only those of a
 // host that failed. Half the runs trace, half do not.
 func TestHTTP2RetriesNeverStorm(t *testing.T) {
-	const runs, n = 100, 50
+	const runs, n = 100, 100
 	var mu sync.Mutex
 	seen := make(map[string]int)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
