@@ -279,6 +279,15 @@ func TestNilOptionPanics(t *testing.T) {
 	assert.PanicsWithValue(t, "otelretry: Instrument: nil Option", func() { otelretry.Instrument(nil, nil) })
 }
 
+func TestTransportAsBasePanics(t *testing.T) {
+	// A retryhttp Transport under the instrumented base would multiply the
+	// attempts of the one over it: retryhttp.New refuses it, seeing through
+	// the layers Instrument puts over it.
+	tel := newTelemetry(t)
+	assert.PanicsWithValue(t, "retryhttp: WithBase: the base is a retryhttp Transport, directly or through Unwrap: its retries would multiply this one's",
+		func() { newTransport(tel, retryhttp.New()) })
+}
+
 func TestFilteredAttemptsLeaveTheCallerSpanAlone(t *testing.T) {
 	// A request otelhttp's filter rejects has no attempt spans; its
 	// resends must not mark the caller's span as a resend.
