@@ -43,9 +43,14 @@ type Option func(*Transport)
 //
 // The base must not be an *http.Client's follow-redirects machinery: wrap
 // the client's Transport instead. Nor may it be a Transport of this
-// package, directly or through an Unwrap method: its retries would
-// multiply this one's (3 attempts over 3 send a GET 9 times), so WithBase
-// panics; give one Transport every option instead.
+// package, directly or under wrappers whose Unwrap method leads to one (as
+// otelretry.Instrument's base does): its retries would multiply this one's
+// (3 attempts over 3 send a GET 9 times), so WithBase panics, naming the
+// problem; give one Transport every option instead. A request then reaches
+// the server at most as many times as the Transport's attempts, and the
+// sends its base makes again on its own, which Attempts counts. A wrapper
+// without an Unwrap method hides what it wraps: never put one over a
+// Transport under another.
 //
 // An *http.Transport with a Proxy is used through a clone of it
 // (http.Transport.Clone) whose OnProxyConnectResponse also reports a proxy's

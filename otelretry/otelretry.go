@@ -85,7 +85,9 @@ func WithHTTPOptions(opts ...otelhttp.Option) Option {
 // base is the transport that makes each attempt. When it is nil, Instrument
 // uses a transport like retryhttp's default: go-cleanhttp's pooled
 // transport keeping up to 100 idle connections per host. Do not also pass
-// retryhttp.WithBase: it would replace the instrumented base.
+// retryhttp.WithBase: it would replace the instrumented base. A base that
+// is a retryhttp Transport, or unwraps to one, makes retryhttp.New panic,
+// as retryhttp.WithBase does: its retries would multiply the Transport's.
 //
 // Most callers want
 //
