@@ -27,7 +27,10 @@ const (
 // invalid value panics there with a message naming the option, and so do
 // options that contradict each other (WithBudget with WithoutBudget,
 // WithResume with WithoutResume) or of which one makes another do nothing
-// (WithHedging with WithMaxAttempts(1)).
+// (WithHedging with WithMaxAttempts(1)). A feature's options given in
+// several calls (WithResume, WithHedging, WithAdaptiveThrottling,
+// WithDeadlineHeader) add up field by field: a later call overrides only
+// the fields it sets.
 type Option func(*Transport)
 
 // WithBase sets the transport that makes each attempt: an SDK's transport,
