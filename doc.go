@@ -239,8 +239,8 @@
 //
 // WithLogger logs by slog's levels. INFO has what an operator acts on, at
 // most one line a call: a call given up on because its attempts, its budget
-// or its time ran out, or its server asked for a longer wait than the
-// limit; a response body that could not be resumed or made whole; and
+// or its time ran out, its server asked for a longer wait than the limit,
+// or its request body could not be sent again; a response body that could not be resumed or made whole; and
 // adaptive throttling that starts or ends refusing a host's requests, once
 // a change. A service logging at INFO sees nothing of a call its retries
 // rescued, of a final answer such as a 404, or of a caller who gave up.

@@ -164,7 +164,9 @@ func WithAttemptTimeout(d time.Duration) Option {
 // that it can send the body again. Nothing is read ahead of the attempt. A
 // retry resends the copy only if the first attempt sent the body whole; a
 // longer body is sent once, with at most n bytes held in memory, and the
-// request is not resent. The default is 1 MiB; any n is safe, since the copy
+// request is not resent: a failure worth retrying is given up on
+// (GiveUpBodyNotReplayable), which WithLogger logs at INFO, since the
+// retries configured cannot happen. The default is 1 MiB; any n is safe, since the copy
 // grows only with the bytes sent. Requests with GetBody (as http.NewRequest
 // sets for bytes, strings and their readers) are never copied.
 func WithBodyBufferLimit(n int64) Option {
@@ -265,8 +267,10 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 // INFO is for what an operator acts on, at most one line a call: a call
 // given up on ("retryhttp: not retrying", with its GiveUpReason, the last
 // attempt's number and status or error) when its attempts, budget or time
-// ran out, the server asked for too long a wait, a 421 found no new
-// connection for its retry (GiveUpMisdirected), or its body could not be
+// ran out, the server asked for too long a wait, its request body could
+// not be sent again (GiveUpBodyNotReplayable: over WithBodyBufferLimit
+// without GetBody, or GetBody failed), a 421 found no new connection for
+// its retry (GiveUpMisdirected), or its response body could not be
 // resumed; a body whose reader gets a *resume.Error for another cause
 // ("retryhttp: response body failed"); and adaptive throttling that starts
 // or ends refusing a host's requests ("retryhttp: throttling started",
@@ -276,9 +280,9 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 // again on its own ("retryhttp: resent by the base"), each decision (a
 // retry, a resume, a hedge, an attempt not sent for lack of time, a request
 // refused by throttling), and the give-ups that are no operator's concern:
-// the caller's context done, a request that could not be sent again, a
-// call allowed one attempt. A final outcome (a 404, a TLS error) is no
-// give-up, and is in its attempt's line only. A give-up for lack of time
+// the caller's context done, a request that is not idempotent
+// (GiveUpNotResendable), a call allowed one attempt. A final outcome (a
+// 404, a TLS error) is no give-up, and is in its attempt's line only. A give-up for lack of time
 // carries delay, time_left and host_latency, the host's typical answer
 // time. The messages name the method, scheme, host and path, never
 // headers, user information or query strings.
