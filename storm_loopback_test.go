@@ -16,14 +16,14 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 )
 
-// TestHTTP2RetriesNeverStorm is 100 runs of 100 GETs in flight together on
+// TestHTTP2RetriesNeverStorm is 100 runs of 50 GETs in flight together on
 // one warm HTTP/2 connection (TLS, loopback), each first attempt answered
 // 503 and each retry 200, over a base made as the default base is (its
 // dialer, its session cache): no run opens more than 5 new connections,
 // whether the Transport traces every attempt (a hook) or only those of a
 // host that failed. Half the runs trace, half do not.
 func TestHTTP2RetriesNeverStorm(t *testing.T) {
-	const runs, n = 100, 100
+	const runs, n = 100, 50
 	var mu sync.Mutex
 	seen := make(map[string]int)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
