@@ -46,6 +46,7 @@ type peerTrace struct {
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
 	turn   bool             // the attempt holds its host's turn (connEvidence.admit)
+	late   atomic.Bool      // it took the turn for a send the base made again (getConn)
 	probe  bool             // it held the turn and got a new connection, on probation
 	seq    uint64           // connEvidence.seq when it got its connection
 	sendCount
@@ -75,6 +76,9 @@ var hooksPool = sync.Pool{New: func() any { return newTraceHooks() }}
 
 func newTraceHooks() *traceHooks {
 	h := &traceHooks{}
+	h.plain.GetConn = func(hostPort string) {
+		h.p.getConn(hostPort)
+	}
 	h.plain.GotConn = func(info httptrace.GotConnInfo) {
 		h.got.Add(1)
 		h.p.gotConn(info)
@@ -137,6 +141,14 @@ func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard, ev
 	if old != nil {
 		*tr = *old
 	}
+	tr.GetConn = p.getConn
+	if old != nil && old.GetConn != nil {
+		getConn := old.GetConn
+		tr.GetConn = func(hostPort string) {
+			p.getConn(hostPort)
+			getConn(hostPort)
+		}
+	}
 	tr.GotConn = p.gotConn
 	if old != nil && old.GotConn != nil {
 		gotConn := old.GotConn
@@ -177,7 +189,13 @@ func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard, ev
 // end gives the attempt's pooled hooks back once the base's RoundTrip has
 // returned, unless a hook of the attempt may still run.
 func (p *peerTrace) end() {
-	if p == nil || p.hooks == nil {
+	if p == nil {
+		return
+	}
+	if p.late.Load() {
+		p.settle()
+	}
+	if p.hooks == nil {
 		return
 	}
 	h := p.hooks

@@ -174,3 +174,42 @@ func (h *hostEvidence) wakeAll() {
 		h.wake = nil
 	}
 }
+
+// getConn is the GetConn hook of the attempt p traces. net/http calls it
+// as a send of the attempt gets a pooled HTTP/2 connection, under its
+// pool's lock, and otherwise as it looks for a connection in its own pool
+// (Transport.getConn), where it dials one for the send when it finds none.
+// An attempt that admit let go before its host's HTTP/2 connection was
+// left may come there only after the connection was marked; and an
+// HTTP/2 connection marked not to be reused refuses the streams of the
+// requests that got it (GotConn) but had not opened them yet, which
+// net/http sends again, by way of its own pool. Each of these would dial a
+// connection of its own, all at once: while the host's connection is being
+// replaced, each looks for one only in its turn, as admit gives turns, and
+// holds it until the send is written or the attempt ends.
+func (p *peerTrace) getConn(string) {
+	ev := p.ev
+	if ev == nil || ev.gates.Load() == 0 {
+		return
+	}
+	if hookCaller() != transportGetConn {
+		return
+	}
+	p.mu.Lock()
+	turn := p.turn
+	p.mu.Unlock()
+	if turn {
+		return
+	}
+	if turn, _ := ev.admit(p.req); turn {
+		p.mu.Lock()
+		p.turn = true
+		p.mu.Unlock()
+		p.late.Store(true)
+	}
+}
+
+// transportGetConn is the function of net/http's Transport that calls
+// GetConn before it looks for a connection in its pool, and dials one when
+// it finds none.
+const transportGetConn = "net/http.(*Transport).getConn"

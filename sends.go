@@ -110,6 +110,9 @@ func (p *peerTrace) wroteRequest(info httptrace.WroteRequestInfo) {
 	if info.Err == nil || hookCaller() == http2WroteRequest {
 		p.send.CompareAndSwap(0, sendWritten)
 	}
+	if p.late.Load() {
+		p.settle() // as wroteHeaders does for a turn admit gave
+	}
 }
 
 // resends returns the remote addresses of the connections of the sends
