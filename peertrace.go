@@ -141,13 +141,14 @@ func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard, ev
 	if old != nil {
 		*tr = *old
 	}
-	tr.GetConn = p.getConn
 	if old != nil && old.GetConn != nil {
 		getConn := old.GetConn
 		tr.GetConn = func(hostPort string) {
 			p.getConn(hostPort)
 			getConn(hostPort)
 		}
+	} else {
+		tr.GetConn = p.getConn
 	}
 	tr.GotConn = p.gotConn
 	if old != nil && old.GotConn != nil {

@@ -192,7 +192,7 @@ func (p *peerTrace) getConn(string) {
 	if ev == nil || ev.gates.Load() == 0 {
 		return
 	}
-	if hookCaller() != transportGetConn {
+	if hookCaller() != http1GetConn {
 		return
 	}
 	p.mu.Lock()
@@ -208,8 +208,3 @@ func (p *peerTrace) getConn(string) {
 		p.late.Store(true)
 	}
 }
-
-// transportGetConn is the function of net/http's Transport that calls
-// GetConn before it looks for a connection in its pool, and dials one when
-// it finds none.
-const transportGetConn = "net/http.(*Transport).getConn"
