@@ -66,6 +66,7 @@ type shared struct {
 	fleetAt int64          // when fleet came, on th.clock; 0 if it never did
 	heals   uint64         // successes that ended refusals: an exchange sent before one brings stale counts
 	scale   float64        // the fleet's requests per this process's at the last exchange, at least 1
+	ahead   int64          // the latest Sent the fleet gave ahead of this process's clock, on th.clock (fleetSent)
 }
 
 // throttleCounts are counts of a host's requests, as a throttle.Counts has
@@ -196,16 +197,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 			}
 			foreign = append(foreign, k)
 		}
-		// A Sent a little ahead of this process's clock counts as now; one
-		// further ahead than the fleet's probes are apart (a tenth of the
-		// window) comes from a clock that runs ahead, and says nothing of
-		// when the host was last probed: were it taken for now at every
-		// exchange, nobody would probe.
-		sent := th.since(c.Sent)
-		if sent > now+int64(s.window/10) {
-			sent = 0
-		}
-		fleet[k] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: min(sent, now)}
+		fleet[k] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: th.since(c.Sent)}
 	}
 	for _, x := range hosts {
 		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing
@@ -214,6 +206,30 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		refusing = th.take(h, fleet[k], 0, now) || refusing
 	}
 	return refusing
+}
+
+// fleetSent returns at, the latest time the fleet sent h, a refused host,
+// a request as an exchange at now brought it (on th.clock, 0 for none), as
+// h is throttled on it. A Sent a little ahead of this process's clock, up
+// to a tenth of a step, counts as now. One further ahead comes from a
+// clock that runs ahead, and says only that some process probed the host
+// at some time: taken for now at every exchange, it would stop every
+// process's probes, since a Store keeps the latest Sent it is given; and
+// once this process's clock passes it, it would seem a probe that was
+// never sent. It counts, from the exchange that first brings it ahead
+// until the fleet gives a later one, as a probe's interval ago
+// (throttleProbeSteps): each process then probes h as it would on its
+// own, once its own last request to it is that old. h.mu must be held.
+func (th *throttling) fleetSent(h *hostThrottle, at, now int64) int64 {
+	interval := throttleProbeSteps * int64(th.width)
+	switch {
+	case at > now+int64(th.width)/10:
+		h.ahead = max(h.ahead, at)
+		return max(now-interval, 1)
+	case at != 0 && at == h.ahead:
+		return max(now-interval, 1)
+	}
+	return min(at, now)
 }
 
 // call runs the Store's Exchange of out. A Store that panics fails the
@@ -237,14 +253,15 @@ func (s *throttleShare) call(ctx context.Context, t *Transport, out []throttle.C
 
 // take makes c, the fleet's counts of h, those h is throttled on, unless a
 // success ended its refusals since the exchange that brought them was
-// sent (heals has changed). It reports whether h is being refused
-// requests.
+// sent (heals has changed); c.sent is the Store's Sent on th.clock, as
+// fleetSent takes it. It reports whether h is being refused requests.
 func (th *throttling) take(h *hostThrottle, c throttleCounts, heals uint64, now int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.heals != heals {
 		return false
 	}
+	c.sent = th.fleetSent(h, c.sent, now)
 	h.fleet, h.fleetAt = c, now
 	h.scale = th.shareOf(h, now)
 	return th.update(h, now) > 0

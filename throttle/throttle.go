@@ -85,8 +85,10 @@ type Rejection struct {
 // window (Counts.Sent). While exchanges fail, the Transport throttles on
 // its own counts, taken for its share of the fleet's as at the last
 // exchange, and on the fleet's last ones, fading over a window. A Sent
-// further ahead of the process's clock than a tenth of the window is taken
-// for a clock that runs ahead, and ignored. An Exchange
+// further ahead of the process's clock than a two-hundredth of the window
+// comes from a clock that runs ahead: it counts as a tenth of the window
+// ago until a later one comes, so that the host is probed as often as one
+// process alone would probe it, whatever the lead. An Exchange
 // that panics fails, as one that returns an error does; the Transport's
 // logger gets the first panic at WARN.
 func Shared(s Store) Option {
