@@ -67,6 +67,7 @@ func BenchmarkOverhead(b *testing.B) {
 			{"retryhttp", New(WithBase(newStub()))},
 			{"retryhttp-hedging", New(WithBase(newStub()), WithHedging())},
 			{"retryhttp-traced", New(WithBase(tracedStub{newStub()}))},
+			{"retryhttp-hedging-traced", New(WithBase(tracedStub{newStub()}), WithHedging())},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()

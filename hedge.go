@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/retryhttp/retryhttp/hedge"
@@ -31,7 +30,6 @@ type hedging struct {
 	window     uint32
 	earning    int64 // the hedge credit a request earns: MaxFraction of hedgeUnit
 	table      *latencyTable
-	timers     sync.Pool // of *hedgeTimer
 }
 
 // WithHedging sends another copy of a request, a hedge, when no attempt has

@@ -1,6 +1,6 @@
-// The race detector makes sync.Pool drop items at random, so the timers a
-// hedged call takes from its pool cannot be counted under it: this file is
-// built without it, and CI runs it so (see .ci/run).
+// The race detector makes sync.Pool drop items at random, so the trace
+// hooks a hedged call takes from their pool cannot be counted under it:
+// this file is built without it, and CI runs it so (see .ci/run).
 
 //go:build !race
 
@@ -14,18 +14,27 @@ import (
 )
 
 // TestHedgingSuccessPathAllocations pins the cost of a GET that is
-// answered before its hedge delay: one allocation, for the first attempt's
-// request, whose context a hedge would have to cancel.
+// answered before its hedge delay: one allocation, for the call, which
+// holds the first attempt's request, whose context a hedge would have to
+// cancel, and its trace; over a base that unwraps to an *http.Transport,
+// the attempt is traced, so that net/http's resends of it are counted.
 func TestHedgingSuccessPathAllocations(t *testing.T) {
-	tr := New(WithBase(newStub()), WithHedging())
-	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
-	for range defaultHedgeMinSamples {
-		tr.RoundTrip(get) // the quantile is known from here on
+	for _, base := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{{"stub", newStub()}, {"traced", tracedStub{newStub()}}} {
+		t.Run(base.name, func(t *testing.T) {
+			tr := New(WithBase(base.rt), WithHedging())
+			get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+			for range defaultHedgeMinSamples {
+				tr.RoundTrip(get) // the quantile is known from here on
+			}
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, err := tr.RoundTrip(get); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.LessOrEqual(t, allocs, 1.0)
+		})
 	}
-	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := tr.RoundTrip(get); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.LessOrEqual(t, allocs, 1.0)
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/retryhttp/retryhttp/budget"
@@ -17,9 +16,9 @@ import (
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
 // sent on the caller's goroutine, and the hedges a timer starts while no
-// attempt has answered. Its first attempt's request and context live in
-// it, so that a first attempt answered before the delay costs one
-// allocation (two when traced).
+// attempt has answered. Its first attempt's request, context and trace
+// live in it, so that a first attempt answered before the delay costs one
+// allocation, traced or not.
 type hedgeCall struct {
 	t     *Transport
 	req   *http.Request // the caller's
@@ -28,10 +27,10 @@ type hedgeCall struct {
 	delay time.Duration
 	start time.Duration // monotonic
 
-	req1   http.Request  // orig, under ctx
-	first  *http.Request // the first attempt as sent: req1, or its traced copy
+	first  *http.Request // the first attempt as sent: orig under ctx, held by trace
 	ctx    firstCtx
-	pt     *peerTrace // the first attempt's trace, when traced
+	trace  peerTrace  // the first attempt's trace, and its request
+	pt     *peerTrace // &trace when the attempts are traced, else nil
 	traced bool       // the attempts are traced
 	body   firstBody  // the first attempt's response body, when it must release ctx
 
@@ -41,6 +40,12 @@ type hedgeCall struct {
 	winner      int32 // the attempt that won; 0 while none has
 	collecting  bool  // the first attempt has returned: no more hedges
 	race        *hedgeRace
+
+	// On the host's queue (hedgeQueue), under its lock: when the first
+	// hedge is due, and the neighbours.
+	due        time.Duration
+	prev, next *hedgeCall
+	queued     bool
 }
 
 // hedgeRace is what a call keeps once its first hedge is sent or put off.
@@ -68,42 +73,6 @@ type hedgeOutcome struct {
 	n    int        // the attempt number
 }
 
-// A hedgeTimer is a reusable timer that starts the first hedge of the call
-// it is armed for. It goes back to its pool only when Stop proves that it
-// did not fire, so that a late firing can never reach another call.
-type hedgeTimer struct {
-	timer *time.Timer
-	call  atomic.Pointer[hedgeCall]
-}
-
-func (ht *hedgeTimer) fire() {
-	if c := ht.call.Load(); c != nil {
-		c.fire()
-	}
-}
-
-// arm starts a pooled timer that hedges c after d.
-func (h *hedging) arm(c *hedgeCall, d time.Duration) *hedgeTimer {
-	ht, _ := h.timers.Get().(*hedgeTimer)
-	if ht == nil {
-		ht = &hedgeTimer{}
-		ht.call.Store(c)
-		ht.timer = time.AfterFunc(d, ht.fire)
-		return ht
-	}
-	ht.call.Store(c)
-	ht.timer.Reset(d)
-	return ht
-}
-
-// disarm stops ht, and pools it unless it fired.
-func (h *hedging) disarm(ht *hedgeTimer) {
-	if ht.timer.Stop() {
-		ht.call.Store(nil)
-		h.timers.Put(ht)
-	}
-}
-
 // A hedgeResult is how a hedged request's first round ended: the winning
 // outcome (or, when none won, the last response or the last error), its
 // attempt request and trace, how many attempts were sent, what the budget
@@ -126,15 +95,16 @@ type hedgeResult struct {
 func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy, traced bool) hedgeResult {
 	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1, traced: traced}
 	c.ctx.parent = orig.Context()
-	c.req1 = *orig.WithContext(&c.ctx)
-	c.first = &c.req1
 	if traced {
-		c.first, c.pt = tracePeer(c.first, nil, nil, t.conns, false)
+		c.first, c.pt = c.trace.start(orig.WithContext(&c.ctx), nil, nil, t.conns, false), &c.trace
+	} else {
+		c.trace.r = *orig.WithContext(&c.ctx)
+		c.first = &c.trace.r
 	}
-	ht := t.hedge.arm(c, delay)
+	hl.hedges.add(c, c.start+delay, c.start)
 	resp, err := t.send(c.first)
 	c.pt.end()
-	t.hedge.disarm(ht)
+	hl.hedges.remove(c)
 
 	c.mu.Lock()
 	c.collecting = true

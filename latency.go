@@ -86,6 +86,8 @@ type hostLatency struct {
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
 
+	hedges hedgeQueue // the calls waiting for their first hedge
+
 	used lru.Use // by the latencyTable
 }
 

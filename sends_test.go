@@ -11,9 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/hedge"
 )
 
 // A dropServer is an HTTP/1 server on loopback that reads each request
@@ -203,6 +206,51 @@ func TestBaseResendIsCounted(t *testing.T) {
 					assert.Equal(t, int64(server.Port()), v.Int64())
 				}
 				assert.Len(t, withMessage(debug, "retryhttp: attempt"), 1)
+			})
+		}
+	}
+}
+
+// TestHedgedBaseResendIsCounted proves that a hedged request's first
+// attempt counts net/http's resends without a hook or a log to trace it:
+// whether the host's delay is known (hedge.Delay) or not yet (its first
+// requests), a GET or a keyed POST that net/http sends again after a
+// reused connection dropped it reaches the server twice, and Attempts
+// says 2. It said 1: a request that may be hedged ran its first attempt
+// untraced.
+func TestHedgedBaseResendIsCounted(t *testing.T) {
+	for _, delay := range []string{"known", "not yet known"} {
+		for _, key := range []string{"", "k-1"} {
+			t.Run(delay+"/key="+key, func(t *testing.T) {
+				srv := newDropServer(t, dropFirstReused())
+				opts := []hedge.Option{}
+				if delay == "known" {
+					opts = append(opts, hedge.Delay(time.Hour))
+				}
+				tr := New(WithHedging(opts...))
+				defer tr.CloseIdleConnections()
+				resp, err := tr.RoundTrip(get(t, srv.url+"/warm"))
+				require.NoError(t, err)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+
+				method, body := http.MethodGet, io.Reader(nil)
+				if key != "" {
+					method, body = http.MethodPost, strings.NewReader(`{"order":1}`)
+				}
+				req, err := http.NewRequest(method, srv.url+"/call", body)
+				require.NoError(t, err)
+				if key != "" {
+					req.Header.Set("Idempotency-Key", key)
+				}
+				resp, err = tr.RoundTrip(req)
+				require.NoError(t, err)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				seen := srv.requests("/call")
+				require.Len(t, seen, 2, "requests the server received")
+				assert.True(t, seen[0].reused, "the first send went out on the reused connection")
+				assert.Equal(t, len(seen), Attempts(resp), "Attempts against the server's count")
 			})
 		}
 	}

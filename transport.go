@@ -254,7 +254,10 @@ func isTimeout(err error) bool {
 
 // Attempts reports how many times the request that produced resp was
 // sent: its attempts, hedges included, and the sends the base transport
-// made again on its own (RetryEvent.BaseResend) of the attempts traced. It
+// made again on its own (RetryEvent.BaseResend) of the attempts traced:
+// every attempt of a Transport with a hook or a logger or of a request
+// that may be hedged, and otherwise retries and attempts to a host that
+// failed lately (see docs/observability.md). It
 // is 1 unless resp came from a Transport that retried, hedged or saw its
 // base send again. It counts up to the response headers: each resume of
 // the body after them (WithResume) is a request more, which the retry
@@ -320,7 +323,10 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		case firstSent:
 			resp, err, firstSent = resp0, err0, false
 		case s.hedges():
-			r := t.sendFirstHedged(req, a, s.p, s.traced(a))
+			// A request that may be hedged is traced whenever it can
+			// be: its call holds the trace, at no allocation of its
+			// own, and net/http's resends of it are counted.
+			r := t.sendFirstHedged(req, a, s.p, t.peers)
 			resp, a, pt, s.attempt, s.spent, err = r.resp, r.a, r.pt, r.sent, r.spent, r.err
 			s.countResends(r.first)
 			for _, h := range r.hedges {
