@@ -55,7 +55,7 @@ import (
 //
 // A code in a header costs nothing. A code only in the body (DynamoDB, S3,
 // SQS, STS, EC2 and most other services send it only there) is read with
-// classify.Peek: at most wire.PeekLimit bytes, waited for at most 100 ms, and the
+// classify.Peek: at most 8 KiB, waited for at most 100 ms, and the
 // caller, the SDK, still gets the body byte for byte. A body that stalls,
 // or whose code is past the bytes read, gives no code. Put it in front of
 // the default chain of a Transport that calls AWS:
@@ -227,7 +227,7 @@ func awsCodeName(code string) string {
 //     skips what it does not need and stops at anything malformed.
 //
 // A response without a Content-Type is read when its body starts as JSON or
-// XML does, or when its Smithy-Protocol header says it is CBOR. A body that is longer than wire.PeekLimit is read as far as that; one
+// XML does, or when its Smithy-Protocol header says it is CBOR. A body that is longer than 8 KiB is read as far as that; one
 // that stalls, as far as it arrived within 100 ms.
 func ResponseErrorCode(resp *http.Response) string {
 	if resp == nil {

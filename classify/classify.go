@@ -176,7 +176,7 @@ func (contextClassifier) Classify(req *http.Request, _ *http.Response, _ error) 
 // a response: a proxy that refused a CONNECT with 502, 503 or 429 is
 // retried, one that wants credentials (407) is not.
 //
-// Retried: wire.ErrAttemptTimeout (with the Timeout facet), dial failures
+// Retried: retryhttp.ErrAttemptTimeout (with the Timeout facet), dial failures
 // (including a refused connection), connection resets and aborts, broken
 // pipes, io.EOF and io.ErrUnexpectedEOF (a connection closed mid-exchange),
 // net.ErrClosed (net/http closed the connection, on the peer's hang-up,

@@ -14,7 +14,7 @@ import (
 // draining a discarded response.
 const peekWait = 100 * time.Millisecond
 
-// Peek returns the first bytes of resp's body, at most wire.PeekLimit, without
+// Peek returns the first bytes of resp's body, at most 8 KiB, without
 // taking them from whoever reads the body next: the body is replaced by one
 // that gives the same bytes, the peeked ones first and then the rest as the
 // original body delivers them, errors included, and closes the original on
@@ -23,9 +23,9 @@ const peekWait = 100 * time.Millisecond
 // byte, and the Transport can still drain and close it.
 //
 // complete reports whether the bytes are the whole body. They are not when
-// the body is longer than wire.PeekLimit, when reading it failed, or when it
+// the body is longer than 8 KiB, when reading it failed, or when it
 // stalled; nor, for want of a byte past the limit to tell, when the body is
-// exactly wire.PeekLimit long and its ContentLength does not say so. Peek waits at most 100 ms for a response's bytes (in all,
+// exactly 8 KiB long and its ContentLength does not say so. Peek waits at most 100 ms for a response's bytes (in all,
 // however many times it is called for that response), then returns those
 // that arrived. A classifier that finds no answer in an incomplete prefix
 // should abstain. Bytes that arrive later still reach the reader of

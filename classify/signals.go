@@ -7,7 +7,7 @@ import (
 )
 
 // ShouldRetry follows what the server said about retrying in the
-// named response headers (by default wire.X-Should-Retry): "false" makes the
+// named response headers (by default X-Should-Retry): "false" makes the
 // outcome final even for a retryable status, and "true" makes it retryable
 // even for a status the rest of the chain would refuse, except a 1xx or 2xx
 // success, which is never retried. A retry it allows is still subject to the
@@ -17,7 +17,7 @@ import (
 // named header present decides.
 func ShouldRetry(headers ...string) Classifier {
 	if len(headers) == 0 {
-		return serverSignalClassifier{} // no names: wire.X-Should-Retry
+		return serverSignalClassifier{} // no names: X-Should-Retry
 	}
 	names := make([]string, len(headers))
 	for i, h := range headers {
@@ -45,7 +45,7 @@ func (c serverSignalClassifier) Classify(_ *http.Request, resp *http.Response, _
 }
 
 // serverSignal reads the first of the named headers present in h; no names
-// means wire.X-Should-Retry.
+// means X-Should-Retry.
 func serverSignal(h http.Header, names []string) wire.Signal {
 	if names == nil {
 		return wire.ParseSignal(h[wire.ShouldRetryHeader])

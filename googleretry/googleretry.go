@@ -32,7 +32,7 @@ import (
 //	  "errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded", "message": "..."}]}}
 //
 // Only 403 responses with a JSON body are read, with classify.Peek: at most
-// wire.PeekLimit bytes, waited for at most 100 ms, and the caller still gets the
+// 8 KiB, waited for at most 100 ms, and the caller still gets the
 // body byte for byte. Google's 429 and 5xx responses need no reading: the
 // default chain retries them by status. Nothing is read for other
 // responses, nor once the request's context is done. Put it in front of
