@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/resume"
 )
 
@@ -110,22 +112,35 @@ func (t *Transport) logBodyFailure(req *http.Request, attempt int, e *resume.Err
 }
 
 // logThrottleChange logs at INFO that adaptive throttling started (with
-// probability p) or ended for the host of h, as the call whose context is
-// ctx found. It reports whether there was a change to log.
-func (t *Transport) logThrottleChange(ctx context.Context, h *hostThrottle, c throttleChange, p float64) bool {
-	if c == throttleSame {
+// its rejection probability) or ended for a host, as c, which the call
+// whose context is ctx found, tells. It reports whether there was a change
+// to log.
+func (t *Transport) logThrottleChange(ctx context.Context, c throttling.Change) bool {
+	if c.Kind == throttling.Same {
 		return false
 	}
 	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelInfo) {
 		return true
 	}
-	host := []slog.Attr{slog.String("scheme", h.key.Scheme), slog.String("host", h.key.Host)}
-	if c == throttleStarted {
-		t.logger.LogAttrs(ctx, slog.LevelInfo, "retryhttp: throttling started", append(host, slog.Float64("rejection_probability", p))...)
+	k := c.Host()
+	host := []slog.Attr{slog.String("scheme", k.Scheme), slog.String("host", k.Host)}
+	if c.Kind == throttling.Started {
+		t.logger.LogAttrs(ctx, slog.LevelInfo, "retryhttp: throttling started", append(host, slog.Float64("rejection_probability", c.Probability))...)
 	} else {
 		t.logger.LogAttrs(ctx, slog.LevelInfo, "retryhttp: throttling ended", host...)
 	}
 	return true
+}
+
+// logStorePanic logs at WARN r, the first panic of the throttle.Store that
+// adaptive throttling shares its counts through: the exchange failed, and
+// the Transport throttles on its own counts until one succeeds.
+func (t *Transport) logStorePanic(r any) {
+	if t.logger == nil {
+		return
+	}
+	t.logger.LogAttrs(context.Background(), slog.LevelWarn, "retryhttp: throttle store panicked; throttling on local counts",
+		slog.String("panic", fmt.Sprint(r)))
 }
 
 // logRefusal logs req, refused by adaptive throttling with probability p,

@@ -144,7 +144,11 @@ func (t *Transport) reportGiveUp(req *http.Request, reason GiveUpReason, err err
 // whether the count started or ended the throttling of the request's host,
 // which it logged.
 func (t *Transport) countGiveUp(e GiveUpEvent) bool {
-	return t.throttle != nil && !e.Resume && t.throttle.gaveUp(t, e.Request, e.Attempt, e.Reason, e.Err)
+	if t.throttle == nil || e.Resume {
+		return false
+	}
+	c := t.throttle.GaveUp(e.Request, e.Attempt, e.Reason == GiveUpCanceled, e.Err)
+	return t.logThrottleChange(e.Request.Context(), c)
 }
 
 // giveUpHooks calls the give-up hooks, if any, with e.

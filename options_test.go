@@ -159,8 +159,8 @@ func TestFeatureOptionsGivenTwiceAddUp(t *testing.T) {
 	assert.Equal(t, hedgeEarning(0.5), tr.hedge.earning)
 
 	tr = New(WithAdaptiveThrottling(throttle.Multiplier(3)), WithAdaptiveThrottling(throttle.MinRequests(7)))
-	assert.InDelta(t, 3.0, tr.throttle.k, 1e-9)
-	assert.EqualValues(t, 7, tr.throttle.minRequests)
+	assert.InDelta(t, 3.0, tr.throttle.Config().Multiplier, 1e-9)
+	assert.EqualValues(t, 7, tr.throttle.Config().MinRequests)
 
 	tr = New(WithDeadlineHeader(deadline.GRPCTimeout), WithDeadlineHeader(deadline.Milliseconds("X-Timeout-Ms"), deadline.GRPCTimeout))
 	assert.Equal(t, []deadline.Format{deadline.GRPCTimeout, deadline.Milliseconds("X-Timeout-Ms")}, tr.deadlineHeaders)

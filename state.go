@@ -12,6 +12,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -42,7 +43,7 @@ type retryState struct {
 	// guarded is set when the request may not be sent twice: each attempt
 	// is guarded against the base's own resends.
 	guarded bool
-	th      *hostThrottle // the host's counts, under adaptive throttling
+	th      *throttling.Host // the host's counts, under adaptive throttling
 	// left is the time left before the request's deadline that the next
 	// attempt's deadline headers carry (WithDeadlineHeader), measured just
 	// before it is sent; 0 when none are sent.
@@ -62,12 +63,14 @@ type retryState struct {
 
 // start readies the retries of req, a valid request, through t. It
 // reports false, with the probability of refusal, when adaptive throttling
-// refuses the request.
+// refuses the request, after logging any change of the host's throttling
+// the refusal found.
 func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
 	s.t, s.req, s.attempt, s.header = t, req, 1, req.Header
 	if t.throttle != nil {
-		th, p, ok := t.throttle.admit(t, req)
+		th, p, ok, c := t.throttle.Admit(req)
 		if !ok {
+			t.logThrottleChange(req.Context(), c)
 			return p, false
 		}
 		s.th = th
@@ -223,8 +226,11 @@ func (s *retryState) traced(a *http.Request) bool {
 // count makes.
 func (s *retryState) judge(a *http.Request, resp *http.Response, err error) classify.Verdict {
 	v := s.t.classify(a, resp, err)
-	if s.t.throttle != nil && s.t.throttle.record(s.t, s.th, s.req, err, v, s.attempt) {
-		s.info = true // the change of throttling is the call's line at INFO
+	if th := s.t.throttle; th != nil {
+		if c := th.Record(s.th, s.req, err, v, s.attempt); c.Kind != throttling.Same {
+			s.t.logThrottleChange(s.req.Context(), c)
+			s.info = true // the change of throttling is the call's line at INFO
+		}
 	}
 	return v
 }

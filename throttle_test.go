@@ -21,6 +21,8 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/server"
@@ -104,53 +106,13 @@ func roundTrip(tr *Transport, url string) (*http.Response, error) {
 	return resp, err
 }
 
-func TestThrottleProbabilityIsTheSREFormula(t *testing.T) {
-	// Single attempts, a random source that never refuses (0.999 is above
-	// the highest probability): the window holds exactly the outcomes sent.
-	tests := []struct {
-		name           string
-		opts           []throttle.Option
-		fails, accepts int
-		want           float64
-		counted        bool
-	}{
-		{name: "no failure", accepts: 30, want: 0, counted: true},
-		{name: "fewer requests than the minimum", fails: 19, want: 0, counted: true},
-		{name: "every request failing, capped", fails: 30, want: 0.9, counted: true},
-		{name: "12 of 20 failing", fails: 12, accepts: 8, want: (20 - 2*8) / 21.0, counted: true},
-		{name: "half failing", fails: 10, accepts: 10, want: 0, counted: true},
-		{name: "K = 3", opts: []throttle.Option{throttle.Multiplier(3)}, fails: 16, accepts: 4, want: (20 - 3*4) / 21.0, counted: true},
-		{name: "K = 1", opts: []throttle.Option{throttle.Multiplier(1)}, fails: 5, accepts: 15, want: 5 / 21.0, counted: true},
-		{name: "higher cap", opts: []throttle.Option{throttle.MaxRejection(0.99)}, fails: 40, want: 40 / 41.0, counted: true},
-		{name: "lower minimum", opts: []throttle.Option{throttle.MinRequests(1)}, fails: 1, want: 0.5, counted: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				// Failures first, so that the host is counted before its
-				// accepts.
-				base := newHostBase(failFirst(tt.fails))
-				tr := newTestTransport(base, 0.999, WithMaxAttempts(1), WithAdaptiveThrottling(tt.opts...))
-				for range tt.fails + tt.accepts {
-					_, err := roundTrip(tr, "http://svc.test/")
-					require.NoError(t, err)
-				}
-				assert.Equal(t, tt.fails+tt.accepts, base.count("svc.test"), "attempts sent")
-				p, counted := rejection(tr, "svc.test")
-				assert.Equal(t, tt.counted, counted, "host counted")
-				assert.InDelta(t, tt.want, p, 1e-9)
-			})
-		})
-	}
-}
-
 func TestThrottleRefusesWithoutSending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newHostBase(always(503))
 		var events []GiveUpEvent
 		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(),
 			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
-		for range defaultThrottleMinRequests {
+		for range throttling.DefaultMinRequests {
 			_, err := roundTrip(tr, "http://svc.test/")
 			require.NoError(t, err)
 		}
@@ -165,7 +127,7 @@ func TestThrottleRefusesWithoutSending(t *testing.T) {
 		require.ErrorAs(t, err, &e)
 		assert.Zero(t, e.Attempts)
 		assert.EqualValues(t, 1, body.closes.Load(), "request body closes")
-		assert.Equal(t, defaultThrottleMinRequests, base.count("svc.test"), "attempts sent")
+		assert.Equal(t, throttling.DefaultMinRequests, base.count("svc.test"), "attempts sent")
 		require.Len(t, events, 1)
 		assert.Equal(t, GiveUpThrottled, events[0].Reason)
 		assert.Zero(t, events[0].Attempt)
@@ -174,57 +136,6 @@ func TestThrottleRefusesWithoutSending(t *testing.T) {
 
 		p, _ := rejection(tr, "svc.test")
 		assert.InDelta(t, 0.9, p, 1e-9)
-	})
-}
-
-func TestThrottleRefusalsAreNoEvidence(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		// 14 failures and 10 accepts: (24 - 20) / 25 = 0.16; a refusal
-		// changes nothing.
-		base := newHostBase(failFirst(14))
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
-		for range 24 {
-			_, err := roundTrip(tr, "http://svc.test/")
-			require.NoError(t, err)
-		}
-		p, _ := rejection(tr, "svc.test")
-		require.InDelta(t, 4/25.0, p, 1e-9)
-		tr.rand = func() float64 { return 0 }
-		for i := 1; i <= 3; i++ {
-			_, err := roundTrip(tr, "http://svc.test/")
-			require.ErrorIs(t, err, ErrThrottled)
-			p, _ := rejection(tr, "svc.test")
-			assert.InDelta(t, 4/25.0, p, 1e-9, "after %d refusals", i)
-		}
-		assert.Equal(t, 24, base.count("svc.test"))
-	})
-}
-
-func TestThrottleRefusalsCountTowardsMinRequests(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		// 20 failures start the refusals; once 16 of them left the window,
-		// the 4 failures left and 16 refusals still make 20.
-		base := newHostBase(always(503))
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
-		for range 16 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		time.Sleep(500 * time.Millisecond)
-		for range 4 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		tr.rand = func() float64 { return 0 }
-		for range 16 {
-			_, err := roundTrip(tr, "http://svc.test/")
-			require.ErrorIs(t, err, ErrThrottled)
-		}
-		time.Sleep(500 * time.Millisecond)
-		p, _ := rejection(tr, "svc.test")
-		assert.InDelta(t, 0.8, p, 1e-9, "4 failures and 16 refusals: 4 / 5")
-		time.Sleep(500 * time.Millisecond)
-		p, _ = rejection(tr, "svc.test")
-		assert.Zero(t, p, "16 refusals alone")
-		assert.Equal(t, 20, base.count("svc.test"))
 	})
 }
 
@@ -247,17 +158,7 @@ func TestThrottleCountsEveryAttempt(t *testing.T) {
 // counts returns the attempts and the accepted attempts in the window of
 // host, as the rejection probability sees them.
 func counts(tr *Transport, host string) (requests, accepts int64) {
-	th := tr.throttle
-	h := th.hosts.Load().lookup("http", host, th.hash("http", host))
-	if h == nil {
-		return 0, 0
-	}
-	now := th.clock(tr)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	th.fold(h, now)
-	requests, accepts, _ = th.sums(h, th.step(now))
-	return requests, accepts
+	return tr.throttle.Window("http", host)
 }
 
 // TestThrottleCountsARequestWhenItEnds checks that a failed attempt that
@@ -404,203 +305,6 @@ func TestThrottleWayBackCountsRescuedRequests(t *testing.T) {
 	})
 }
 
-func TestThrottleWindowSlides(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		failing := &atomic.Bool{}
-		failing.Store(true)
-		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
-		for range 30 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		p, _ := rejection(tr, "svc.test")
-		require.InDelta(t, 0.9, p, 1e-9)
-
-		// Half a window later, still within it.
-		time.Sleep(500 * time.Millisecond)
-		p, _ = rejection(tr, "svc.test")
-		assert.InDelta(t, 0.9, p, 1e-9, "half a window later")
-
-		// 20 failures more, half a window after the first 30.
-		for range 20 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		// A window after the first 30, only the last 20 count.
-		time.Sleep(500 * time.Millisecond)
-		p, _ = rejection(tr, "svc.test")
-		assert.InDelta(t, 0.9, p, 1e-9, "the last 20 failures")
-
-		// A window after the last failures, nothing is refused.
-		time.Sleep(500 * time.Millisecond)
-		p, _ = rejection(tr, "svc.test")
-		assert.Zero(t, p, "a window after the last failure")
-	})
-}
-
-func TestThrottleWayBackIsOneSuccess(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		failing := &atomic.Bool{}
-		failing.Store(true)
-		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
-		for range 1000 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		p, _ := rejection(tr, "svc.test")
-		require.InDelta(t, 0.9, p, 1e-9)
-		// One success while refused forgets the 1000 failures.
-		failing.Store(false)
-		roundTrip(tr, "http://svc.test/")
-		p, counted := rejection(tr, "svc.test")
-		assert.Zero(t, p)
-		assert.True(t, counted)
-		req, acc := counts(tr, "svc.test")
-		assert.Equal(t, [2]int64{1, 1}, [2]int64{req, acc}, "the window holds only the success")
-	})
-}
-
-func TestThrottleProbesAHostItRefuses(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		// The probability refuses everything; after 4 refusals in a row,
-		// one request is sent a tenth of the window (1 s) after the last
-		// one sent.
-		failing := &atomic.Bool{}
-		failing.Store(true)
-		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
-		for range 20 {
-			roundTrip(tr, "http://svc.test/")
-		}
-		tr.rand = func() float64 { return 0 }
-		refusals := func(n int) {
-			t.Helper()
-			for i := range n {
-				_, err := roundTrip(tr, "http://svc.test/")
-				require.ErrorIs(t, err, ErrThrottled, "request %d", i)
-			}
-		}
-		refusals(10)
-		time.Sleep(999 * time.Millisecond)
-		refusals(10) // not quite 1 s since the last request sent
-		time.Sleep(time.Millisecond)
-		roundTrip(tr, "http://svc.test/") // a probe, which fails
-		require.Equal(t, 21, base.count("svc.test"))
-		time.Sleep(time.Second)
-		refusals(4) // 1 s passed, but not 4 refusals in a row
-		failing.Store(false)
-		resp, err := roundTrip(tr, "http://svc.test/") // a probe, which succeeds
-		require.NoError(t, err)
-		require.Equal(t, 200, resp.StatusCode)
-		p, _ := rejection(tr, "svc.test")
-		assert.Zero(t, p, "a probe's success ends the refusals")
-		assert.Equal(t, 22, base.count("svc.test"))
-	})
-}
-
-func TestThrottleCalmsAHealthyHost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		failing := &atomic.Bool{}
-		failing.Store(true)
-		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling(throttle.Window(time.Second)))
-		roundTrip(tr, "http://svc.test/")
-		h := tr.throttle.hosts.Load().lookup("http", "svc.test", tr.throttle.hash("http", "svc.test"))
-		calm := func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.calm }
-		require.False(t, calm())
-		failing.Store(false)
-		for range throttleCheckEvery {
-			roundTrip(tr, "http://svc.test/")
-		}
-		assert.False(t, calm(), "the failure is still in the window")
-		time.Sleep(time.Second)
-		for range throttleCheckEvery {
-			roundTrip(tr, "http://svc.test/")
-		}
-		assert.True(t, calm(), "a window without failures")
-		req, acc := counts(tr, "svc.test")
-		assert.Equal(t, [2]int64{0, 0}, [2]int64{req, acc}, "a calm host's window counts nothing")
-	})
-}
-
-// TestThrottleCreditsACalmHost checks that what a host accepted before it
-// first fails counts for it, fading: 100 accepts, then 30 failures, are no
-// reason to refuse anything; 30 failures alone are, and so are they once
-// the credit has faded (5 s).
-func TestThrottleCreditsACalmHost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		failing := &atomic.Bool{}
-		base := switchingBase(failing)
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
-		for range 100 {
-			roundTrip(tr, "http://up.test/")
-		}
-		failing.Store(true)
-		for range 30 {
-			roundTrip(tr, "http://up.test/")
-			roundTrip(tr, "http://down.test/")
-		}
-		p, _ := rejection(tr, "up.test")
-		assert.Zero(t, p, "100 accepts, then 30 failures")
-		p, _ = rejection(tr, "down.test")
-		assert.InDelta(t, 0.9, p, 1e-9, "30 failures alone")
-		time.Sleep(5 * time.Second)
-		p, _ = rejection(tr, "up.test")
-		assert.InDelta(t, 0.9, p, 1e-9, "the credit faded")
-	})
-}
-
-func TestThrottleIsPerHost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := newHostBase(func(host string, _ int) int {
-			if host == "down.test" {
-				return 503
-			}
-			return 200
-		})
-		tr := newTestTransport(base, 0, WithMaxAttempts(1), WithAdaptiveThrottling())
-		refused := map[string]int{}
-		for range 500 {
-			for _, host := range []string{"down.test", "up.test"} {
-				if _, err := roundTrip(tr, "http://"+host+"/"); errors.Is(err, ErrThrottled) {
-					refused[host]++
-				}
-			}
-		}
-		assert.Zero(t, refused["up.test"])
-		assert.Equal(t, 500, base.count("up.test"))
-		// With a random source of 0, every request is refused once the
-		// probability is positive: the first 20 fail, then the cap of 0.9
-		// is all the random draw sees.
-		assert.Equal(t, 480, refused["down.test"])
-		p, _ := rejection(tr, "up.test")
-		assert.Zero(t, p, "a host that never failed")
-	})
-}
-
-func TestThrottleBoundsItsHosts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := newHostBase(always(503))
-		tr := newTestTransport(base, 0.95, WithMaxAttempts(1), WithAdaptiveThrottling())
-		for i := range throttleMaxHosts + 100 {
-			roundTrip(tr, "http://h"+strconv.Itoa(i)+".test/")
-			time.Sleep(time.Millisecond)
-		}
-		tb := tr.throttle.hosts.Load()
-		assert.Equal(t, throttleMaxHosts, tb.n)
-		// The hosts that failed least recently made room.
-		has := func(host string) bool { return tb.lookup("http", host, tr.throttle.hash("http", host)) != nil }
-		assert.False(t, has("h0.test"))
-		assert.False(t, has("h99.test"))
-		assert.True(t, has("h100.test"))
-		assert.True(t, has("h1123.test"))
-		n := 0
-		for range tr.Rejections() {
-			n++
-		}
-		assert.Equal(t, throttleMaxHosts, n)
-	})
-}
-
 func TestThrottleShedsNothingAtTenPercentFailures(t *testing.T) {
 	// 10% of attempts fail at random, with the real random source: the
 	// window never holds more failures than accepts.
@@ -729,7 +433,7 @@ func TestThrottleConcurrentUse(t *testing.T) {
 	wg.Wait()
 	for r := range tr.Rejections() {
 		assert.GreaterOrEqual(t, r.Probability, 0.0)
-		assert.LessOrEqual(t, r.Probability, defaultThrottleMaxRejection)
+		assert.LessOrEqual(t, r.Probability, throttling.DefaultMaxRejection)
 	}
 }
 
@@ -742,18 +446,12 @@ func TestWithAdaptiveThrottlingRejectsANilOption(t *testing.T) {
 // throttle.Option reaches the Transport, and that the defaults are those
 // package throttle documents.
 func TestWithAdaptiveThrottlingAppliesOptions(t *testing.T) {
-	def := New(WithAdaptiveThrottling()).throttle
-	assert.Equal(t, 2.0, def.k)
-	assert.Equal(t, 10*time.Second/throttleBuckets, def.width)
-	assert.Equal(t, 0.9, def.maxReject)
-	assert.Equal(t, int64(20), def.minRequests)
+	def := New(WithAdaptiveThrottling()).throttle.Config()
+	assert.Equal(t, config.Throttle{Multiplier: 2, Window: 10 * time.Second, MaxRejection: 0.9, MinRequests: 20}, def)
 
 	th := New(WithAdaptiveThrottling(throttle.Multiplier(3), throttle.Window(time.Second),
-		throttle.MaxRejection(0.5), throttle.MinRequests(7))).throttle
-	assert.Equal(t, 3.0, th.k)
-	assert.Equal(t, time.Second/throttleBuckets, th.width)
-	assert.Equal(t, 0.5, th.maxReject)
-	assert.Equal(t, int64(7), th.minRequests)
+		throttle.MaxRejection(0.5), throttle.MinRequests(7))).throttle.Config()
+	assert.Equal(t, config.Throttle{Multiplier: 3, Window: time.Second, MaxRejection: 0.5, MinRequests: 7}, th)
 }
 
 func TestHandlerAnswersAShedDependencyWith503(t *testing.T) {
@@ -797,7 +495,7 @@ func throttleCases() []struct {
 		return func(tr *Transport) {
 			base := tr.base
 			tr.base = newHostBase(always(503))
-			for range 3 * defaultThrottleMinRequests {
+			for range 3 * throttling.DefaultMinRequests {
 				roundTrip(tr, "http://"+host+"/")
 			}
 			tr.base = base
@@ -876,28 +574,6 @@ func TestThrottledSuccessPathAllocatesNothing(t *testing.T) {
 			assert.Zero(t, allocs)
 		})
 	}
-}
-
-func TestThrottleSpellingsOfAHostShareItsCounts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := rtFunc(func(r *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
-		})
-		tr := newTestTransport(base, 0.999, WithMaxAttempts(1), WithAdaptiveThrottling())
-		for i := range 30 {
-			url := "http://svc.test/"
-			if i%2 == 1 {
-				url = "http://SVC.test:80/"
-			}
-			roundTrip(tr, url)
-		}
-		var got []throttle.Rejection
-		for r := range tr.Rejections() {
-			got = append(got, r)
-		}
-		assert.Equal(t, []throttle.Rejection{{Scheme: "http", Host: "svc.test", Probability: 0.9}}, got)
-		assert.Equal(t, 2, tr.throttle.hosts.Load().n, "two spellings")
-	})
 }
 
 // TestThrottleDoesNotCountABodyGivenUpOn reads a response body that is cut

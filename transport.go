@@ -21,6 +21,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/throttle"
@@ -78,7 +79,7 @@ type Transport struct {
 	onHedge         func(HedgeEvent)
 	resendable      func(*http.Request) bool
 	hedge           *hedging // nil: no hedging
-	throttle        *throttling
+	throttle        *throttling.Throttler
 	logger          *slog.Logger
 	peers           bool              // attempts' connections can be traced
 	traceAll        bool              // every attempt is traced: hooks or a log report peers and the base's resends
@@ -168,8 +169,7 @@ func (t *Transport) configure() {
 		t.hedge = newHedging(t.hedgeOpts)
 	}
 	if t.given&givenThrottling != 0 {
-		t.throttle = newThrottling(t.throttleOpts)
-		t.throttle.origin = t.now()
+		t.throttle = newThrottling(t, t.throttleOpts)
 	}
 	t.resumeOpts, t.hedgeOpts, t.throttleOpts = nil, nil, nil
 }
@@ -354,7 +354,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			var berr error
 			if next, berr = s.body.next(); berr != nil {
 				reason = GiveUpBodyNotReplayable
-			} else if t.throttle != nil && !t.throttle.retry(t, s.th) {
+			} else if t.throttle != nil && !t.throttle.Retry(s.th) {
 				closeBody(next)
 				reason = GiveUpThrottled
 			} else if !s.pay(v) {

@@ -1,4 +1,4 @@
-package retryhttp
+package throttling
 
 import (
 	"hash/maphash"
@@ -8,24 +8,24 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// A throttleTable maps the destinations of requests, spelled as their
+// A table maps the destinations of requests, spelled as their
 // URLs spell them, to the counts of their hosts, in open addressing with
 // the slots at most half full: a lookup costs a hash of the host as written
 // and a probe or two, where a map keyed by the normalised destination costs
 // three times as much on every request. Spellings of one destination
 // (SVC.test, svc.test:80) share its counts.
-type throttleTable struct {
-	slots []throttleEntry // a power of two of them
+type table struct {
+	slots []entry // a power of two of them
 	n     int
 }
 
-// A throttleEntry is a destination as a request spelled it, and its host's
+// An entry is a destination as a request spelled it, and its host's
 // counts; h is nil in an empty slot. alias is set on a spelling of a host
 // that another entry spelled first.
-type throttleEntry struct {
+type entry struct {
 	scheme, host string
 	hash         uint64
-	h            *hostThrottle
+	h            *Host
 	alias        bool
 }
 
@@ -40,7 +40,7 @@ func spelling(req *http.Request) (scheme, host string) {
 
 // lookup returns the counts of the destination spelled scheme and host,
 // whose hash is hash, or nil.
-func (tb *throttleTable) lookup(scheme, host string, hash uint64) *hostThrottle {
+func (tb *table) lookup(scheme, host string, hash uint64) *Host {
 	mask := uint64(len(tb.slots) - 1)
 	for i := hash & mask; ; i = (i + 1) & mask {
 		e := &tb.slots[i]
@@ -50,14 +50,14 @@ func (tb *throttleTable) lookup(scheme, host string, hash uint64) *hostThrottle 
 	}
 }
 
-// newThrottleTable returns a table of entries, which must have distinct
+// newTable returns a table of entries, which must have distinct
 // spellings.
-func newThrottleTable(entries []throttleEntry) *throttleTable {
+func newTable(entries []entry) *table {
 	size := 8
 	for size < 2*len(entries) {
 		size *= 2
 	}
-	tb := &throttleTable{slots: make([]throttleEntry, size), n: len(entries)}
+	tb := &table{slots: make([]entry, size), n: len(entries)}
 	mask := uint64(size - 1)
 	for _, e := range entries {
 		i := e.hash & mask
@@ -70,8 +70,8 @@ func newThrottleTable(entries []throttleEntry) *throttleTable {
 }
 
 // entries returns the entries of tb but those whose counts are drop.
-func (tb *throttleTable) entries(drop *hostThrottle) []throttleEntry {
-	entries := make([]throttleEntry, 0, tb.n+1)
+func (tb *table) entries(drop *Host) []entry {
+	entries := make([]entry, 0, tb.n+1)
 	for _, e := range tb.slots {
 		if e.h != nil && e.h != drop {
 			entries = append(entries, e)
@@ -81,22 +81,15 @@ func (tb *throttleTable) entries(drop *hostThrottle) []throttleEntry {
 }
 
 // hash returns the hash of a spelling in th's tables.
-func (th *throttling) hash(scheme, host string) uint64 {
+func (th *Throttler) hash(scheme, host string) uint64 {
 	return maphash.String(th.seed, host) + uint64(len(scheme))
 }
 
-// host returns the counts of req's destination, making them if it has
-// none. When the table is full, the host that failed least recently is
-// forgotten first.
-func (th *throttling) host(req *http.Request, now int64) *hostThrottle {
-	scheme, host := spelling(req)
-	return th.hostKey(scheme, host, now, false)
-}
-
 // hostKey returns the counts of the destination that scheme and host
-// spell, making them if it has none, as host does: calm, if calm is set,
-// as a host is until it fails.
-func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostThrottle {
+// spell, making them if it has none: calm, if calm is set, as a host is
+// until it fails. When the table is full, the host that failed least
+// recently is forgotten first.
+func (th *Throttler) hostKey(scheme, host string, now int64, calm bool) *Host {
 	hash := th.hash(scheme, host)
 	th.mu.Lock()
 	defer th.mu.Unlock()
@@ -105,7 +98,7 @@ func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostTh
 		return h
 	}
 	k := wire.MakeKey(scheme, host)
-	var h, oldest *hostThrottle
+	var h, oldest *Host
 	alias := false
 	for _, e := range tb.slots {
 		switch {
@@ -117,7 +110,7 @@ func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostTh
 		}
 	}
 	if h == nil {
-		h = &hostThrottle{key: k, folded: now, calm: calm}
+		h = &Host{key: k, folded: now, calm: calm}
 		if !calm {
 			h.last.Store(now) // else never failed: the first to make room
 		}
@@ -125,7 +118,7 @@ func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostTh
 	if tb.n < th.maxHosts {
 		oldest = nil
 	}
-	th.hosts.Store(newThrottleTable(append(tb.entries(oldest), throttleEntry{scheme, host, hash, h, alias})))
+	th.hosts.Store(newTable(append(tb.entries(oldest), entry{scheme, host, hash, h, alias})))
 	return h
 }
 
@@ -135,7 +128,7 @@ func (th *throttling) hostKey(scheme, host string, now int64, calm bool) *hostTh
 // fleet's hosts never push this process's own out, and any number of them
 // costs what half a table of them does. It returns the counts made, by
 // destination.
-func (th *throttling) adopt(keys []wire.HostKey, now int64) map[wire.HostKey]*hostThrottle {
+func (th *Throttler) adopt(keys []wire.HostKey, now int64) map[wire.HostKey]*Host {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	tb := th.hosts.Load()
@@ -157,7 +150,7 @@ func (th *throttling) adopt(keys []wire.HostKey, now int64) map[wire.HostKey]*ho
 		known[h.key] = true
 	}
 	entries := tb.entries(nil)
-	made := make(map[wire.HostKey]*hostThrottle, min(room, len(keys)))
+	made := make(map[wire.HostKey]*Host, min(room, len(keys)))
 	for _, k := range keys {
 		if len(made) == room {
 			break
@@ -165,20 +158,20 @@ func (th *throttling) adopt(keys []wire.HostKey, now int64) map[wire.HostKey]*ho
 		if known[k] {
 			continue
 		}
-		h := &hostThrottle{key: k, folded: now, adopted: true}
+		h := &Host{key: k, folded: now, adopted: true}
 		h.last.Store(now)
-		entries = append(entries, throttleEntry{k.Scheme, k.Host, th.hash(k.Scheme, k.Host), h, false})
+		entries = append(entries, entry{k.Scheme, k.Host, th.hash(k.Scheme, k.Host), h, false})
 		made[k] = h
 	}
 	if len(made) > 0 {
-		th.hosts.Store(newThrottleTable(entries))
+		th.hosts.Store(newTable(entries))
 	}
 	return made
 }
 
 // all yields each host of the table once, whatever its spellings.
-func (tb *throttleTable) all() iter.Seq[*hostThrottle] {
-	return func(yield func(*hostThrottle) bool) {
+func (tb *table) all() iter.Seq[*Host] {
+	return func(yield func(*Host) bool) {
 		for _, e := range tb.slots {
 			if e.h != nil && !e.alias && !yield(e.h) {
 				return

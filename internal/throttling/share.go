@@ -1,9 +1,8 @@
-package retryhttp
+package throttling
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -11,29 +10,29 @@ import (
 	"github.com/retryhttp/retryhttp/throttle"
 )
 
-// throttleFresh is how many steps of the window the fleet's counts of a
+// freshSteps is how many steps of the window the fleet's counts of a
 // host stay in use after the exchange that brought them.
-const throttleFresh = 4
+const freshSteps = 4
 
-// throttleExchanges is how many exchanges a step of the window has, and
-// throttleRefusingExchanges how many while a host is being refused, so
+// exchanges is how many exchanges a step of the window has, and
+// refusingExchanges how many while a host is being refused, so
 // that news of its healing spreads fast.
 const (
-	throttleExchanges         = 2
-	throttleRefusingExchanges = 4
+	exchanges         = 2
+	refusingExchanges = 4
 )
 
-// throttleMaxCount bounds the counts taken from a Store, far above what a
+// maxCount bounds the counts taken from a Store, far above what a
 // fleet counts in a window, so that sums of them cannot overflow.
-const throttleMaxCount = 1 << 48
+const maxCount = 1 << 48
 
-// A throttleShare exchanges the counts of a Transport's hosts with the
+// A share exchanges the counts of a Throttler's hosts with the
 // other processes of a fleet through a throttle.Store: twice a step of the
 // window, four times while a host is being refused, and at once when a
 // refused host is sent a request or a success ends its refusals, from a
 // goroutine that runs while requests are sent and for a window after the
 // last.
-type throttleShare struct {
+type share struct {
 	store  throttle.Store
 	window time.Duration
 	wake   chan struct{} // a probe or a heal to share at once
@@ -41,19 +40,19 @@ type throttleShare struct {
 	running  atomic.Bool
 	seen     atomic.Bool // a request was admitted since the exchanges last looked
 	ok       atomic.Bool // the last exchange succeeded
-	panicked atomic.Bool // the Store panicked once: logged
+	panicked atomic.Bool // the Store panicked once: reported
 
 	// Buffers the exchanges reuse.
 	hosts   []sentCounts
-	fleet   map[wire.HostKey]throttleCounts
+	fleet   map[wire.HostKey]counts
 	foreign []wire.HostKey
 }
 
 // sentCounts are the counts of a host an exchange sends, and the host's
 // heals when it took them.
 type sentCounts struct {
-	h     *hostThrottle
-	c     throttleCounts
+	h     *Host
+	c     counts
 	heals uint64
 }
 
@@ -61,23 +60,23 @@ type sentCounts struct {
 // exchange sends, and the fleet's counts from the last. The fields are
 // guarded by the host's mu.
 type shared struct {
-	unsent  throttleCounts // counted since the last exchange
-	fleet   throttleCounts // the fleet's over the window, this process's included
-	fleetAt int64          // when fleet came, on th.clock; 0 if it never did
-	heals   uint64         // successes that ended refusals: an exchange sent before one brings stale counts
-	scale   float64        // the fleet's requests per this process's at the last exchange, at least 1
-	ahead   int64          // the latest Sent the fleet gave ahead of this process's clock, on th.clock (fleetSent)
+	unsent  counts  // counted since the last exchange
+	fleet   counts  // the fleet's over the window, this process's included
+	fleetAt int64   // when fleet came, on th.clock; 0 if it never did
+	heals   uint64  // successes that ended refusals: an exchange sent before one brings stale counts
+	scale   float64 // the fleet's requests per this process's at the last exchange, at least 1
+	ahead   int64   // the latest Sent the fleet gave ahead of this process's clock, on th.clock (fleetSent)
 }
 
-// throttleCounts are counts of a host's requests, as a throttle.Counts has
+// counts are counts of a host's requests, as a throttle.Counts has
 // them.
-type throttleCounts struct {
+type counts struct {
 	requests, accepts, refused int64
 	healed                     bool
 	sent                       int64 // when a request was last sent while refusing, on th.clock; 0 if none
 }
 
-func (c *throttleCounts) add(requests, accepts, refused int64) {
+func (c *counts) add(requests, accepts, refused int64) {
 	c.requests += requests
 	c.accepts += accepts
 	c.refused += refused
@@ -87,33 +86,33 @@ func (c *throttleCounts) add(requests, accepts, refused int64) {
 // are not running. It reads no clock: the exchanges time the requests they
 // see. A request writes the flag only when the exchanges have taken it
 // since, so that concurrent requests do not contend for it.
-func (s *throttleShare) tick(t *Transport, th *throttling) {
+func (s *share) tick(th *Throttler) {
 	if !s.seen.Load() {
 		s.seen.Store(true)
 	}
 	if !s.running.Load() && s.running.CompareAndSwap(false, true) {
-		go s.run(t, th)
+		go s.run(th)
 	}
 }
 
 // run exchanges the counts twice a step of the window (four times while a
 // host is being refused), and at once after a probe or a heal, until it
 // has seen no request admitted for a window.
-func (s *throttleShare) run(t *Transport, th *throttling) {
+func (s *share) run(th *Throttler) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	last := th.clock(t) // when a request was last seen admitted
+	last := th.clock() // when a request was last seen admitted
 	for {
-		every := th.width / throttleExchanges
-		if s.exchange(t, th) {
-			every = th.width / throttleRefusingExchanges
+		every := th.width / exchanges
+		if s.exchange(th) {
+			every = th.width / refusingExchanges
 		}
 		timer.Reset(every)
 		select {
 		case <-timer.C:
 		case <-s.wake:
 		}
-		now := th.clock(t)
+		now := th.clock()
 		if s.seen.Swap(false) {
 			last = now
 		}
@@ -133,10 +132,10 @@ func (s *throttleShare) run(t *Transport, th *throttling) {
 // and takes the fleet's in their place. When the Store fails, the counts
 // sent are kept for the next exchange, and each host is throttled on its
 // own counts until an exchange succeeds. It reports whether a host is
-// being refused requests. The exchanges of a Transport run one at a
+// being refused requests. The exchanges of a Throttler run one at a
 // time, on one goroutine: they reuse their buffers.
-func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
-	now := th.clock(t)
+func (s *share) exchange(th *Throttler) (refusing bool) {
+	now := th.clock()
 	hosts := s.hosts[:0]
 	defer func() { s.hosts = hosts[:0] }()
 	var out []throttle.Counts
@@ -144,19 +143,19 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 		h.mu.Lock()
 		th.fold(h, now)
 		c := h.unsent
-		h.unsent = throttleCounts{}
+		h.unsent = counts{}
 		heals := h.heals
 		h.mu.Unlock()
 		hosts = append(hosts, sentCounts{h, c, heals})
-		if c != (throttleCounts{}) {
+		if c != (counts{}) {
 			out = append(out, throttle.Counts{Scheme: h.key.Scheme, Host: h.key.Host,
 				Attempts: c.requests, Accepted: c.accepts, Refused: c.refused, Healed: c.healed, Sent: th.at(c.sent)})
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), throttleFresh*th.width)
+	ctx, cancel := context.WithTimeout(context.Background(), freshSteps*th.width)
 	defer cancel()
-	got, err := s.call(ctx, t, out)
-	now = th.clock(t)
+	got, err := s.call(ctx, th, out)
+	now = th.clock()
 	if err != nil {
 		s.ok.Store(false)
 		for _, x := range hosts {
@@ -175,19 +174,19 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 	// the fleet counts failures of and this process has not as its table
 	// has room for: what a Store returns beyond those costs nothing.
 	if s.fleet == nil {
-		s.fleet = make(map[wire.HostKey]throttleCounts, len(hosts))
+		s.fleet = make(map[wire.HostKey]counts, len(hosts))
 	}
 	fleet := s.fleet
 	defer clear(fleet)
 	for _, x := range hosts {
-		fleet[x.h.key] = throttleCounts{}
+		fleet[x.h.key] = counts{}
 	}
 	room := th.maxHosts / 2 // adopt takes fewer still
 	foreign := s.foreign[:0]
 	defer func() { s.foreign = foreign[:0] }()
 	for _, c := range got {
-		if c.Host == "" || c.Accepted < 0 || c.Accepted > c.Attempts || c.Attempts > throttleMaxCount ||
-			c.Refused < 0 || c.Refused > throttleMaxCount {
+		if c.Host == "" || c.Accepted < 0 || c.Accepted > c.Attempts || c.Attempts > maxCount ||
+			c.Refused < 0 || c.Refused > maxCount {
 			continue // not counts a Store should return
 		}
 		k := wire.MakeKey(c.Scheme, c.Host)
@@ -197,7 +196,7 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 			}
 			foreign = append(foreign, k)
 		}
-		fleet[k] = throttleCounts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: th.since(c.Sent)}
+		fleet[k] = counts{requests: c.Attempts, accepts: c.Accepted, refused: c.Refused, sent: th.since(c.Sent)}
 	}
 	for _, x := range hosts {
 		refusing = th.take(x.h, fleet[x.h.key], x.heals, now) || refusing
@@ -218,10 +217,10 @@ func (s *throttleShare) exchange(t *Transport, th *throttling) (refusing bool) {
 // once this process's clock passes it, it would seem a probe that was
 // never sent. It counts, from the exchange that first brings it ahead
 // until the fleet gives a later one, as a probe's interval ago
-// (throttleProbeSteps): each process then probes h as it would on its
+// (probeSteps): each process then probes h as it would on its
 // own, once its own last request to it is that old. h.mu must be held.
-func (th *throttling) fleetSent(h *hostThrottle, at, now int64) int64 {
-	interval := throttleProbeSteps * int64(th.width)
+func (th *Throttler) fleetSent(h *Host, at, now int64) int64 {
+	interval := probeSteps * int64(th.width)
 	switch {
 	case at > now+int64(th.width)/10:
 		h.ahead = max(h.ahead, at)
@@ -233,19 +232,18 @@ func (th *throttling) fleetSent(h *hostThrottle, at, now int64) int64 {
 }
 
 // call runs the Store's Exchange of out. A Store that panics fails the
-// exchange, as one that returns an error does: it runs on the Transport's
+// exchange, as one that returns an error does: it runs on the Throttler's
 // own goroutine, where no caller could recover it. The first panic is
-// logged at WARN, once a Transport.
-func (s *throttleShare) call(ctx context.Context, t *Transport, out []throttle.Counts) (got []throttle.Counts, err error) {
+// reported to Env.StorePanicked, once a Throttler.
+func (s *share) call(ctx context.Context, th *Throttler, out []throttle.Counts) (got []throttle.Counts, err error) {
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
 		}
 		got, err = nil, fmt.Errorf("retryhttp: throttle.Store panicked: %v", r)
-		if s.panicked.CompareAndSwap(false, true) && t.logger != nil {
-			t.logger.LogAttrs(context.Background(), slog.LevelWarn, "retryhttp: throttle store panicked; throttling on local counts",
-				slog.String("panic", fmt.Sprint(r)))
+		if s.panicked.CompareAndSwap(false, true) && th.env.StorePanicked != nil {
+			th.env.StorePanicked(r)
 		}
 	}()
 	return s.store.Exchange(ctx, s.window, out)
@@ -255,7 +253,7 @@ func (s *throttleShare) call(ctx context.Context, t *Transport, out []throttle.C
 // success ended its refusals since the exchange that brought them was
 // sent (heals has changed); c.sent is the Store's Sent on th.clock, as
 // fleetSent takes it. It reports whether h is being refused requests.
-func (th *throttling) take(h *hostThrottle, c throttleCounts, heals uint64, now int64) bool {
+func (th *Throttler) take(h *Host, c counts, heals uint64, now int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.heals != heals {
@@ -270,18 +268,18 @@ func (th *throttling) take(h *hostThrottle, c throttleCounts, heals uint64, now 
 // heal notes that a success ended the refusals of h: the next exchange
 // tells the fleet, and the fleet's counts before it no longer count.
 // h.mu must be held.
-func (s *throttleShare) heal(h *hostThrottle) {
+func (s *share) heal(h *Host) {
 	if s == nil {
 		return
 	}
-	h.unsent = throttleCounts{healed: true}
-	h.fleet, h.scale = throttleCounts{}, 1
+	h.unsent = counts{healed: true}
+	h.fleet, h.scale = counts{}, 1
 	h.heals++
 	s.soon()
 }
 
 // soon has the next exchange run at once.
-func (s *throttleShare) soon() {
+func (s *share) soon() {
 	select {
 	case s.wake <- struct{}{}:
 	default: // a wake is pending already
@@ -289,10 +287,10 @@ func (s *throttleShare) soon() {
 }
 
 // fresh reports whether h is throttled on the fleet's counts at now: the
-// last exchange succeeded and brought counts of h within throttleFresh
+// last exchange succeeded and brought counts of h within freshSteps
 // steps. h.mu must be held.
-func (th *throttling) fresh(h *hostThrottle, now int64) bool {
-	return th.share != nil && th.share.ok.Load() && h.fleetAt != 0 && now-h.fleetAt <= throttleFresh*int64(th.width)
+func (th *Throttler) fresh(h *Host, now int64) bool {
+	return th.share != nil && th.share.ok.Load() && h.fleetAt != 0 && now-h.fleetAt <= freshSteps*int64(th.width)
 }
 
 // evidence returns the attempts, the accepts and the refusals that h is
@@ -302,7 +300,7 @@ func (th *throttling) fresh(h *hostThrottle, now int64) bool {
 // of the fleet's, as at the last exchange, and adds the fleet's last
 // counts, fading over a window, so that it goes on throttling as the
 // fleet did. h.mu must be held.
-func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, refused int64) {
+func (th *Throttler) evidence(h *Host, now int64) (requests, accepts, refused int64) {
 	if th.fresh(h, now) {
 		return h.fleet.requests + h.unsent.requests, h.fleet.accepts + h.unsent.accepts, h.fleet.refused + h.unsent.refused
 	}
@@ -312,7 +310,7 @@ func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, r
 	}
 	scale := max(h.scale, 1)
 	fade := 0.0
-	if window := int64(th.width) * throttleBuckets; now-h.fleetAt < window {
+	if window := int64(th.width) * buckets; now-h.fleetAt < window {
 		fade = float64(window-(now-h.fleetAt)) / float64(window)
 	}
 	mix := func(own, fleet int64) int64 { return int64(scale*float64(own) + fade*float64(fleet)) }
@@ -323,7 +321,7 @@ func (th *throttling) evidence(h *hostThrottle, now int64) (requests, accepts, r
 // this process does, over the window, at least 1: 1 when the counts are
 // not shared. A probe of h waits about that many times longer (probe).
 // h.mu must be held.
-func (th *throttling) shareOf(h *hostThrottle, now int64) float64 {
+func (th *Throttler) shareOf(h *Host, now int64) float64 {
 	if !th.fresh(h, now) {
 		return 1
 	}
@@ -337,7 +335,7 @@ func (th *throttling) shareOf(h *hostThrottle, now int64) float64 {
 }
 
 // at returns the time of now, a time on th.clock, or the zero time for 0.
-func (th *throttling) at(now int64) time.Time {
+func (th *Throttler) at(now int64) time.Time {
 	if now == 0 {
 		return time.Time{}
 	}
@@ -346,7 +344,7 @@ func (th *throttling) at(now int64) time.Time {
 
 // since returns t on th.clock, or 0 for the zero time or a time before
 // th.origin.
-func (th *throttling) since(t time.Time) int64 {
+func (th *Throttler) since(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
