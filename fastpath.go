@@ -5,6 +5,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -48,7 +49,7 @@ func (t *Transport) plain(req *http.Request) bool {
 	if t.conns.traces(req) {
 		return false
 	}
-	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !ownBodies(req.GetBody)) {
+	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {
 		return false
 	}
 	return wire.IdempotentMethod(req.Method) || wire.HasIdempotencyKey(req.Header)

@@ -16,6 +16,8 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/replay"
 )
 
 // fastRetries paces loopback tests' retries by a millisecond.
@@ -301,7 +303,7 @@ func TestUnfinishedUploadThatStallsIsNotResent(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, 1, attempts)
-		assert.Equal(t, finishTimeout, time.Since(start), "the copy waits for the body within its bound")
+		assert.Equal(t, replay.FinishTimeout, time.Since(start), "the copy waits for the body within its bound")
 		synctest.Wait()
 		assert.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -148,6 +149,24 @@ func unreplayable(h http.Header) http.Header {
 	return h
 }
 
+// rewindBody returns a GetBody for a guarded attempt of a request whose
+// body r replays and whose GetBody is getBody, for the resends of
+// net/http's that the attempt's guard lets through, or nil when there is
+// no body to give. A GetBody of http.NewRequest's is given as it is:
+// whoever calls it, its body shares nothing with the one it replaces. Any
+// other comes through rewindOnly, as does a body copied as it is sent.
+func rewindBody(r *replay.Replay, getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+	switch {
+	case r.Source() != nil:
+		return rewindOnly(r.Source())
+	case r.None() || getBody == nil:
+		return nil
+	case replay.FreshBodies(getBody):
+		return getBody
+	}
+	return rewindOnly(replay.GetBody(getBody))
+}
+
 // rewindOnly returns a guarded attempt's GetBody for a body from src, which
 // must not be asked for it while a base may still read the body it replaces.
 // net/http's HTTP/1 Transport calls it only to resend what it did not write,
@@ -155,11 +174,11 @@ func unreplayable(h http.Header) http.Header {
 // Transport calls it before it obtains a connection for a resend that the
 // guard may yet stop: it gets a lazyBody, which asks src only when read.
 // Any other caller gets ErrResendStopped.
-func rewindOnly(src bodySource) func() (io.ReadCloser, error) {
+func rewindOnly(src replay.Source) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
 		switch hookCaller() {
 		case http1RewindBody:
-			return src.resend()
+			return src.Resend()
 		case http2ResendGetter:
 			return &lazyBody{src: src}, nil
 		}
@@ -174,7 +193,7 @@ func rewindOnly(src bodySource) func() (io.ReadCloser, error) {
 // http's RoundTrip waits for that when a stream fails). A resend the guard
 // stops closes it unread, and the source is never asked.
 type lazyBody struct {
-	src    bodySource
+	src    replay.Source
 	mu     sync.Mutex
 	body   io.ReadCloser // once opened
 	err    error         // why it could not be opened
@@ -186,9 +205,9 @@ func (b *lazyBody) Read(p []byte) (int, error) {
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		return 0, errBodyEnded
+		return 0, replay.ErrBodyEnded
 	case b.body == nil && b.err == nil:
-		b.body, b.err = b.src.resend()
+		b.body, b.err = b.src.Resend()
 	}
 	body, err := b.body, b.err
 	b.mu.Unlock()
@@ -211,13 +230,3 @@ func (b *lazyBody) Close() error {
 	}
 	return nil
 }
-
-// A bodySource gives the body of a resend.
-type bodySource interface {
-	resend() (io.ReadCloser, error)
-}
-
-// getBodyFunc is a Request.GetBody as a bodySource.
-type getBodyFunc func() (io.ReadCloser, error)
-
-func (f getBodyFunc) resend() (io.ReadCloser, error) { return f() }

@@ -17,6 +17,8 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/replay"
 )
 
 // closeCounter is a connection that counts its Close calls.
@@ -184,10 +186,10 @@ func TestBlankKeyReachesTheServer(t *testing.T) {
 	assert.Equal(t, []string{" "}, req.Header["Idempotency-Key"], "the caller's request is not modified")
 }
 
-// sourceFunc is a bodySource of a test's.
+// sourceFunc is a replay.Source of a test's.
 type sourceFunc func() (io.ReadCloser, error)
 
-func (f sourceFunc) resend() (io.ReadCloser, error) { return f() }
+func (f sourceFunc) Resend() (io.ReadCloser, error) { return f() }
 
 func TestLazyBody(t *testing.T) {
 	var asked int
@@ -200,7 +202,7 @@ func TestLazyBody(t *testing.T) {
 		b := &lazyBody{src: src}
 		require.NoError(t, b.Close())
 		_, err := b.Read(make([]byte, 8))
-		assert.ErrorIs(t, err, errBodyEnded)
+		assert.ErrorIs(t, err, replay.ErrBodyEnded)
 		assert.Zero(t, asked)
 	})
 	t.Run("read: asked once, closed once", func(t *testing.T) {

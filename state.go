@@ -12,6 +12,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
@@ -35,7 +36,7 @@ type retryState struct {
 	// a retry, or a first attempt that depends on it.
 	p policy
 	// body gives each attempt its request body.
-	body replay
+	body replay.Replay
 	// header is every attempt's header: the caller's, or a copy carrying
 	// an automatic idempotency key (keyed).
 	header http.Header
@@ -85,7 +86,7 @@ func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
 		s.p = t.policy(req)
 	}
 	if hasBody {
-		s.body.prepare(req, t.bodyBufferLimit, s.p.maxAttempts > 1)
+		s.body.Prepare(req, t.bodyBufferLimit, s.p.maxAttempts > 1)
 	}
 	if t.autoKeys && !s.p.resendable && !idempotent && !wire.HasIdempotencyKey(s.header) {
 		s.header, s.keyed = s.header.Clone(), true
@@ -110,7 +111,7 @@ func (s *retryState) policy() policy {
 // caller made it: nothing in the machine but its Transport and request.
 func (s *retryState) first() bool {
 	return s.attempt == 1 && s.th == nil && s.spent == 0 && len(s.failed) == 0 &&
-		!s.keyed && !s.guarded && s.body.kind == kindNone
+		!s.keyed && !s.guarded && s.body.None()
 }
 
 // request returns the current attempt's request, whose body is body, and
@@ -118,7 +119,7 @@ func (s *retryState) first() bool {
 // the attempt differs from it, or else a copy.
 func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard) {
 	req, t := s.req, s.t
-	if s.attempt == 1 && !s.body.modifies() && !s.keyed && !s.guarded && t.attemptHeader == "" && s.left == 0 {
+	if s.attempt == 1 && !s.body.Modifies() && !s.keyed && !s.guarded && t.attemptHeader == "" && s.left == 0 {
 		return req, nil
 	}
 	actx := s.context(req.Context())
@@ -128,12 +129,12 @@ func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard) {
 	}
 	a := g.request(req, actx)
 	s.prepare(a, s.header, false)
-	s.body.setBody(a, body, !s.guarded)
+	s.body.SetBody(a, body, !s.guarded)
 	if s.guarded {
 		// net/http resends a request with a body by itself only
 		// through GetBody: give it one for the resend that proves
 		// nothing was sent, and none after any other failure.
-		a.GetBody = s.body.rewindBody(req.GetBody)
+		a.GetBody = rewindBody(&s.body, req.GetBody)
 	}
 	return a, g
 }

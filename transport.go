@@ -313,7 +313,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		return t.shed(req, p)
 	}
 	s.left = left
-	next := s.body.first(req) // the next attempt's body
+	next := s.body.First(req) // the next attempt's body
 	for {
 		a, g := s.request(next)
 		var resp *http.Response
@@ -352,7 +352,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		delay, reason := s.plan(a, resp, err, v, g)
 		if reason == "" {
 			var berr error
-			if next, berr = s.body.next(); berr != nil {
+			if next, berr = s.body.Next(); berr != nil {
 				reason = GiveUpBodyNotReplayable
 			} else if t.throttle != nil && !t.throttle.Retry(s.th) {
 				closeBody(next)
@@ -370,7 +370,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		g.end()
 		if werr := s.wait(req.Context(), delay); werr != nil {
 			closeBody(next)
-			s.body.done()
+			s.body.Done()
 			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()), 0)
 			if err != nil {
 				werr = errors.Join(werr, err)
@@ -530,7 +530,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 // offering to resume the response body, if it may be resumed, should it
 // fail after the headers.
 func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response, err error, g *guard) (*http.Response, error) {
-	s.body.done()
+	s.body.Done()
 	if err != nil {
 		g.end()
 		return nil, &Error{Attempts: s.sent(), Err: err}

@@ -1,4 +1,13 @@
-package retryhttp
+// Package replay gives each attempt of a request its own body. Given the
+// caller's body, its GetBody and a buffer limit, it decides how each
+// attempt gets one: from GetBody, from a copy taken as the first attempt
+// sends the caller's body, or none; and whether another attempt can be
+// sent at all. It never reads the caller's body ahead of the send (a
+// full-duplex caller writes more only once the response has begun), never
+// buffers past the limit, and closes the caller's body once, when the
+// request is over. It never sends, never logs and never decides whether a
+// request may be retried: the Transport's loop asks it for bodies.
+package replay
 
 import (
 	"bytes"
@@ -11,7 +20,7 @@ import (
 	"time"
 )
 
-// A replay produces the request body for each attempt of one request.
+// A Replay produces the request body for each attempt of one request.
 //
 // A body with GetBody is sent as it is, and each retry asks GetBody for a
 // fresh one. A body without GetBody is copied, up to the buffer limit, while
@@ -21,8 +30,8 @@ import (
 // A retry resends the copy only when it is complete: when an attempt ended
 // with part of the body sent (a server that answered before reading it, a
 // connection lost mid-upload), the copy is finished from the caller's body,
-// within the limit and within finishTimeout, before the retry.
-type replay struct {
+// within the limit and within FinishTimeout, before the retry.
+type Replay struct {
 	kind replayKind
 	// getBody makes a fresh body for each retry (kindGetBody).
 	getBody func() (io.ReadCloser, error)
@@ -48,26 +57,26 @@ const (
 	kindOnce                      // retries are off: the caller's body is passed through
 )
 
-// errBodyNotReplayable is the reason a retry of a body without GetBody is
+// ErrNotReplayable is the reason a retry of a body without GetBody is
 // not made: the copy of the body is not complete.
-var errBodyNotReplayable = errors.New("retryhttp: request body cannot be sent again")
+var ErrNotReplayable = errors.New("retryhttp: request body cannot be sent again")
 
-// prepare decides how the body of req, which has one, will be sent on each
+// Prepare decides how the body of req, which has one, will be sent on each
 // attempt, in r, a zero replay. It reads nothing.
-func (r *replay) prepare(req *http.Request, limit int64, retries bool) {
+func (r *Replay) Prepare(req *http.Request, limit int64, retries bool) {
 	switch {
 	case !retries:
 		r.kind = kindOnce
 	case req.GetBody != nil:
-		r.kind, r.getBody, r.watch = kindGetBody, req.GetBody, !ownBodies(req.GetBody)
+		r.kind, r.getBody, r.watch = kindGetBody, req.GetBody, !FreshBodies(req.GetBody)
 	default:
 		r.kind, r.tee = kindTee, newTee(req.Body, limit, req.ContentLength)
 	}
 }
 
-// first returns the body of the first attempt: the caller's, or a view of
+// First returns the body of the first attempt: the caller's, or a view of
 // it that copies what the base reads.
-func (r *replay) first(req *http.Request) io.ReadCloser {
+func (r *Replay) First(req *http.Request) io.ReadCloser {
 	switch r.kind {
 	case kindTee:
 		return r.tee.view()
@@ -80,16 +89,16 @@ func (r *replay) first(req *http.Request) io.ReadCloser {
 	return req.Body
 }
 
-// modifies reports whether the first attempt must carry another body than
+// Modifies reports whether the first attempt must carry another body than
 // the caller's request: a copy, or a body watched for its close.
-func (r *replay) modifies() bool { return r.kind == kindTee || (r.kind == kindGetBody && r.watch) }
+func (r *Replay) Modifies() bool { return r.kind == kindTee || (r.kind == kindGetBody && r.watch) }
 
-// next returns the body for a retry, or an error when the body cannot be
+// Next returns the body for a retry, or an error when the body cannot be
 // sent again. The caller must close it if the retry is abandoned before it
 // is handed to the base transport. With a copied body, next must be called
 // only once the previous attempt's outcome is known; it ends that attempt's
 // use of the body.
-func (r *replay) next() (io.ReadCloser, error) {
+func (r *Replay) Next() (io.ReadCloser, error) {
 	switch r.kind {
 	case kindNone:
 		return nil, nil
@@ -99,8 +108,8 @@ func (r *replay) next() (io.ReadCloser, error) {
 		// the last attempt's body would send a retry whose body is cut.
 		// net/http closes a request body once it is done with it, perhaps
 		// after RoundTrip returned; wait for that, a little.
-		if r.sent != nil && !r.sent.waitClosed(drainTimeout) {
-			return nil, errBodyNotReplayable
+		if r.sent != nil && !r.sent.waitClosed(closeWait) {
+			return nil, ErrNotReplayable
 		}
 		b, err := r.getBody()
 		if err == nil && b == nil {
@@ -120,46 +129,57 @@ func (r *replay) next() (io.ReadCloser, error) {
 		}
 		body, buf, ok := r.tee.next()
 		if !ok {
-			return nil, errBodyNotReplayable
+			return nil, ErrNotReplayable
 		}
 		if buf != nil {
 			r.buf = buf
 		}
 		return body, nil
 	}
-	return nil, errBodyNotReplayable
+	return nil, ErrNotReplayable
 }
 
-// rewindBody returns a GetBody for a guarded attempt of a request whose
-// GetBody is getBody, for the resends of net/http's that the attempt's
-// guard lets through, or nil when there is no body to give. A GetBody of
-// http.NewRequest's is given as it is: whoever calls it, its body shares
-// nothing with the one it replaces. Any other comes through rewindOnly.
-func (r *replay) rewindBody(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
-	switch {
-	case r.kind == kindTee:
-		return rewindOnly(r.tee)
-	case r.kind == kindNone || getBody == nil:
-		return nil
-	case ownBodies(getBody):
-		return getBody
+// None reports whether the request has no body: every attempt sends none.
+func (r *Replay) None() bool { return r.kind == kindNone }
+
+// Source returns where a resend of net/http's gets its body when the body
+// is copied as it is sent, nil otherwise.
+func (r *Replay) Source() Source {
+	if r.kind == kindTee {
+		return r.tee
 	}
-	return rewindOnly(getBodyFunc(getBody))
+	return nil
 }
 
-// done tells the replay that the request is over: the caller's body is
+// A Source gives the body of a resend.
+type Source interface {
+	Resend() (io.ReadCloser, error)
+}
+
+// GetBody is a Request.GetBody as a Source.
+type GetBody func() (io.ReadCloser, error)
+
+// Resend returns f().
+func (f GetBody) Resend() (io.ReadCloser, error) { return f() }
+
+// closeWait is how long Next waits for the base to close the last
+// attempt's body before asking a GetBody that may rewind the same stream:
+// as long as the Transport gives a body to drain.
+const closeWait = 100 * time.Millisecond
+
+// Done tells the replay that the request is over: the caller's body is
 // closed once the base no longer uses it.
-func (r *replay) done() {
+func (r *Replay) Done() {
 	if r.kind == kindTee {
 		r.tee.release()
 	}
 }
 
-// setBody puts body on the attempt request a, a copy of the caller's req,
+// SetBody puts body on the attempt request a, a copy of the caller's req,
 // keeping its length right. A copied body gets a GetBody only when the
 // request may be resent (resend), so that the base's own retry machinery is
 // never armed for a request that may not be sent twice.
-func (r *replay) setBody(a *http.Request, body io.ReadCloser, resend bool) {
+func (r *Replay) SetBody(a *http.Request, body io.ReadCloser, resend bool) {
 	switch r.kind {
 	case kindNone:
 		return
@@ -336,21 +356,21 @@ func (t *tee) next() (body io.ReadCloser, buf []byte, ok bool) {
 
 // resend returns a body for net/http's own resend of the current attempt,
 // which wrote nothing of it: as next does.
-func (t *tee) resend() (io.ReadCloser, error) {
+func (t *tee) Resend() (io.ReadCloser, error) {
 	body, _, ok := t.next()
 	if !ok {
-		return nil, errBodyNotReplayable
+		return nil, ErrNotReplayable
 	}
 	return body, nil
 }
 
-// finishTimeout bounds how long finishing a copy waits for the caller's
+// FinishTimeout bounds how long finishing a copy waits for the caller's
 // body: a body that a caller fills only as the exchange goes on (a pipe)
 // must not stall the retry decision.
-const finishTimeout = time.Second
+const FinishTimeout = time.Second
 
 // finish ends the current view, so that the base reads no more of it, and
-// reads the rest of src into the copy, within the limit and finishTimeout.
+// reads the rest of src into the copy, within the limit and FinishTimeout.
 // It returns the complete copy as next does, or reports false if the copy
 // cannot be completed; the request then ends, and src is closed as usual.
 // t.mu must be held; finish unlocks it.
@@ -367,7 +387,7 @@ func (t *tee) finish() (body io.ReadCloser, buf []byte, ok bool) {
 		defer close(done)
 		t.readRest()
 	}()
-	timer := time.NewTimer(finishTimeout)
+	timer := time.NewTimer(FinishTimeout)
 	defer timer.Stop()
 	select {
 	case <-done:
@@ -445,7 +465,7 @@ func (v *teeView) Read(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	switch {
 	case v.gen != t.gen || t.srcClosed:
-		return 0, errBodyEnded
+		return 0, ErrBodyEnded
 	case t.eof:
 		return 0, io.EOF
 	}
@@ -494,9 +514,9 @@ func (v *teeView) Close() error {
 	return nil
 }
 
-// errBodyEnded is what a view that is no longer current returns to a base
+// ErrBodyEnded is what a view that is no longer current returns to a base
 // still reading it.
-var errBodyEnded = errors.New("retryhttp: request body read after its attempt ended")
+var ErrBodyEnded = errors.New("retryhttp: request body read after its attempt ended")
 
 // newRequestGetBodies holds the code of the GetBody functions that
 // http.NewRequest makes for a *bytes.Buffer, *bytes.Reader or
@@ -520,12 +540,12 @@ var newRequestGetBodies = func() (code [3]uintptr) {
 	return code
 }()
 
-// ownBodies reports whether getBody is one that http.NewRequest made, whose
+// FreshBodies reports whether getBody is one that http.NewRequest made, whose
 // bodies never share a stream: a retry may ask it for a body while the base
 // still reads the last one, and the first attempt can send the caller's
 // body unwatched. Any other GetBody may rewind and return one shared
 // stream, as the Azure SDK's does.
-func ownBodies(getBody func() (io.ReadCloser, error)) bool {
+func FreshBodies(getBody func() (io.ReadCloser, error)) bool {
 	p := reflect.ValueOf(getBody).Pointer()
 	return p != 0 && (p == newRequestGetBodies[0] || p == newRequestGetBodies[1] || p == newRequestGetBodies[2])
 }
