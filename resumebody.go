@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/resumption"
 	"github.com/retryhttp/retryhttp/resume"
 )
 
@@ -55,20 +56,20 @@ type resumeBody struct {
 type bodyReader struct {
 	// The reading goroutine's.
 	mode    bodyMode
-	rep     representation
-	why     resume.Reason  // why the body may not be resumed (modePass)
-	part    *http.Response // the response whose body is being read
-	off     int64          // bytes the caller has received
-	pending error          // a failure that came with bytes, acted on at the next Read
-	err     error          // what every Read returns once the body has ended
-	digest  *reprDigest    // the running hash of the body, for its Repr-Digest
+	rep     resumption.Representation
+	why     resume.Reason      // why the body may not be resumed (modePass)
+	part    *http.Response     // the response whose body is being read
+	off     int64              // bytes the caller has received
+	pending error              // a failure that came with bytes, acted on at the next Read
+	err     error              // what every Read returns once the body has ended
+	digest  *resumption.Digest // the running hash of the body, for its Repr-Digest
 	resumes int
 	gaveUp  bool // the end of the body was logged as a give-up
 
 	// Shared, under the body's mu.
 	stalled bool // the stall watch found a read waiting too long
 	cancel  context.CancelCauseFunc
-	watch   stallWatch
+	watch   resumption.StallWatch
 }
 
 type bodyMode uint8
@@ -135,17 +136,17 @@ func (b *resumeBody) state() *retryState {
 // readies what resuming needs.
 func (b *resumeBody) start() *bodyReader {
 	r := &bodyReader{part: b.resp}
-	r.rep, r.why = describe(b.req, b.resp)
+	r.rep, r.why = resumption.Describe(b.req, b.resp)
 	r.mode = modeResume
 	if r.why != "" {
 		r.mode = modePass
-	} else if r.rep.full {
-		r.digest = newReprDigest(b.resp.Header["Repr-Digest"])
+	} else if r.rep.Whole() {
+		r.digest = resumption.NewDigest(b.resp.Header["Repr-Digest"])
 	}
 	b.mu.Lock()
 	b.r = r
 	if d := b.t.stallTimeout; d > 0 && r.mode == modeResume && !b.closed {
-		r.watch.start(d, b.checkStall)
+		r.watch.Start(d, b.checkStall)
 	}
 	b.mu.Unlock()
 	return r
@@ -167,23 +168,23 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		left := r.rep.length - r.off
+		left := r.rep.Length() - r.off
 		if left == 0 {
 			return b.readEnd(p)
 		}
 		if int64(len(p)) > left {
 			p = p[:left]
 		}
-		r.watch.enter()
+		r.watch.Enter()
 		n, err := b.cur.Read(p)
-		r.watch.leave()
+		r.watch.Leave()
 		if n > 0 {
 			r.off += int64(n)
 			if r.digest != nil {
-				r.digest.h.Write(p[:n])
+				r.digest.Write(p[:n])
 			}
 		}
-		if r.off == r.rep.length {
+		if r.off == r.rep.Length() {
 			// Every announced byte has arrived, and an error that came
 			// with the last of them cut nothing.
 			return b.whole(n, err)
@@ -214,7 +215,7 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 // failed: every byte is in), and the next Read looks past the end.
 func (b *resumeBody) whole(n int, err error) (int, error) {
 	r := b.r
-	if r.digest != nil && !r.digest.matches() {
+	if r.digest != nil && !r.digest.Matches() {
 		r.off -= int64(n)
 		return 0, b.end(r.error(resume.DigestMismatch, 0, nil))
 	}
@@ -255,9 +256,9 @@ func (b *resumeBody) readEnd(p []byte) (int, error) {
 		return 0, nil
 	}
 	r := b.r
-	r.watch.enter()
+	r.watch.Enter()
 	n, err := b.cur.Read(p[:1])
-	r.watch.leave()
+	r.watch.Leave()
 	switch {
 	case n > 0:
 		return 0, b.end(r.error(resume.WrongLength, 0, nil))
@@ -297,7 +298,7 @@ func (b *resumeBody) end(err error) error {
 	r := b.r
 	r.mode, r.err = modeEnded, err
 	b.mu.Lock()
-	r.watch.stop()
+	r.watch.Stop()
 	b.mu.Unlock()
 	if rerr, ok := err.(*resume.Error); ok && !r.gaveUp {
 		s := b.state()
@@ -403,7 +404,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 		}
 		switch code := resp.StatusCode; {
 		case code == http.StatusPartialContent:
-			if why := r.rep.continues(resp, r.off); why != "" {
+			if why := r.rep.Continues(resp, r.off); why != "" {
 				resp.Body.Close()
 				return b.end(r.error(why, code, cause))
 			}
@@ -484,10 +485,10 @@ func (b *resumeBody) newAttempt() (context.Context, bool) {
 func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *http.Response, error) {
 	s, r := b.state(), b.r
 	a := s.req.WithContext(s.context(ctx))
-	s.prepare(a, r.rep.rangeHeader(s.header, r.off), true)
-	r.watch.enter()
+	s.prepare(a, r.rep.RangeHeader(s.header, r.off), true)
+	r.watch.Enter()
 	a, pt, resp, err := s.send(a, nil)
-	r.watch.leave()
+	r.watch.Leave()
 	if stalled, _ := b.takeStalled(); stalled && err != nil {
 		// The stall watch cancelled the resume's context, not the
 		// caller's: the attempt is judged under the caller's, so that
@@ -529,7 +530,7 @@ func (b *resumeBody) Close() error {
 	var cancel context.CancelCauseFunc
 	if r := b.r; r != nil {
 		cancel = r.cancel
-		r.watch.stop()
+		r.watch.Stop()
 	}
 	b.mu.Unlock()
 	var err error
@@ -548,12 +549,12 @@ func (b *resumeBody) Close() error {
 func (b *resumeBody) checkStall() {
 	b.mu.Lock()
 	r := b.r
-	if b.closed || r.watch.off {
+	if b.closed || r.watch.Off() {
 		b.mu.Unlock()
 		return
 	}
 	var cur io.ReadCloser
-	if r.watch.check() {
+	if r.watch.Check() {
 		r.stalled = true
 		if b.cur != nil && !b.curClosed {
 			cur, b.curClosed = b.cur, true
@@ -561,7 +562,7 @@ func (b *resumeBody) checkStall() {
 			r.cancel(resume.ErrStalled)
 		}
 	}
-	r.watch.rearm()
+	r.watch.Rearm()
 	b.mu.Unlock()
 	if cur != nil {
 		cur.Close()

@@ -1,4 +1,4 @@
-package retryhttp
+package resumption
 
 import (
 	"crypto/sha256"
@@ -49,16 +49,16 @@ var reprDigestTests = []struct {
 func TestReprDigest(t *testing.T) {
 	for _, tt := range reprDigestTests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newReprDigest(tt.values)
+			d := NewDigest(tt.values)
 			require.Equal(t, tt.want, d != nil)
 			if d == nil {
 				return
 			}
-			d.h.Write(digestBody[:5])
-			d.h.Write(digestBody[5:])
-			assert.True(t, d.matches())
-			d.h.Write([]byte("x"))
-			assert.False(t, d.matches())
+			d.Write(digestBody[:5])
+			d.Write(digestBody[5:])
+			assert.True(t, d.Matches())
+			d.Write([]byte("x"))
+			assert.False(t, d.Matches())
 		})
 	}
 }
@@ -72,7 +72,7 @@ func FuzzReprDigest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, field string, body []byte) {
 		values := strings.Split(field, "\n")
-		d := newReprDigest(values)
+		d := NewDigest(values)
 		if d == nil {
 			return
 		}
@@ -90,9 +90,9 @@ func FuzzReprDigest(f *testing.F) {
 		if !strings.Contains(field, b64(d.want)) {
 			t.Fatalf("%q: a digest the field does not hold", values)
 		}
-		d.h.Write(body)
-		if d.matches() != (string(sum) == string(d.want)) {
-			t.Fatalf("%q: matches %v for a body whose sum is %x", values, d.matches(), sum)
+		d.Write(body)
+		if d.Matches() != (string(sum) == string(d.want)) {
+			t.Fatalf("%q: matches %v for a body whose sum is %x", values, d.Matches(), sum)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package retryhttp
+package resumption
 
 import (
 	"bytes"
@@ -11,20 +11,20 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// A reprDigest checks a body against its Repr-Digest (RFC 9530): the digest
+// A Digest checks a body against its Repr-Digest (RFC 9530): the digest
 // of the representation, which a body that is the whole representation (a
 // 200) must match however many resumes it took.
-type reprDigest struct {
+type Digest struct {
 	h    hash.Hash
 	want []byte
 }
 
-// newReprDigest returns a check of the digest in a Repr-Digest field's
+// NewDigest returns a check of the digest in a Repr-Digest field's
 // values, nil when it holds none that can be checked: SHA-256 is preferred,
 // the cheaper to compute, then SHA-512; other algorithms (and the
 // deprecated md5, sha, crc32c...) are ignored, as is a malformed field, or
 // a value that is not canonical base64 (stray bits in its padding).
-func newReprDigest(values []string) *reprDigest {
+func NewDigest(values []string) *Digest {
 	if len(values) == 0 {
 		return nil
 	}
@@ -48,7 +48,7 @@ func newReprDigest(values []string) *reprDigest {
 			switch strings.ToLower(key) {
 			case "sha-256":
 				if len(sum) == sha256.Size {
-					return &reprDigest{h: sha256.New(), want: sum}
+					return &Digest{h: sha256.New(), want: sum}
 				}
 			case "sha-512":
 				if len(sum) == sha512.Size {
@@ -58,12 +58,15 @@ func newReprDigest(values []string) *reprDigest {
 		}
 	}
 	if sha512Sum != nil {
-		return &reprDigest{h: sha512.New(), want: sha512Sum}
+		return &Digest{h: sha512.New(), want: sha512Sum}
 	}
 	return nil
 }
 
-// matches reports whether the bytes written so far have the digest.
-func (d *reprDigest) matches() bool {
+// Write adds p, the next bytes of the body, to the running hash.
+func (d *Digest) Write(p []byte) { d.h.Write(p) }
+
+// Matches reports whether the bytes written so far have the digest.
+func (d *Digest) Matches() bool {
 	return bytes.Equal(d.h.Sum(nil), d.want)
 }
