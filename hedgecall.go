@@ -141,7 +141,7 @@ func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
 	}
 	if release {
 		if _, ok := resp.Body.(io.Writer); ok {
-			resp.Body = newCancelBody(resp.Body, c.ctx.release)
+			resp.Body = attempt.CancelBody(resp.Body, c.ctx.release)
 		} else {
 			c.body = firstBody{ReadCloser: resp.Body, ctx: &c.ctx}
 			resp.Body = &c.body
@@ -207,7 +207,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 		hs.cancel()
 		return r
 	}
-	o.resp.Body = newCancelBody(o.resp.Body, hs.cancel)
+	o.resp.Body = attempt.CancelBody(o.resp.Body, hs.cancel)
 	if o.n != sent {
 		withSent(o.resp, sent)
 	}

@@ -4,10 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"syscall"
 
+	"github.com/retryhttp/retryhttp/internal/guard"
+	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -19,19 +22,19 @@ import (
 // once a connection was obtained, only an HTTP/2 server's REFUSED_STREAM
 // reset of the one send made (read from the error's type, never its text)
 // proves that the request was not processed.
-func mayResend(method string, h http.Header, err error, g *guard) bool {
+func mayResend(method string, h http.Header, err error, g *guard.Guard) bool {
 	if wire.IdempotentMethod(method) || wire.HasIdempotencyKey(h) {
 		return true
 	}
-	if err == nil || g.stoppedResend() {
+	if err == nil || g.StoppedResend() {
 		return false
 	}
-	if g.gotConn() {
+	if g.GotConn() {
 		// A dial error now may be a resend's, after a send that reached
 		// the server; and only the one send's refusal proves anything.
-		return g.conns.Load() == 1 && wire.RefusedStream(err)
+		return g.Conns() == 1 && wire.RefusedStream(err)
 	}
-	return g.provedUnsent() || neverSent(err) || wire.RefusedStream(err)
+	return g.ProvedUnsent() || neverSent(err) || wire.RefusedStream(err)
 }
 
 // neverSent reports whether err proves that no byte of the request reached
@@ -67,4 +70,22 @@ func newIdempotencyKey() string {
 	s[23] = '-'
 	hex.Encode(s[24:36], u[10:16])
 	return string(s[:])
+}
+
+// rewindBody returns a GetBody for a guarded attempt of a request whose
+// body r replays and whose GetBody is getBody, for the resends of
+// net/http's that the attempt's guard lets through, or nil when there is
+// no body to give. A GetBody of http.NewRequest's is given as it is:
+// whoever calls it, its body shares nothing with the one it replaces. Any
+// other comes through rewindOnly, as does a body copied as it is sent.
+func rewindBody(r *replay.Replay, getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+	switch {
+	case r.Source() != nil:
+		return guard.RewindOnly(r.Source())
+	case r.None() || getBody == nil:
+		return nil
+	case replay.FreshBodies(getBody):
+		return getBody
+	}
+	return guard.RewindOnly(replay.GetBody(getBody))
 }

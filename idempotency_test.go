@@ -11,6 +11,8 @@ import (
 
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 func TestMayResend(t *testing.T) {
@@ -72,11 +74,7 @@ func TestMayResendWithGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, _ := startGuard(t.Context())
-			defer g.end()
-			g.set(guardAsked, tt.asked)
-			g.conns.Store(tt.conns)
-			g.set(guardStopped, strings.HasPrefix(tt.name, "a resend stopped"))
+			g := guard.Fake(tt.asked, tt.conns, strings.HasPrefix(tt.name, "a resend stopped"))
 			assert.Equal(t, tt.want, mayResend(http.MethodPost, http.Header{}, tt.err, g))
 		})
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/wire"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 // multiplexed reports whether c speaks HTTP/2, whose requests share it.
@@ -106,21 +108,21 @@ func newTraceHooks() *traceHooks {
 // body, or with GetBody, and not guarded. The attempt reports its
 // connection to ev, and holds its host's turn when turn is true. The
 // caller calls end once the base's RoundTrip has returned.
-func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
+func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
 	p := &peerTrace{}
 	return p.start(a, refuse, g, ev, turn), p
 }
 
 // start readies p, a zero peerTrace, as tracePeer does, and returns the
 // attempt's request, which p holds.
-func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard, ev *connEvidence, turn bool) *http.Request {
+func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, ev *connEvidence, turn bool) *http.Request {
 	p.Context, p.refuse, p.ev, p.turn = a.Context(), refuse, ev, turn
 	p.g = g
 	var old *httptrace.ClientTrace
-	if traceKey != nil {
+	if guard.TraceKey() != nil {
 		old = httptrace.ContextClientTrace(p.Context)
 	}
-	if old == nil && traceKey != nil {
+	if old == nil && guard.TraceKey() != nil {
 		// The context answers for the trace itself, with pooled hooks.
 		p.carries = true
 		h := hooksPool.Get().(*traceHooks)
@@ -176,7 +178,7 @@ func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard, ev
 			}
 		}
 	}
-	if traceKey == nil {
+	if guard.TraceKey() == nil {
 		p.r = *a.WithContext(httptrace.WithClientTrace(p, tr))
 	} else {
 		p.carries = true
@@ -216,7 +218,7 @@ func (p *peerTrace) Value(key any) any {
 	switch {
 	case key == (attempt.PeerKey{}):
 		return p
-	case p.carries && key != nil && key == traceKey:
+	case p.carries && key != nil && key == guard.TraceKey():
 		if !p.pooled.Load() {
 			return p.tr
 		}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 // A connection the Transport leaves is retired without making others
@@ -192,7 +194,7 @@ func (p *peerTrace) getConn(string) {
 	if ev == nil || ev.gates.Load() == 0 {
 		return
 	}
-	if hookCaller() != http1GetConn {
+	if guard.HookCaller() != guard.HTTP1GetConn {
 		return
 	}
 	p.mu.Lock()

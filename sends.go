@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 // An attempt is one request the Transport hands to its base, but the base
@@ -51,7 +53,7 @@ import (
 // connection was found closed): only a base.Dialer's connections show what
 // reached them.
 type sendCount struct {
-	g    *guard        // the attempt's guard, if it has one
+	g    *guard.Guard  // the attempt's guard, if it has one
 	send atomic.Uint32 // the current send: sendWritten, sendVoid
 	// resentLast reports, under the peerTrace's lock, that the last
 	// GotConn found the send before it written, and resent holds the
@@ -81,7 +83,7 @@ func (p *peerTrace) sendBegins() {
 	defer p.mu.Unlock()
 	// The guard's flags are still the previous send's: this trace's
 	// hooks are called before those of the trace it is composed with.
-	p.resentLast = prev&sendWritten != 0 && (p.g == nil || !p.g.is(guardHTTP1)) &&
+	p.resentLast = prev&sendWritten != 0 && (p.g == nil || !p.g.HTTP1()) &&
 		(p.dc == nil || p.dc.Sent() > p.sentAt)
 	if !p.resentLast {
 		return
@@ -107,7 +109,7 @@ const http2WroteRequest = "net/http.http2traceWroteRequest"
 // short: the stream was refused or reset while the body was going out. The
 // caller is read from the stack only after such an error.
 func (p *peerTrace) wroteRequest(info httptrace.WroteRequestInfo) {
-	if info.Err == nil || hookCaller() == http2WroteRequest {
+	if info.Err == nil || guard.HookCaller() == http2WroteRequest {
 		p.send.CompareAndSwap(0, sendWritten)
 	}
 	if p.late.Load() {
@@ -125,7 +127,7 @@ func (p *peerTrace) resends() []netip.AddrPort {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.resent
-	if p.resentLast && p.g.stoppedResend() {
+	if p.resentLast && p.g.StoppedResend() {
 		// The guard stopped the send that followed the last one: that
 		// one is the attempt's own.
 		r = r[:len(r)-1]

@@ -14,12 +14,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 // countingHandler executes key-less POSTs and counts the executions.
@@ -204,23 +205,23 @@ func TestNoTraceEvidenceMeansSent(t *testing.T) {
 }
 
 func TestGuardProvedUnsent(t *testing.T) {
-	var nilGuard *guard
-	assert.False(t, nilGuard.provedUnsent())
-	assert.False(t, nilGuard.gotConn())
-	assert.False(t, nilGuard.stoppedResend())
-	nilGuard.end()
+	var nilGuard *guard.Guard
+	assert.False(t, nilGuard.ProvedUnsent())
+	assert.False(t, nilGuard.GotConn())
+	assert.False(t, nilGuard.StoppedResend())
+	nilGuard.End()
 
-	g, ctx := startGuard(context.Background())
-	defer g.end()
-	assert.False(t, g.provedUnsent(), "no evidence yet")
+	g, ctx := guard.Start(context.Background())
+	defer g.End()
+	assert.False(t, g.ProvedUnsent(), "no evidence yet")
 	ct := httptrace.ContextClientTrace(ctx)
 	ct.GetConn("x:1")
-	assert.True(t, g.provedUnsent(), "asked for a connection, obtained none")
+	assert.True(t, g.ProvedUnsent(), "asked for a connection, obtained none")
 	ct.GotConn(httptrace.GotConnInfo{})
-	assert.False(t, g.provedUnsent(), "a connection was obtained")
+	assert.False(t, g.ProvedUnsent(), "a connection was obtained")
 	assert.NoError(t, ctx.Err(), "one send is allowed")
 	ct.GotConn(httptrace.GotConnInfo{})
-	assert.True(t, g.stoppedResend())
+	assert.True(t, g.StoppedResend())
 	assert.ErrorIs(t, context.Cause(ctx), ErrResendStopped, "a second send is stopped before it writes")
 }
 
@@ -494,10 +495,4 @@ func TestStalledHeadersNotResent(t *testing.T) {
 	// each on a connection of its own.
 	require.True(t, srv.waitSettled(30*time.Second), "every connection delivered its header block")
 	assert.Equal(t, 1, srv.received(), "sent once")
-}
-
-func TestGuardKeepsItsSizeClass(t *testing.T) {
-	// Every guarded attempt allocates a guard: it stays within 512 bytes,
-	// a size class of its own.
-	assert.LessOrEqual(t, unsafe.Sizeof(guard{}), uintptr(512))
 }

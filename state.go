@@ -15,6 +15,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 // A retryState is the retry machine of one request: what its attempts
@@ -95,7 +97,7 @@ func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
 	// A request that may not be sent twice is guarded on every attempt:
 	// the base must not resend it on its own, and only a guard can prove
 	// that an attempt never reached the server.
-	s.guarded, s.header = guardHeader(s.header, !s.p.resendable && !idempotent)
+	s.guarded, s.header = guard.Header(s.header, !s.p.resendable && !idempotent)
 	return 0, true
 }
 
@@ -117,17 +119,17 @@ func (s *retryState) first() bool {
 // request returns the current attempt's request, whose body is body, and
 // its guard if it has one: the caller's request itself when nothing about
 // the attempt differs from it, or else a copy.
-func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard) {
+func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard.Guard) {
 	req, t := s.req, s.t
 	if s.attempt == 1 && !s.body.Modifies() && !s.keyed && !s.guarded && t.attemptHeader == "" && s.left == 0 {
 		return req, nil
 	}
 	actx := s.context(req.Context())
-	var g *guard
+	var g *guard.Guard
 	if s.guarded {
-		g, actx = startGuard(actx)
+		g, actx = guard.Start(actx)
 	}
-	a := g.request(req, actx)
+	a := g.Request(req, actx)
 	s.prepare(a, s.header, false)
 	s.body.SetBody(a, body, !s.guarded)
 	if s.guarded {
@@ -184,7 +186,7 @@ func (s *retryState) hedges() bool {
 // (connEvidence.admit), and counts and reports the sends the base made
 // again on its own before it logs the attempt. It returns the attempt's
 // request as sent, with its trace.
-func (s *retryState) send(a *http.Request, g *guard) (*http.Request, *peerTrace, *http.Response, error) {
+func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *peerTrace, *http.Response, error) {
 	if !s.traced(a) {
 		resp, err := s.t.send(a)
 		return a, nil, resp, err
@@ -240,7 +242,7 @@ func (s *retryState) judge(a *http.Request, resp *http.Response, err error) clas
 // and after what delay, as Transport.plan does under the request's policy.
 // A misdirected attempt is retried once, on a new connection: not when
 // its request was retried so already, nor when the base cannot open one.
-func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v classify.Verdict, g *guard) (time.Duration, GiveUpReason) {
+func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (time.Duration, GiveUpReason) {
 	delay, reason := s.t.plan(a, resp, err, s.attempt, s.prev, v, g, s.policy())
 	if reason == "" && v.Misdirected {
 		if s.misdirected || s.t.newConns() == nil {

@@ -169,8 +169,11 @@ func TestThrottleRates(t *testing.T) {
 }
 
 // TestThrottleServesAFlappingHost has a host flap, 2 s up and 2 s down, for
-// 30 s at 20 requests a second: at least 99% of the requests sent while it
-// is up succeed, over 10 trials.
+// 30 s at 20 requests a second: at least 98.5% of the requests sent while
+// it is up succeed, over 10 trials. Concurrent requests draw from the
+// Transport's seeded random source in the order they are scheduled, which
+// varies from run to run: 16 runs under the race detector gave 98.9% to
+// 99.6%, so that a bound of 99% failed one run in eight.
 func TestThrottleServesAFlappingHost(t *testing.T) {
 	var sent, ok int
 	for seed := range uint64(10) {
@@ -180,5 +183,5 @@ func TestThrottleServesAFlappingHost(t *testing.T) {
 		sent, ok = sent+r.upSent, ok+r.upOK
 	}
 	t.Logf("%d of %d (%.1f%%)", ok, sent, 100*float64(ok)/float64(sent))
-	assert.GreaterOrEqual(t, float64(ok), 0.99*float64(sent))
+	assert.GreaterOrEqual(t, float64(ok), 0.985*float64(sent))
 }

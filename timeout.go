@@ -3,11 +3,10 @@ package retryhttp
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -75,37 +74,8 @@ func (t *Transport) sendWithTimeout(rt http.RoundTripper, a *http.Request) (*htt
 	}
 	// The response is the caller's to read: keep its context alive until
 	// the body is closed.
-	resp.Body = newCancelBody(resp.Body, func() { cancel(context.Canceled) })
+	resp.Body = attempt.CancelBody(resp.Body, func() { cancel(context.Canceled) })
 	return resp, nil
-}
-
-// cancelBody releases an attempt's context when the caller closes the
-// response body.
-type cancelBody struct {
-	io.ReadCloser
-	cancel func()
-	once   sync.Once
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.cancel)
-	return err
-}
-
-// cancelWriteBody keeps the body of a 101 Switching Protocols response an
-// io.ReadWriteCloser, as net/http promises.
-type cancelWriteBody struct {
-	*cancelBody
-	io.Writer
-}
-
-func newCancelBody(rc io.ReadCloser, cancel func()) io.ReadCloser {
-	b := &cancelBody{ReadCloser: rc, cancel: cancel}
-	if w, ok := rc.(io.Writer); ok {
-		return cancelWriteBody{cancelBody: b, Writer: w}
-	}
-	return b
 }
 
 // attemptTimeoutError is the error of an attempt cut short by the

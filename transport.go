@@ -25,6 +25,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/throttle"
+
+	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -335,7 +337,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		default:
 			a, pt, resp, err = s.send(a, g)
 		}
-		if err != nil && g.stoppedResend() {
+		if err != nil && g.StoppedResend() {
 			err = errors.Join(ErrResendStopped, err)
 		}
 
@@ -367,7 +369,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		t.notify(s.retryEvent(delay, resp, err, v, pt.peer()))
 		s.release(resp, bodyOf(resp), err, v, pt)
-		g.end()
+		g.End()
 		if werr := s.wait(req.Context(), delay); werr != nil {
 			closeBody(next)
 			s.body.Done()
@@ -423,7 +425,7 @@ func (t *Transport) policy(req *http.Request) policy {
 // of delay was planned, for GiveUpDeadline): it logs the reason, reports it
 // to the give-up hooks, tells a server.Handler serving the request that a
 // dependency was given up on, and returns the last result.
-func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard) (*http.Response, error) {
+func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (*http.Response, error) {
 	if err != nil || instanceFailure(resp, v) {
 		s.t.conns.failedLast(s.req, pt, resp, err)
 	}
@@ -482,7 +484,7 @@ func checkResult(resp *http.Response, err error) (*http.Response, error) {
 // plan decides whether the failed attempt a is retried and after what
 // delay. It returns a non-empty reason when it is not, with the delay the
 // retry would have had for GiveUpDeadline, and 0 for other reasons.
-func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v classify.Verdict, g *guard, p policy) (time.Duration, GiveUpReason) {
+func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v classify.Verdict, g *guard.Guard, p policy) (time.Duration, GiveUpReason) {
 	if attempt >= p.maxAttempts {
 		return 0, GiveUpAttemptsExhausted
 	}
@@ -529,15 +531,15 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 // request's body and the attempt's guard once they are no longer used, and
 // offering to resume the response body, if it may be resumed, should it
 // fail after the headers.
-func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response, err error, g *guard) (*http.Response, error) {
+func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response, err error, g *guard.Guard) (*http.Response, error) {
 	s.body.Done()
 	if err != nil {
-		g.end()
+		g.End()
 		return nil, &Error{Attempts: s.sent(), Err: err}
 	}
 	if g != nil {
 		// The body is read in the attempt's context: end it on Close.
-		resp.Body = g.wrap(resp.Body)
+		resp.Body = g.Wrap(resp.Body)
 	}
 	if s.sent() > 1 && resp.Request == nil {
 		resp.Request = a

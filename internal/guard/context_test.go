@@ -1,9 +1,10 @@
-package retryhttp
+package guard
 
 import (
 	"context"
 	"net/http/httptrace"
 	"testing"
+	"unsafe"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/stretchr/testify/assert"
@@ -18,15 +19,15 @@ func TestGuardContext(t *testing.T) {
 	require.NotNil(t, traceKey, "httptrace's key was learnt: the guard's context carries its trace itself")
 
 	t.Run("carries the trace", func(t *testing.T) {
-		g, ctx := startGuard(context.Background())
-		defer g.end()
+		g, ctx := Start(context.Background())
+		defer g.End()
 		assert.Same(t, &g.ctx.trace, httptrace.ContextClientTrace(ctx))
 		assert.Equal(t, 1, attempt.Number(ctx), "no attempt number of its own")
 	})
 	t.Run("ended before anyone waited", func(t *testing.T) {
-		g, ctx := startGuard(context.Background())
+		g, ctx := Start(context.Background())
 		require.NoError(t, ctx.Err())
-		g.end()
+		g.End()
 		assert.ErrorIs(t, ctx.Err(), context.Canceled)
 		select {
 		case <-ctx.Done():
@@ -36,19 +37,25 @@ func TestGuardContext(t *testing.T) {
 	})
 	t.Run("cancelled with its parent", func(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
-		g, ctx := startGuard(parent)
-		defer g.end()
+		g, ctx := Start(parent)
+		defer g.End()
 		done := ctx.Done()
 		cancel()
 		<-done
 		assert.ErrorIs(t, ctx.Err(), context.Canceled)
 	})
 	t.Run("a child made under it is cancelled by the guard", func(t *testing.T) {
-		g, ctx := startGuard(context.Background())
+		g, ctx := Start(context.Background())
 		child, cancel := context.WithCancelCause(ctx) // as net/http makes one
 		defer cancel(nil)
 		g.ctx.cancel(ErrResendStopped)
 		<-child.Done()
 		assert.ErrorIs(t, context.Cause(ctx), ErrResendStopped)
 	})
+}
+
+func TestGuardKeepsItsSizeClass(t *testing.T) {
+	// Every guarded attempt allocates a guard: it stays within 512 bytes,
+	// a size class of its own.
+	assert.LessOrEqual(t, unsafe.Sizeof(Guard{}), uintptr(512))
 }

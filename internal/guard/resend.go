@@ -1,4 +1,4 @@
-package retryhttp
+package guard
 
 import (
 	"io"
@@ -24,19 +24,19 @@ import (
 // other way to tell them apart; should it rename them, every second send
 // is stopped, and no body is given.
 const (
-	http1GetConn      = "net/http.(*Transport).getConn"
-	http2GotConn      = "net/http.http2traceGotConn"
-	http1RewindBody   = "net/http.rewindBody"
-	http2ResendGetter = "net/http.http2shouldRetryRequest"
+	HTTP1GetConn      = "net/http.(*Transport).getConn"
+	HTTP2GotConn      = "net/http.http2traceGotConn"
+	HTTP1RewindBody   = "net/http.rewindBody"
+	HTTP2ResendGetter = "net/http.http2shouldRetryRequest"
 )
 
-// hookCaller returns the function that called the hook from which it is
+// HookCaller returns the function that called the hook from which it is
 // called, seen through the frames of httptrace's composition of traces and
 // of this package. runtime.Callers gives a PC for each frame, inlined ones
 // included, and FuncForPC names the innermost function there, which is that
 // frame's; it reads 8 frames at a time and allocates nothing for frames
 // that were not inlined, where CallersFrames would allocate for every call.
-func hookCaller() string {
+func HookCaller() string {
 	var pcs [8]uintptr
 	for skip := 2; skip < 64; skip += len(pcs) {
 		n := runtime.Callers(skip, pcs[:])
@@ -57,35 +57,35 @@ func hookCaller() string {
 }
 
 // wrapperFrame reports whether the function name is one between a hook and
-// its caller: this package's, httptrace's composition of traces, reflect's
-// and the runtime's.
+// its caller: retryhttp's, its internal packages' (this one's among them),
+// httptrace's composition of traces, reflect's and the runtime's.
 func wrapperFrame(name string) bool {
-	return strings.HasPrefix(name, "github.com/retryhttp/retryhttp.") || strings.HasPrefix(name, "net/http/httptrace.") ||
+	return strings.HasPrefix(name, "github.com/retryhttp/retryhttp.") || strings.HasPrefix(name, "github.com/retryhttp/retryhttp/internal/") || strings.HasPrefix(name, "net/http/httptrace.") ||
 		strings.HasPrefix(name, "reflect.") || strings.HasPrefix(name, "runtime.")
 }
 
-// obtained is the guard's GotConn: the base obtained conn for a send of the
+// Obtained is the guard's GotConn: the base obtained conn for a send of the
 // attempt.
-func (g *guard) obtained(conn net.Conn) { g.obtainedFrom(hookCaller(), conn) }
+func (g *Guard) Obtained(conn net.Conn) { g.obtainedFrom(HookCaller(), conn) }
 
 // obtainedFrom is obtained, called from the function from. A send after the
 // first is let through when the guard can prove that the one before it
 // wrote nothing or was not processed, and stopped otherwise, before it
 // writes anything.
-func (g *guard) obtainedFrom(from string, conn net.Conn) {
+func (g *Guard) obtainedFrom(from string, conn net.Conn) {
 	if g.conns.Add(1) > 1 && !g.provedResend(from, conn) {
 		g.set(guardStopped, true)
 		g.ctx.cancel(ErrResendStopped)
-		if from == http1GetConn && conn != nil {
+		if from == HTTP1GetConn && conn != nil {
 			// net/http's HTTP/1 write loop does not look at the context:
 			// the connection, which carries nothing else, is closed
 			// before the request is handed to it.
 			conn.Close()
 		}
 	}
-	g.set(guardHTTP1, from == http1GetConn)
-	g.set(guardHTTP2, from == http2GotConn)
-	if from == http2GotConn {
+	g.set(guardHTTP1, from == HTTP1GetConn)
+	g.set(guardHTTP2, from == HTTP2GotConn)
+	if from == HTTP2GotConn {
 		g.held = conn
 	}
 }
@@ -93,12 +93,12 @@ func (g *guard) obtainedFrom(from string, conn net.Conn) {
 // provedResend reports whether a send on conn, obtained by the loop from,
 // follows a send that provably wrote nothing or was not processed: one of
 // net/http's HTTP/1 loop, or one of its HTTP/2 loop on the same connection.
-func (g *guard) provedResend(from string, conn net.Conn) bool {
+func (g *Guard) provedResend(from string, conn net.Conn) bool {
 	switch {
 	case g.is(guardHTTP1):
-		return from == http1GetConn || from == http2GotConn
+		return from == HTTP1GetConn || from == HTTP2GotConn
 	case g.is(guardHTTP2):
-		return from == http2GotConn && sameConn(g.held, conn)
+		return from == HTTP2GotConn && sameConn(g.held, conn)
 	}
 	return false
 }
@@ -112,12 +112,12 @@ func sameConn(a io.ReadCloser, c net.Conn) bool {
 	return t == reflect.TypeOf(c) && t.Comparable() && any(a) == any(c)
 }
 
-// guardHeader reports whether a request whose header is h is guarded: once
+// Header reports whether a request whose header is h is guarded: once
 // (its method is not idempotent and it is not declared resendable) and h
 // has no idempotency key. It returns the header the request's attempts
 // carry: h, or for a guarded request with a blank key, h with the key's
 // entries moved to their lower-case names (see unreplayable).
-func guardHeader(h http.Header, once bool) (bool, http.Header) {
+func Header(h http.Header, once bool) (bool, http.Header) {
 	if !once || wire.HasIdempotencyKey(h) {
 		return false, h
 	}
@@ -149,37 +149,19 @@ func unreplayable(h http.Header) http.Header {
 	return h
 }
 
-// rewindBody returns a GetBody for a guarded attempt of a request whose
-// body r replays and whose GetBody is getBody, for the resends of
-// net/http's that the attempt's guard lets through, or nil when there is
-// no body to give. A GetBody of http.NewRequest's is given as it is:
-// whoever calls it, its body shares nothing with the one it replaces. Any
-// other comes through rewindOnly, as does a body copied as it is sent.
-func rewindBody(r *replay.Replay, getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
-	switch {
-	case r.Source() != nil:
-		return rewindOnly(r.Source())
-	case r.None() || getBody == nil:
-		return nil
-	case replay.FreshBodies(getBody):
-		return getBody
-	}
-	return rewindOnly(replay.GetBody(getBody))
-}
-
-// rewindOnly returns a guarded attempt's GetBody for a body from src, which
+// RewindOnly returns a guarded attempt's GetBody for a body from src, which
 // must not be asked for it while a base may still read the body it replaces.
 // net/http's HTTP/1 Transport calls it only to resend what it did not write,
 // once done with the last body: it gets a body from src. Its HTTP/2
 // Transport calls it before it obtains a connection for a resend that the
 // guard may yet stop: it gets a lazyBody, which asks src only when read.
 // Any other caller gets ErrResendStopped.
-func rewindOnly(src replay.Source) func() (io.ReadCloser, error) {
+func RewindOnly(src replay.Source) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
-		switch hookCaller() {
-		case http1RewindBody:
+		switch HookCaller() {
+		case HTTP1RewindBody:
 			return src.Resend()
-		case http2ResendGetter:
+		case HTTP2ResendGetter:
 			return &lazyBody{src: src}, nil
 		}
 		return nil, ErrResendStopped

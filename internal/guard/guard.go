@@ -1,4 +1,13 @@
-package retryhttp
+// Package guard sends a request that may not be sent twice (a POST
+// without an idempotency key) at most once. Given one attempt, it watches
+// the attempt through net/http/httptrace and decides two things: whether
+// the attempt provably never reached the server (a connection was asked
+// for and none was obtained), so that the loop may retry it; and, for each
+// send net/http makes again on its own, whether that send may go (the one
+// before it provably wrote nothing or was refused unprocessed) or must be
+// stopped before it writes a byte. It never retries, never logs, and never
+// lets a second send through on a guess: what it cannot prove, it stops.
+package guard
 
 import (
 	"context"
@@ -9,28 +18,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/internal/attempt"
 )
 
-// ErrResendStopped is the error of an attempt of a request that may not be
-// sent twice (a non-idempotent request without an idempotency key) when the
-// base transport set out to send it again on its own and the Transport
-// stopped that second send before any byte of it was written: a caller told
-// ErrResendStopped can rely on the request having been sent once, not twice.
-// Whether the one send was processed is unknown, and it is not retried.
-//
-// net/http resends by itself over HTTP/2, after a stream reset with
-// REFUSED_STREAM or PROTOCOL_ERROR, a GOAWAY, or a connection that could not
-// take the stream. Such a resend is let through when it goes out on the very
-// connection that failed, which only REFUSED_STREAM (by which the server says
-// it did not process the request) and a stream never opened leave usable,
-// and stopped otherwise: a PROTOCOL_ERROR reset does not prove that the
-// server did not process the request. A resend after an HTTP/1 send is
-// never stopped: net/http resends a request it does not consider replayable
-// only when it wrote nothing of it. docs/decisions.md ("What net/http resends
-// on its own") says how each path is decided.
+// ErrResendStopped is retryhttp.ErrResendStopped: the error of an attempt
+// whose second send by the base the guard stopped.
 var ErrResendStopped = errors.New("retryhttp: stopped the base transport from resending a request that may not be sent twice")
 
-// A guard watches one attempt of a request that may not be sent twice (a
+// A Guard watches one attempt of a request that may not be sent twice (a
 // non-idempotent request without an idempotency key) through
 // net/http/httptrace. It proves that the attempt never reached the server,
 // and it makes a second execution by the base impossible, not unlikely.
@@ -90,7 +86,7 @@ var ErrResendStopped = errors.New("retryhttp: stopped the base transport from re
 // A request body reaches net/http's resends only through GetBody, called on
 // the goroutine of RoundTrip before the next connection is obtained. A
 // guarded attempt's GetBody is http.NewRequest's, whose bodies share
-// nothing, or else one (see rewindOnly) that gives net/http's HTTP/1 rewind
+// nothing, or else one (see RewindOnly) that gives net/http's HTTP/1 rewind
 // the body at once, its HTTP/2 resend a body that asks for its bytes only
 // when first read, which happens after the guard let the send through and
 // its header block was written, and any other caller ErrResendStopped.
@@ -100,7 +96,7 @@ var ErrResendStopped = errors.New("retryhttp: stopped the base transport from re
 // what its attempt needs besides, so that a guarded attempt allocates it
 // and its two hooks only: the attempt's request, its context, and the
 // wrapper of the response body that ends the context.
-type guard struct {
+type Guard struct {
 	flags atomic.Uint32 // guardAsked | guardStopped | guardHTTP1 | guardHTTP2
 	conns atomic.Int32  // GotConn calls
 	ctx   guardCtx      // holds the trace
@@ -124,7 +120,7 @@ const (
 )
 
 // set sets the flags of f when on is true, and clears them otherwise.
-func (g *guard) set(f uint32, on bool) {
+func (g *Guard) set(f uint32, on bool) {
 	if on {
 		g.flags.Or(f)
 	} else {
@@ -132,13 +128,13 @@ func (g *guard) set(f uint32, on bool) {
 	}
 }
 
-// startGuard returns a guard for one attempt and the attempt's context,
+// Start returns a guard for one attempt and the attempt's context,
 // derived from ctx, carrying the guard's hooks composed with any trace the
 // caller set, whose hooks still fire.
-func startGuard(ctx context.Context) (*guard, context.Context) {
-	g := &guard{}
+func Start(ctx context.Context) (*Guard, context.Context) {
+	g := &Guard{}
 	g.ctx.trace.GetConn = func(string) { g.set(guardAsked, true) }
-	g.ctx.trace.GotConn = func(info httptrace.GotConnInfo) { g.obtained(info.Conn) }
+	g.ctx.trace.GotConn = func(info httptrace.GotConnInfo) { g.Obtained(info.Conn) }
 	g.ctx.parent, g.ctx.carries = ctx, true
 	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
 		// The caller's trace is composed with the guard's, as
@@ -148,9 +144,9 @@ func startGuard(ctx context.Context) (*guard, context.Context) {
 	return g, &g.ctx
 }
 
-// request returns the attempt's request: a copy of req under ctx, held by
+// Request returns the attempt's request: a copy of req under ctx, held by
 // g when there is a guard.
-func (g *guard) request(req *http.Request, ctx context.Context) *http.Request {
+func (g *Guard) Request(req *http.Request, ctx context.Context) *http.Request {
 	if g == nil {
 		return req.WithContext(ctx)
 	}
@@ -158,11 +154,11 @@ func (g *guard) request(req *http.Request, ctx context.Context) *http.Request {
 	return &g.req
 }
 
-// wrap returns the attempt's response body, made to end the attempt's
+// Wrap returns the attempt's response body, made to end the attempt's
 // context when the caller closes it.
-func (g *guard) wrap(body io.ReadCloser) io.ReadCloser {
+func (g *Guard) Wrap(body io.ReadCloser) io.ReadCloser {
 	if _, ok := body.(io.Writer); ok {
-		return newCancelBody(body, g.end)
+		return attempt.CancelBody(body, g.End)
 	}
 	g.held = body
 	return (*guardBody)(g)
@@ -170,13 +166,13 @@ func (g *guard) wrap(body io.ReadCloser) io.ReadCloser {
 
 // guardBody is a guard as its attempt's response body: it ends the
 // attempt's context when the body is closed.
-type guardBody guard
+type guardBody Guard
 
 func (b *guardBody) Read(p []byte) (int, error) { return b.held.Read(p) }
 
 func (b *guardBody) Close() error {
 	err := b.held.Close()
-	(*guard)(b).end()
+	(*Guard)(b).End()
 	return err
 }
 
@@ -297,32 +293,57 @@ func (c *guardCtx) end() {
 	c.cancelInner(context.Canceled)
 }
 
-// provedUnsent reports whether the attempt provably never reached the
+// ProvedUnsent reports whether the attempt provably never reached the
 // server: a connection was asked for and none was obtained. Without
 // evidence that the base reports through httptrace (a transport other than
 // net/http's may not), it reports false. Call it only after the base's
 // RoundTrip has returned.
-func (g *guard) provedUnsent() bool {
+func (g *Guard) ProvedUnsent() bool {
 	return g != nil && g.is(guardAsked) && g.conns.Load() == 0
 }
 
-// gotConn reports whether a connection was obtained for the attempt.
-func (g *guard) gotConn() bool {
+// Conns returns how many connections were obtained for the attempt's
+// sends.
+func (g *Guard) Conns() int32 { return g.conns.Load() }
+
+// GotConn reports whether a connection was obtained for the attempt.
+func (g *Guard) GotConn() bool {
 	return g != nil && g.conns.Load() > 0
 }
 
-// stoppedResend reports whether the guard stopped a resend by the base.
-func (g *guard) stoppedResend() bool {
+// StoppedResend reports whether the guard stopped a resend by the base.
+func (g *Guard) StoppedResend() bool {
 	return g != nil && g.is(guardStopped)
 }
 
-// end releases the attempt's context once its outcome is known and its
+// End releases the attempt's context once its outcome is known and its
 // response, if any, is no longer being read.
-func (g *guard) end() {
+func (g *Guard) End() {
 	if g != nil {
 		g.ctx.end()
 	}
 }
 
 // is reports whether every flag of f is set.
-func (g *guard) is(f uint32) bool { return g.flags.Load()&f == f }
+func (g *Guard) is(f uint32) bool { return g.flags.Load()&f == f }
+
+// HTTP1 reports whether the last connection of the attempt came from
+// net/http's HTTP/1 loop.
+func (g *Guard) HTTP1() bool { return g.is(guardHTTP1) }
+
+// TraceKey returns the context key under which net/http/httptrace keeps a
+// request's trace (see traceKey), nil if it could not be learnt: a
+// context of one's own may then answer for a trace without
+// httptrace.WithClientTrace.
+func TraceKey() any { return traceKey }
+
+// Fake returns a Guard in the state given, for tests of the decisions
+// that read one: whether the base asked for a connection, how many it
+// obtained, whether a resend was stopped. Its context is never used.
+func Fake(asked bool, conns int32, stopped bool) *Guard {
+	g := &Guard{}
+	g.set(guardAsked, asked)
+	g.conns.Store(conns)
+	g.set(guardStopped, stopped)
+	return g
+}
