@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp/backoff"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // pinnedServer is a loopback service behind a balancer that pins each
@@ -58,7 +60,7 @@ func getStatus(t *testing.T, tr http.RoundTripper, url string) int {
 }
 
 // TestEjectionIsBoundedAfterAnyOutage proves that a client pinned to a
-// dead instance tries a new connection within probeGap failures of the
+// dead instance tries a new connection within evidence.ProbeGap failures of the
 // host healing, however long the outage was: after 300 sequential GETs
 // that all failed (no budget, no delay: 900 attempts), the service heals
 // while the client's connection stays pinned to a dead instance, and at
@@ -81,9 +83,9 @@ func TestEjectionIsBoundedAfterAnyOutage(t *testing.T) {
 	}
 	t.Logf("connections during the outage: %d; requests failed after the heal: %d", during, failed)
 	assert.LessOrEqual(t, failed, 20, "requests failed after the heal")
-	// The outage's cost stays bounded too: one connection per probeGap
+	// The outage's cost stays bounded too: one connection per evidence.ProbeGap
 	// failures once the host was down.
-	assert.LessOrEqual(t, int(during), 1+hostLeaveLimit+900/probeGap, "connections during the outage")
+	assert.LessOrEqual(t, int(during), 1+evidence.HostLeaveLimit+900/evidence.ProbeGap, "connections during the outage")
 }
 
 // TestOutageOverManyHostsCostsAsOverFew proves that the evidence table

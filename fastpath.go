@@ -46,7 +46,7 @@ func (t *Transport) plain(req *http.Request) bool {
 	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && hasDeadline(req.Context())) {
 		return false
 	}
-	if t.conns.traces(req) {
+	if t.conns.Traces(req) {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {

@@ -8,6 +8,8 @@ import (
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/wire"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // The defaults of hedging, stated in package hedge's docs.
@@ -163,13 +165,13 @@ func (t *Transport) sendFirstHedged(req, a *http.Request, p policy, traced bool)
 	if ok {
 		return t.sendHedged(req, a, hl, delay, p, traced)
 	}
-	var pt *peerTrace
+	var pt *evidence.Trace
 	if traced {
-		a, pt = tracePeer(a, nil, nil, t.conns, false)
+		a, pt = evidence.NewTrace(a, nil, nil, t.conns, false)
 	}
 	start := monotonic()
 	resp, err := t.send(a)
-	pt.end()
+	pt.End()
 	if resp != nil && hl != nil {
 		hl.record(start, monotonic(), h.window, h.quantile, h.minSamples)
 	}

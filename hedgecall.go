@@ -12,6 +12,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/wire"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
@@ -29,10 +31,10 @@ type hedgeCall struct {
 
 	first  *http.Request // the first attempt as sent: orig under ctx, held by trace
 	ctx    firstCtx
-	trace  peerTrace  // the first attempt's trace, and its request
-	pt     *peerTrace // &trace when the attempts are traced, else nil
-	traced bool       // the attempts are traced
-	body   firstBody  // the first attempt's response body, when it must release ctx
+	trace  evidence.Trace  // the first attempt's trace, and its request
+	pt     *evidence.Trace // &trace when the attempts are traced, else nil
+	traced bool            // the attempts are traced
+	body   firstBody       // the first attempt's response body, when it must release ctx
 
 	mu          sync.Mutex
 	maxAttempts int32
@@ -50,9 +52,9 @@ type hedgeCall struct {
 
 // hedgeRace is what a call keeps once its first hedge is sent or put off.
 type hedgeRace struct {
-	next     *time.Timer  // the timer of the next hedge
-	hedges   []hedgeState // by attempt number - 2
-	traces   []*peerTrace // the hedges' traces, when traced
+	next     *time.Timer       // the timer of the next hedge
+	hedges   []hedgeState      // by attempt number - 2
+	traces   []*evidence.Trace // the hedges' traces, when traced
 	results  chan hedgeOutcome
 	deferred int // the hedge whose sending was put off by a delay
 }
@@ -69,8 +71,8 @@ type hedgeOutcome struct {
 	resp *http.Response
 	err  error
 	a    *http.Request
-	pt   *peerTrace // its trace, nil when not traced
-	n    int        // the attempt number
+	pt   *evidence.Trace // its trace, nil when not traced
+	n    int             // the attempt number
 }
 
 // A hedgeResult is how a hedged request's first round ended: the winning
@@ -81,12 +83,12 @@ type hedgeOutcome struct {
 type hedgeResult struct {
 	resp   *http.Response
 	a      *http.Request
-	pt     *peerTrace
+	pt     *evidence.Trace
 	sent   int
 	spent  budget.Millitokens
 	err    error
-	first  *peerTrace   // the first attempt's trace
-	hedges []*peerTrace // the hedges'
+	first  *evidence.Trace   // the first attempt's trace
+	hedges []*evidence.Trace // the hedges'
 }
 
 // sendHedged makes the first attempt orig of req and, while no attempt has
@@ -96,14 +98,13 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1, traced: traced}
 	c.ctx.parent = orig.Context()
 	if traced {
-		c.first, c.pt = c.trace.start(orig.WithContext(&c.ctx), nil, nil, t.conns, false), &c.trace
+		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, t.conns, false), &c.trace
 	} else {
-		c.trace.r = *orig.WithContext(&c.ctx)
-		c.first = &c.trace.r
+		c.first = c.trace.Hold(orig.WithContext(&c.ctx))
 	}
 	hl.hedges.add(c, c.start+delay, c.start)
 	resp, err := t.send(c.first)
-	c.pt.end()
+	c.pt.End()
 	hl.hedges.remove(c)
 
 	c.mu.Lock()
@@ -126,7 +127,7 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 }
 
 // firstTrace returns the first attempt's trace, nil when not traced.
-func (c *hedgeCall) firstTrace() *peerTrace { return c.pt }
+func (c *hedgeCall) firstTrace() *evidence.Trace { return c.pt }
 
 // firstWon returns the first attempt's response as the caller's, made to
 // release the attempt's context when its body is closed, and to report
@@ -337,15 +338,15 @@ func (c *hedgeCall) raceLocked() *hedgeRace {
 // run sends hedge h, attempt n, and reports its outcome; a success or a
 // final response wins at once, so that the first attempt ends.
 func (c *hedgeCall) run(h *http.Request, n int) {
-	var pt *peerTrace
+	var pt *evidence.Trace
 	if c.traced {
-		h, pt = tracePeer(h, nil, nil, c.t.conns, false)
+		h, pt = evidence.NewTrace(h, nil, nil, c.t.conns, false)
 		c.mu.Lock()
 		c.race.traces = append(c.race.traces, pt)
 		c.mu.Unlock()
 	}
 	resp, err := c.t.send(h)
-	pt.end()
+	pt.End()
 	c.mu.Lock()
 	c.race.hedges[n-2].returned = true
 	c.mu.Unlock()

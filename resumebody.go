@@ -11,6 +11,8 @@ import (
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/resumption"
 	"github.com/retryhttp/retryhttp/resume"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // A resumeBody is the body of a response that may be resumed: it passes
@@ -31,10 +33,10 @@ import (
 type resumeBody struct {
 	// Handed over by RoundTrip, then the reading goroutine's.
 	t    *Transport
-	req  *http.Request  // the caller's
-	resp *http.Response // the first response, as the caller has it
-	a    *http.Request  // the request of the part being read
-	pt   *peerTrace     // its connection's trace
+	req  *http.Request   // the caller's
+	resp *http.Response  // the first response, as the caller has it
+	a    *http.Request   // the request of the part being read
+	pt   *evidence.Trace // its connection's trace
 	// s is the request's retry machine. It is nil for a response to a
 	// first attempt sent as the caller made it (no retry, no trace, no
 	// throttling), whose machine holds nothing that t and req do not, and
@@ -89,7 +91,7 @@ var errReadClosed = errors.New("retryhttp: read on closed response body")
 // request one attempt (MaxAttempts(ctx, 1), WithMaxAttempts(1)). It allocates once: the
 // body, with a copy of s unless s is that of a first attempt sent as the
 // caller made it.
-func (s *retryState) offerResume(a *http.Request, pt *peerTrace, resp *http.Response) {
+func (s *retryState) offerResume(a *http.Request, pt *evidence.Trace, resp *http.Response) {
 	p := s.policy()
 	if p.noResume || p.maxAttempts <= 1 {
 		return
@@ -365,7 +367,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 			b.report(reason, delay, answered, err, v)
 			return b.end(rerr)
 		}
-		e := s.retryEvent(delay, answered, err, v, pt.peer())
+		e := s.retryEvent(delay, answered, err, v, pt.Peer())
 		e.Resume, e.Offset = true, r.off
 		s.t.notify(e)
 		s.release(failed, body, err, v, pt)
@@ -412,7 +414,7 @@ func (b *resumeBody) resume(cause error, v classify.Verdict) error {
 				s.refund()
 				return b.end(errReadClosed)
 			}
-			s.t.conns.succeeded(pt)
+			s.t.conns.Succeeded(pt)
 			return nil
 		case code/100 == 2 || code == http.StatusNotModified:
 			resp.Body.Close()
@@ -440,7 +442,7 @@ func joinCause(err, cause error) error {
 // tells a server.Handler serving the request.
 func (b *resumeBody) report(reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict) {
 	s := b.state()
-	e := s.giveUpEvent(reason, resp, err, v, b.pt.peer())
+	e := s.giveUpEvent(reason, resp, err, v, b.pt.Peer())
 	e.Resume, e.Offset = true, b.r.off
 	b.r.gaveUp = true
 	s.announceGiveUp(b.a, e, delay)
@@ -482,7 +484,7 @@ func (b *resumeBody) newAttempt() (context.Context, bool) {
 // sendRest sends the request for the rest of the body, from the caller's
 // offset, under ctx, as the current attempt. The stall watch bounds the
 // wait for its headers as it bounds a read.
-func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *http.Response, error) {
+func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *evidence.Trace, *http.Response, error) {
 	s, r := b.state(), b.r
 	a := s.req.WithContext(s.context(ctx))
 	s.prepare(a, r.rep.RangeHeader(s.header, r.off), true)
@@ -500,7 +502,7 @@ func (b *resumeBody) sendRest(ctx context.Context) (*http.Request, *peerTrace, *
 
 // splice makes resp, the answer of a for the rest, the part being read. It
 // reports false, closing resp, when the body was closed meanwhile.
-func (b *resumeBody) splice(a *http.Request, pt *peerTrace, resp *http.Response) bool {
+func (b *resumeBody) splice(a *http.Request, pt *evidence.Trace, resp *http.Response) bool {
 	b.mu.Lock()
 	closed := b.closed
 	if !closed {

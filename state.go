@@ -17,6 +17,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 
 	"github.com/retryhttp/retryhttp/internal/guard"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // A retryState is the retry machine of one request: what its attempts
@@ -186,7 +188,7 @@ func (s *retryState) hedges() bool {
 // (connEvidence.admit), and counts and reports the sends the base made
 // again on its own before it logs the attempt. It returns the attempt's
 // request as sent, with its trace.
-func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *peerTrace, *http.Response, error) {
+func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *evidence.Trace, *http.Response, error) {
 	if !s.traced(a) {
 		resp, err := s.t.send(a)
 		return a, nil, resp, err
@@ -195,11 +197,11 @@ func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *peer
 	if g == nil && (a.Body == nil || a.Body == http.NoBody || a.GetBody != nil) {
 		refuse = s.failed
 	}
-	turn, err := s.t.conns.admit(a)
+	turn, err := s.t.conns.Admit(a)
 	if err != nil {
 		return a, nil, nil, err
 	}
-	a, pt := tracePeer(a, refuse, g, s.t.conns, turn)
+	a, pt := evidence.NewTrace(a, refuse, g, s.t.conns, turn)
 	var rt http.RoundTripper = s.t.base
 	if s.fresh {
 		// Only an *http.Transport base, whose attempts are traced, has
@@ -207,8 +209,8 @@ func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *peer
 		rt, s.fresh = s.t.newConns(), false
 	}
 	resp, err := s.t.exchange(rt, a)
-	pt.end()
-	pt.settle()
+	pt.End()
+	pt.Settle()
 	s.countResends(pt)
 	if s.t.logger != nil {
 		s.t.logAttempt(a, resp, err)
@@ -221,7 +223,7 @@ func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *peer
 // the Transport reports every attempt to hooks or a log.
 func (s *retryState) traced(a *http.Request) bool {
 	t := s.t
-	return t.peers && (t.traceAll || s.attempt > 1 || s.fresh || t.conns.traces(a))
+	return t.peers && (t.traceAll || s.attempt > 1 || s.fresh || t.conns.Traces(a))
 }
 
 // judge classifies the outcome of the attempt a, and counts it for
@@ -272,16 +274,16 @@ func (s *retryState) pay(v classify.Verdict) bool {
 // then goes with it (connEvidence.failed says when), and otherwise drained
 // a little so that the connection is reused. It records where the attempt
 // failed, when the retry leaves it, for the retry to avoid.
-func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *peerTrace) {
+func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *evidence.Trace) {
 	// An attempt whose connection was not traced leaves it: there is no
 	// evidence to weigh (connEvidence.failedUntraced says when it stays).
 	failure := err != nil || instanceFailure(resp, v)
-	leave := failure && (pt == nil || s.t.conns.failed(pt, resp, err))
+	leave := failure && (pt == nil || s.t.conns.Failed(pt, resp, err))
 	if failure && pt == nil && s.t.conns != nil {
 		var first bool
 		// Over HTTP/2, or maybe (an error over TLS).
 		multiplexed := resp != nil && resp.ProtoMajor == 2 || resp == nil && s.req.URL.Scheme == "https"
-		leave, first = s.t.conns.failedUntraced(s.req, multiplexed)
+		leave, first = s.t.conns.FailedUntraced(s.req, multiplexed)
 		if leave && first && resp != nil && resp.ProtoMajor == 2 && s.t.newConns() != nil {
 			// Closing the response leaves the HTTP/2 connection, which
 			// carries others' streams, pooled: the retry dials one of
@@ -296,7 +298,7 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 	case resp != nil:
 		discardBody(body)
 	}
-	if peer := pt.peer(); leave && peer.IsValid() {
+	if peer := pt.Peer(); leave && peer.IsValid() {
 		s.failed = append(s.failed, peer)
 	}
 }
@@ -371,3 +373,17 @@ func statusOf(resp *http.Response) int {
 	}
 	return resp.StatusCode
 }
+
+// countResends counts the sends of the current attempt, traced by pt, that
+// the base made again on its own, and reports each to the retry hooks and
+// the log as a RetryEvent with BaseResend set.
+func (s *retryState) countResends(pt *evidence.Trace) {
+	for _, peer := range pt.Resends() {
+		s.resent++
+		s.t.notify(RetryEvent{Request: s.req, Attempt: s.attempt, Peer: peer, BaseResend: true})
+	}
+}
+
+// sent returns how many sends of the request reached the wire: its
+// attempts and the base's own resends.
+func (s *retryState) sent() int { return s.attempt + s.resent }

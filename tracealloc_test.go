@@ -55,7 +55,7 @@ func TestDefaultBaseSuccessAllocatesNothing(t *testing.T) {
 	assert.Zero(t, allocsPerRoundTrip(t, tr, get, func() {}), "GET")
 	assert.Zero(t, allocsPerRoundTrip(t, tr, keyed, reset), "keyed POST")
 
-	tr.conns.failedUntraced(get, false) // the host failed: its attempts are traced
-	require.True(t, tr.conns.traces(get))
+	tr.conns.FailedUntraced(get, false) // the host failed: its attempts are traced
+	require.True(t, tr.conns.Traces(get))
 	assert.Equal(t, 1.0, allocsPerRoundTrip(t, tr, get, func() {}), "GET to a host that failed")
 }

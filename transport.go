@@ -27,6 +27,8 @@ import (
 	"github.com/retryhttp/retryhttp/throttle"
 
 	"github.com/retryhttp/retryhttp/internal/guard"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -83,14 +85,14 @@ type Transport struct {
 	hedge           *hedging // nil: no hedging
 	throttle        *throttling.Throttler
 	logger          *slog.Logger
-	peers           bool              // attempts' connections can be traced
-	traceAll        bool              // every attempt is traced: hooks or a log report peers and the base's resends
-	conns           *connEvidence     // what traced connections showed; nil when none are
-	deadlineHeaders []deadline.Format // nil: no deadline is sent
-	answers         *latencyTable     // hosts' answer times, when hedging does not keep them
-	noFitCheck      bool              // in-package tests turn the check before a retry off
-	shaped          bool              // attempts are numbered, hedged, throttled or traced: none is plain
-	resumeLimit     int               // the most resumes of a body; 0: bodies are not resumed
+	peers           bool               // attempts' connections can be traced
+	traceAll        bool               // every attempt is traced: hooks or a log report peers and the base's resends
+	conns           *evidence.Evidence // what traced connections showed; nil when none are
+	deadlineHeaders []deadline.Format  // nil: no deadline is sent
+	answers         *latencyTable      // hosts' answer times, when hedging does not keep them
+	noFitCheck      bool               // in-package tests turn the check before a retry off
+	shaped          bool               // attempts are numbered, hedged, throttled or traced: none is plain
+	resumeLimit     int                // the most resumes of a body; 0: bodies are not resumed
 	stallTimeout    time.Duration
 	// The options of features given once or more, until New builds them.
 	resumeOpts   []resume.Option
@@ -148,7 +150,7 @@ func New(opts ...Option) *Transport {
 	}
 	t.peers = tracesPeers(t)
 	if t.peers {
-		t.conns = newConnEvidence(func() time.Time { return t.now() })
+		t.conns = evidence.New(func() time.Time { return t.now() })
 		t.traceAll = t.onRetry != nil || t.onGiveUp != nil || t.logger != nil
 	}
 	t.answers = answerTable(t)
@@ -245,14 +247,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Timeout reports whether the last attempt's error was a timeout, as
 // net.Error does, so that url.Error.Timeout keeps working through an *Error.
-func (e *Error) Timeout() bool { return isTimeout(e.Err) }
-
-// isTimeout reports whether err, or an error it wraps, says it is a
-// timeout.
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
+func (e *Error) Timeout() bool { return wire.IsTimeout(e.Err) }
 
 // Attempts reports how many times the request that produced resp was
 // sent: its attempts, hedges included, and the sends the base transport
@@ -320,7 +315,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		a, g := s.request(next)
 		var resp *http.Response
 		var err error
-		var pt *peerTrace
+		var pt *evidence.Trace
 		switch {
 		case firstSent:
 			resp, err, firstSent = resp0, err0, false
@@ -347,7 +342,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 				layer.MarkGaveUp(req.Context())
 			} else if healthy(resp) {
 				s.succeed()
-				t.conns.succeeded(pt)
+				t.conns.Succeeded(pt)
 			}
 			return s.finish(a, pt, resp, err, g)
 		}
@@ -367,13 +362,13 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		if reason != "" {
 			return s.giveUp(a, pt, reason, delay, resp, err, v, g)
 		}
-		t.notify(s.retryEvent(delay, resp, err, v, pt.peer()))
+		t.notify(s.retryEvent(delay, resp, err, v, pt.Peer()))
 		s.release(resp, bodyOf(resp), err, v, pt)
 		g.End()
 		if werr := s.wait(req.Context(), delay); werr != nil {
 			closeBody(next)
 			s.body.Done()
-			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.peer()), 0)
+			s.reportGiveUp(a, s.giveUpEvent(waitReason(werr), resp, err, v, pt.Peer()), 0)
 			if err != nil {
 				werr = errors.Join(werr, err)
 			}
@@ -425,11 +420,11 @@ func (t *Transport) policy(req *http.Request) policy {
 // of delay was planned, for GiveUpDeadline): it logs the reason, reports it
 // to the give-up hooks, tells a server.Handler serving the request that a
 // dependency was given up on, and returns the last result.
-func (s *retryState) giveUp(a *http.Request, pt *peerTrace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (*http.Response, error) {
+func (s *retryState) giveUp(a *http.Request, pt *evidence.Trace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (*http.Response, error) {
 	if err != nil || instanceFailure(resp, v) {
-		s.t.conns.failedLast(s.req, pt, resp, err)
+		s.t.conns.FailedLast(s.req, pt, resp, err)
 	}
-	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.peer()), delay)
+	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.Peer()), delay)
 	return s.finish(a, pt, resp, err, g)
 }
 
@@ -531,7 +526,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 // request's body and the attempt's guard once they are no longer used, and
 // offering to resume the response body, if it may be resumed, should it
 // fail after the headers.
-func (s *retryState) finish(a *http.Request, pt *peerTrace, resp *http.Response, err error, g *guard.Guard) (*http.Response, error) {
+func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Response, err error, g *guard.Guard) (*http.Response, error) {
 	s.body.Done()
 	if err != nil {
 		g.End()

@@ -27,6 +27,8 @@ import (
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // dialRefused is the error net/http returns when nothing listens on a port.
@@ -367,11 +369,11 @@ func startCountingConns(srv *httptest.Server) *atomic.Int32 {
 
 func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 	// A failing dependency must not make the client churn connections: a
-	// final response keeps its connection pooled, and once hostLeaveLimit
+	// final response keeps its connection pooled, and once evidence.HostLeaveLimit
 	// connections in a row have failed with no success at the host, the
 	// host is down, not one of its instances: retries stay on their
-	// connections, and leave one only after every probeGap failures (the
-	// requests are sent at once: probeInterval never passes).
+	// connections, and leave one only after every evidence.ProbeGap failures (the
+	// requests are sent at once: evidence.ProbeInterval never passes).
 	var calls atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -390,7 +392,7 @@ func TestOutageCostsOnlyTheRetriesConnections(t *testing.T) {
 	}
 	retries := int(calls.Load()) - 50
 	assert.Positive(t, retries, "some requests were retried")
-	want := 1 + hostLeaveLimit + (retries-hostLeaveLimit)/probeGap
+	want := 1 + evidence.HostLeaveLimit + (retries-evidence.HostLeaveLimit)/evidence.ProbeGap
 	assert.Equal(t, int32(want), conns.Load(), "connections opened for %d calls", calls.Load())
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp/backoff"
+
+	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
 // onceFailingH2 returns a TLS HTTP/2 loopback server that answers each
@@ -68,7 +70,7 @@ func newDefaultTrusting(srv *httptest.Server, opts ...Option) *Transport {
 // one warm HTTP/2 connection of the default base, each answered 503 once
 // and then 200, retried at once without a budget: no run opens more than
 // 5 new connections. Half the runs trace every attempt (a hook). Before
-// the sends net/http makes from its own pool took turns (peerTrace.getConn),
+// the sends net/http makes from its own pool took turns (evidence.Trace.getConn),
 // about 1 run in 100 under the race detector opened 6 to 64: the
 // interleaving TestH2TurnResentByBaseTakesTurns forces.
 func TestH2TurnStormBounded(t *testing.T) {
@@ -136,7 +138,7 @@ func TestH2TurnResentByBaseTakesTurns(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	tr := newDefaultTrusting(srv, WithoutBudget(), WithBackoff(backoff.Constant(0)), WithMaxAttempts(connFailLimit+1),
+	tr := newDefaultTrusting(srv, WithoutBudget(), WithBackoff(backoff.Constant(0)), WithMaxAttempts(evidence.ConnFailLimit+1),
 		WithOnRetry(func(RetryEvent) {})) // every attempt traced
 	defer tr.CloseIdleConnections()
 	warm, err := tr.RoundTrip(get(t, srv.URL))
@@ -173,7 +175,7 @@ func TestH2TurnResentByBaseTakesTurns(t *testing.T) {
 		})
 	}
 	got.Wait()
-	// connFailLimit failures leave the connection, and the last attempt,
+	// evidence.ConnFailLimit failures leave the connection, and the last attempt,
 	// holding the turn, marks it.
 	resp, err := tr.RoundTrip(get(t, srv.URL+"/fail"))
 	require.NoError(t, err)

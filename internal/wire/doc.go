@@ -23,3 +23,10 @@ const PeekLimit = 8 << 10
 // ErrBudgetExhausted is the error of a retry the budget refused; the root
 // package exports it.
 var ErrBudgetExhausted = errors.New("retryhttp: retry budget exhausted")
+
+// IsTimeout reports whether err, or an error it wraps, says it is a
+// timeout, as net.Error does.
+func IsTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}

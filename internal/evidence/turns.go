@@ -1,4 +1,4 @@
-package retryhttp
+package evidence
 
 import (
 	"net/http"
@@ -22,7 +22,7 @@ import (
 // concurrent retries share one new connection.
 
 // pend makes c, a connection of h that stays pooled, pending a mark.
-func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
+func (e *Evidence) pend(h *hostEvidence, c *connRecord) {
 	if !c.pending {
 		c.pending = true
 		h.pending++
@@ -30,7 +30,7 @@ func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
 	}
 }
 
-// admit reports whether the attempt a may be sent at once, or, when its
+// Admit reports whether the attempt a may be sent at once, or, when its
 // host's HTTP/2 connection is being replaced, waits for its turn, one
 // attempt at a time, and reports that it holds the turn (turn). It returns
 // the error of a's context when that ends first.
@@ -41,7 +41,7 @@ func (e *connEvidence) pend(h *hostEvidence, c *connRecord) {
 // holds the others back by the patience at most, and a new turn is given
 // once a patience, not once a stalled dial, while the connection is not
 // replaced.
-func (e *connEvidence) admit(a *http.Request) (turn bool, err error) {
+func (e *Evidence) Admit(a *http.Request) (turn bool, err error) {
 	if e == nil || e.gates.Load() == 0 {
 		return false, nil
 	}
@@ -110,7 +110,7 @@ func (h *hostEvidence) patience() time.Duration {
 // without a body. For an attempt that holds its host's turn, it also
 // reports whether the replacement is over: the connection is neither
 // retired nor new, so that net/http has it pooled for every attempt.
-func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) {
+func (e *Evidence) got(p *Trace, turn, markable bool) (mark, over bool) {
 	key, ok := p.connKey()
 	reused := p.wasReused()
 	host := p.host()
@@ -160,7 +160,7 @@ func (e *connEvidence) got(p *peerTrace, turn, markable bool) (mark, over bool) 
 // pass ends the turn an attempt to host held, once its headers are
 // written (a mark it carried is on its connection) or it has ended, and
 // lets the next attempt go.
-func (e *connEvidence) pass(host wire.HostKey) {
+func (e *Evidence) pass(host wire.HostKey) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if h := e.hosts[host]; h != nil && h.probing {
@@ -189,7 +189,7 @@ func (h *hostEvidence) wakeAll() {
 // connection of its own, all at once: while the host's connection is being
 // replaced, each looks for one only in its turn, as admit gives turns, and
 // holds it until the send is written or the attempt ends.
-func (p *peerTrace) getConn(string) {
+func (p *Trace) getConn(string) {
 	ev := p.ev
 	if ev == nil || ev.gates.Load() == 0 {
 		return
@@ -203,7 +203,7 @@ func (p *peerTrace) getConn(string) {
 	if turn {
 		return
 	}
-	if turn, _ := ev.admit(p.req); turn {
+	if turn, _ := ev.Admit(p.req); turn {
 		p.mu.Lock()
 		p.turn = true
 		p.mu.Unlock()

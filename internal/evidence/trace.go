@@ -1,4 +1,4 @@
-package retryhttp
+package evidence
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"github.com/retryhttp/retryhttp/internal/guard"
 )
 
-// multiplexed reports whether c speaks HTTP/2, whose requests share it.
-func multiplexed(c net.Conn) bool {
+// Multiplexed reports whether c speaks HTTP/2, whose requests share it.
+func Multiplexed(c net.Conn) bool {
 	tc, ok := c.(*tls.Conn)
 	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
 }
 
-// A peerTrace records which connection carried one attempt, through
+// A Trace records which connection carried one attempt, through
 // net/http/httptrace's GotConn, which an *http.Transport calls on the
 // goroutine of RoundTrip, and counts the sends of the attempt that the
 // base made again on its own (see sends.go). The lock covers bases that
@@ -33,7 +33,7 @@ func multiplexed(c net.Conn) bool {
 //
 // Its hooks are pooled (traceHooks) unless they must be composed with a
 // trace already in the context (the caller's, a guard's).
-type peerTrace struct {
+type Trace struct {
 	context.Context
 	// tr is the trace net/http finds in the context: the pooled hooks'
 	// until they go back to their pool (pooled), or the attempt's own,
@@ -47,20 +47,20 @@ type peerTrace struct {
 	dc     *attempt.Conn    // the connection, when a base.Dialer made it
 	began  int64            // dc's state when the attempt got it
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
-	turn   bool             // the attempt holds its host's turn (connEvidence.admit)
+	turn   bool             // the attempt holds its host's turn (Evidence.admit)
 	late   atomic.Bool      // it took the turn for a send the base made again (getConn)
 	probe  bool             // it held the turn and got a new connection, on probation
-	seq    uint64           // connEvidence.seq when it got its connection
+	seq    uint64           // Evidence.seq when it got its connection
 	sendCount
 
-	ev  *connEvidence // the Transport's, nil when it has none
+	ev  *Evidence     // the Transport's, nil when it has none
 	req *http.Request // the attempt as sent: r, which GotConn may mark Close
 	r   http.Request
 }
 
-// traceHooks are the hooks of one peerTrace at a time, reused through a
+// traceHooks are the hooks of one Trace at a time, reused through a
 // pool so that tracing an attempt allocates none: each hook finds its
-// peerTrace through p. They go back to the pool only once no hook of the
+// Trace through p. They go back to the pool only once no hook of the
 // attempt can run any more: GotConn runs on the goroutine of RoundTrip, and
 // WroteRequest, which may run on a connection's goroutine after RoundTrip
 // returned, once per send that got a connection, so that a count of each
@@ -69,7 +69,7 @@ type peerTrace struct {
 type traceHooks struct {
 	plain httptrace.ClientTrace // GotConn and WroteRequest
 	turn  httptrace.ClientTrace // also WroteHeaders, for an attempt that holds its host's turn
-	p     *peerTrace            // set before the attempt is sent, read by the hooks only while it is theirs
+	p     *Trace                // set before the attempt is sent, read by the hooks only while it is theirs
 	got   atomic.Int32          // GotConn calls
 	wrote atomic.Int32          // WroteRequest calls returned
 }
@@ -96,7 +96,7 @@ func newTraceHooks() *traceHooks {
 	return h
 }
 
-// tracePeer returns a copy of a whose context records the connection that
+// NewTrace returns a copy of a whose context records the connection that
 // carries it, composed with any trace the caller set, and counts the sends
 // the base makes again; g is the attempt's guard, nil if it has none. A
 // pooled HTTP/1 connection that a base.Dialer made to an address in refuse
@@ -108,14 +108,14 @@ func newTraceHooks() *traceHooks {
 // body, or with GetBody, and not guarded. The attempt reports its
 // connection to ev, and holds its host's turn when turn is true. The
 // caller calls end once the base's RoundTrip has returned.
-func tracePeer(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, ev *connEvidence, turn bool) (*http.Request, *peerTrace) {
-	p := &peerTrace{}
-	return p.start(a, refuse, g, ev, turn), p
+func NewTrace(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, ev *Evidence, turn bool) (*http.Request, *Trace) {
+	p := &Trace{}
+	return p.Begin(a, refuse, g, ev, turn), p
 }
 
-// start readies p, a zero peerTrace, as tracePeer does, and returns the
+// Begin readies p, a zero Trace, as tracePeer does, and returns the
 // attempt's request, which p holds.
-func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, ev *connEvidence, turn bool) *http.Request {
+func (p *Trace) Begin(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, ev *Evidence, turn bool) *http.Request {
 	p.Context, p.refuse, p.ev, p.turn = a.Context(), refuse, ev, turn
 	p.g = g
 	var old *httptrace.ClientTrace
@@ -189,14 +189,22 @@ func (p *peerTrace) start(a *http.Request, refuse []netip.AddrPort, g *guard.Gua
 	return p.req
 }
 
-// end gives the attempt's pooled hooks back once the base's RoundTrip has
+// Hold stores a copy of a in p, a zero Trace that will not trace it, and
+// returns it: a caller that holds a Trace in a struct of its own keeps an
+// attempt's request in the same allocation, traced or not.
+func (p *Trace) Hold(a *http.Request) *http.Request {
+	p.r = *a
+	return &p.r
+}
+
+// End gives the attempt's pooled hooks back once the base's RoundTrip has
 // returned, unless a hook of the attempt may still run.
-func (p *peerTrace) end() {
+func (p *Trace) End() {
 	if p == nil {
 		return
 	}
 	if p.late.Load() {
-		p.settle()
+		p.Settle()
 	}
 	if p.hooks == nil {
 		return
@@ -214,7 +222,7 @@ func (p *peerTrace) end() {
 
 // Value returns p for attempt.PeerKey, its trace for httptrace's key when
 // it carries it, and the parent's values otherwise.
-func (p *peerTrace) Value(key any) any {
+func (p *Trace) Value(key any) any {
 	switch {
 	case key == (attempt.PeerKey{}):
 		return p
@@ -226,14 +234,14 @@ func (p *peerTrace) Value(key any) any {
 	return p.Context.Value(key)
 }
 
-func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
+func (p *Trace) gotConn(info httptrace.GotConnInfo) {
 	p.sendBegins()
 	c := info.Conn
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	dc, _ := c.(*attempt.Conn)
-	if dc != nil && info.Reused && len(p.refuse) > 0 && !multiplexed(info.Conn) &&
+	if dc != nil && info.Reused && len(p.refuse) > 0 && !Multiplexed(info.Conn) &&
 		dc.Elsewhere(p.refuse) && dc.Refuse() {
 		p.sendRefused()
 		return
@@ -266,11 +274,11 @@ func (p *peerTrace) gotConn(info httptrace.GotConnInfo) {
 }
 
 // wroteHeaders passes on the turn of an attempt that holds its host's.
-func (p *peerTrace) wroteHeaders() { p.settle() }
+func (p *Trace) wroteHeaders() { p.Settle() }
 
-// settle passes on the turn of an attempt that holds its host's, once it
+// Settle passes on the turn of an attempt that holds its host's, once it
 // has written its headers or ended.
-func (p *peerTrace) settle() {
+func (p *Trace) Settle() {
 	if p == nil {
 		return
 	}
@@ -284,11 +292,11 @@ func (p *peerTrace) settle() {
 }
 
 // host returns the destination of the attempt.
-func (p *peerTrace) host() wire.HostKey { return wire.RequestKey(p.req) }
+func (p *Trace) host() wire.HostKey { return wire.RequestKey(p.req) }
 
 // connKey returns the key of the attempt's connection; ok is false when
 // no connection was obtained or its ends are not IP addresses.
-func (p *peerTrace) connKey() (key connKey, ok bool) {
+func (p *Trace) connKey() (key connKey, ok bool) {
 	if p == nil {
 		return connKey{}, false
 	}
@@ -303,26 +311,26 @@ func (p *peerTrace) connKey() (key connKey, ok bool) {
 }
 
 // multiplexed reports whether the attempt's connection speaks HTTP/2.
-func (p *peerTrace) multiplexed() bool {
+func (p *Trace) multiplexed() bool {
 	p.mu.Lock()
 	c := p.conn
 	p.mu.Unlock()
-	return c != nil && multiplexed(c)
+	return c != nil && Multiplexed(c)
 }
 
 // elsewhere reports whether a base.Dialer made the attempt's connection,
 // to remote, and knows its host an address that is neither remote nor in
 // failing.
-func (p *peerTrace) elsewhere(failing []netip.AddrPort, remote netip.AddrPort) bool {
+func (p *Trace) elsewhere(failing []netip.AddrPort, remote netip.AddrPort) bool {
 	p.mu.Lock()
 	dc := p.dc
 	p.mu.Unlock()
 	return dc != nil && dc.Elsewhere(append(failing[:len(failing):len(failing)], remote))
 }
 
-// gotSeq returns connEvidence.seq as the attempt got its connection, 0
+// gotSeq returns Evidence.seq as the attempt got its connection, 0
 // when it got none or has no evidence table.
-func (p *peerTrace) gotSeq() uint64 {
+func (p *Trace) gotSeq() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.seq
@@ -330,7 +338,7 @@ func (p *peerTrace) gotSeq() uint64 {
 
 // probed reports whether the attempt held its host's turn and got a new
 // connection, which is on probation until the attempt ends.
-func (p *peerTrace) probed() bool {
+func (p *Trace) probed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.probe
@@ -338,7 +346,7 @@ func (p *peerTrace) probed() bool {
 
 // wasReused reports whether the attempt's connection had carried a
 // request before.
-func (p *peerTrace) wasReused() bool {
+func (p *Trace) wasReused() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.reused
@@ -348,7 +356,7 @@ func (p *peerTrace) wasReused() bool {
 // base.Dialer made it and no other request has begun on it: a response
 // without a body put it back in the pool before the Transport saw it. It
 // reports whether it did.
-func (p *peerTrace) retire(resp *http.Response) bool {
+func (p *Trace) retire(resp *http.Response) bool {
 	if p == nil || resp.ProtoMajor != 1 {
 		// Over HTTP/2 the connection carries other requests' streams.
 		return false
@@ -360,12 +368,12 @@ func (p *peerTrace) retire(resp *http.Response) bool {
 }
 
 // Peer is peer, for base.Peer.
-func (p *peerTrace) Peer() netip.AddrPort { return p.peer() }
+func (p *Trace) Peer() netip.AddrPort { return p.peer() }
 
 // peer returns the remote address of the attempt's connection, the zero
 // AddrPort when it is unknown: no connection was obtained, the base does
 // not report through httptrace, or the connection is not over IP.
-func (p *peerTrace) peer() netip.AddrPort {
+func (p *Trace) peer() netip.AddrPort {
 	if p == nil {
 		return netip.AddrPort{}
 	}

@@ -1,4 +1,4 @@
-package retryhttp
+package evidence
 
 import (
 	"context"
@@ -26,18 +26,18 @@ import (
 //
 // A connection is to blame when it failed before it was seen serving a
 // success (a connection to a bad instance fails from its first request), or
-// when it failed connFailLimit times in a row (an instance that went bad).
+// when it failed ConnFailLimit times in a row (an instance that went bad).
 // A connection that served and fails now and then is kept: its failures are
 // the service's random ones. A failure that ends the connection (an error
 // over HTTP/1, one that is not the stream's over HTTP/2, a response that
 // closes) leaves it at no cost, and is no evidence against the host.
 //
 // A host whose connections are all to blame is down, not one of its
-// instances: once hostLeaveLimit connections have been left with no
+// instances: once HostLeaveLimit connections have been left with no
 // success at the host since, nor among its last downWindow outcomes (so
 // that concurrent failures between successes do not count), retries stay
-// on their connections, and another is left only after probeGap more
-// failures or probeInterval since the last one left, whichever comes
+// on their connections, and another is left only after ProbeGap more
+// failures or ProbeInterval since the last one left, whichever comes
 // first, as Envoy bounds an ejection in time (max_ejection_time): a client
 // pinned to a dead instance tries a new connection within 16 failures or
 // 1 s of the host healing, however long the outage; any success at the
@@ -48,7 +48,7 @@ import (
 // The table remembers maxEvidenceHosts hosts, as the budget and the other
 // per-host tables do, forgetting the host least recently used. A host
 // recorded while the table is full is crowded: its retries stay on a
-// connection until connFailLimit failures in a row, as if it had served,
+// connection until ConnFailLimit failures in a row, as if it had served,
 // so that a storm over more hosts than the table holds errs on the side of
 // staying, as every peer does, never on dialling.
 //
@@ -59,11 +59,11 @@ import (
 // serving is left (but stays on it while the table is crowded), and the
 // host's record starts, so that its retries are traced.
 const (
-	connFailLimit    = 4
+	ConnFailLimit    = 4
 	probationLimit   = 2 // failures in turn of a connection on probation
-	hostLeaveLimit   = 3
-	probeGap         = 16
-	probeInterval    = time.Second
+	HostLeaveLimit   = 3
+	ProbeGap         = 16
+	ProbeInterval    = time.Second
 	downWindow       = 32  // outcomes, at most 64
 	calmLimit        = 100 // successes in a row after which a host's record is dropped
 	maxEvidenceHosts = 1024
@@ -72,14 +72,14 @@ const (
 	filterSlots      = 4096 // a power of two
 )
 
-// connEvidence is what a Transport has seen of the connections its
+// Evidence is what a Transport has seen of the connections its
 // attempts used: which served a success, in a table without locks, and,
 // for the hosts that failed lately, a bounded table of their records,
 // empty while nothing fails.
 //
 // It also retires the connections it leaves without making others
 // single-use (pend, got, admit).
-type connEvidence struct {
+type Evidence struct {
 	live    atomic.Int32  // hosts with a record
 	seq     atomic.Uint64 // counts the connections traced attempts got, in order
 	pending atomic.Int32  // connections left that the next attempt to get them marks
@@ -101,7 +101,7 @@ type hostEvidence struct {
 	left    int              // connections left since the host's last success
 	failing []netip.AddrPort // addresses of the connections left since then
 	recent  uint64           // its last outcomes, the latest in bit 0: 1 for a success
-	since   int              // failures since the last one left, once left reached hostLeaveLimit
+	since   int              // failures since the last one left, once left reached HostLeaveLimit
 	leftAt  time.Time        // when the last connection was left
 	calm    int              // successes since the last failure
 	pending int              // of its connections, those pending a mark
@@ -129,11 +129,11 @@ type hostEvidence struct {
 // connRecord is the record of one connection.
 type connRecord struct {
 	ok bool // seen serving a success
-	// probation is set on a connection a turn got (connEvidence.got)
+	// probation is set on a connection a turn got (Evidence.got)
 	// until that turn's attempt ends on it: it counts as one that served
 	// for every other attempt's failure.
 	probation bool
-	counted   uint64 // connEvidence.seq when its last failure counted
+	counted   uint64 // Evidence.seq when its last failure counted
 	fails     int    // failures in a row
 	left      bool   // retries keep away from it
 	pending   bool   // left while pooled: the next attempt to get it marks it
@@ -178,26 +178,26 @@ func (s *servedConns) has(k connKey) bool {
 	return s.slots[h&(servedSlots-1)].Load() == h
 }
 
-// newConnEvidence returns an empty table whose clock is now.
-func newConnEvidence(now func() time.Time) *connEvidence {
-	return &connEvidence{hosts: make(map[wire.HostKey]*hostEvidence), now: now}
+// New returns an empty table whose clock is now.
+func New(now func() time.Time) *Evidence {
+	return &Evidence{hosts: make(map[wire.HostKey]*hostEvidence), now: now}
 }
 
 // hostSeed seeds the hash of the filter of hosts with a record.
 var hostSeed = maphash.MakeSeed()
 
 // slot returns k's counter in the filter.
-func (e *connEvidence) slot(k wire.HostKey) *atomic.Int32 {
+func (e *Evidence) slot(k wire.HostKey) *atomic.Int32 {
 	return &e.filter[maphash.String(hostSeed, k.Host)&(filterSlots-1)]
 }
 
-// traces reports whether the attempts of req are to be traced: its host
+// Traces reports whether the attempts of req are to be traced: its host
 // has a record (or, rarely, shares its hash with one that has).
-func (e *connEvidence) traces(req *http.Request) bool {
+func (e *Evidence) Traces(req *http.Request) bool {
 	return e != nil && e.live.Load() > 0 && e.slot(wire.RequestKey(req)).Load() > 0
 }
 
-// failedUntraced records that an attempt of req that was not traced failed
+// FailedUntraced records that an attempt of req that was not traced failed
 // in a way that may be its connection's doing, and reports whether its
 // retry should leave the connection, which is unknown: it does, as it
 // would leave one never seen serving, unless the table is crowded. The
@@ -212,7 +212,7 @@ func (e *connEvidence) traces(req *http.Request) bool {
 // unaccounted for, and otherwise for one on a connection that served.
 //
 // It also reports whether the failure started the record (first).
-func (e *connEvidence) failedUntraced(req *http.Request, multiplexed bool) (leave, first bool) {
+func (e *Evidence) FailedUntraced(req *http.Request, multiplexed bool) (leave, first bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
@@ -239,11 +239,11 @@ func (e *connEvidence) failedUntraced(req *http.Request, multiplexed bool) (leav
 	return true, created
 }
 
-// failed records that the attempt traced by p failed, with resp or err,
+// Failed records that the attempt traced by p failed, with resp or err,
 // in a way that a retry is about to follow and that may be its
 // connection's doing (a 5xx, or an error), and reports whether the retry
 // should leave the connection.
-func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool {
+func (e *Evidence) Failed(p *Trace, resp *http.Response, err error) bool {
 	if e == nil {
 		return false
 	}
@@ -283,7 +283,7 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 			}
 		}
 		c = &connRecord{ok: ok, probation: c2probation}
-		if !ok && !p.wasReused() && attempt.Number(p) == 1 && (h.replacing || e.now().Sub(h.replaced) < probeInterval) {
+		if !ok && !p.wasReused() && attempt.Number(p) == 1 && (h.replacing || e.now().Sub(h.replaced) < ProbeInterval) {
 			// A first attempt that failed on a connection of its own,
 			// dialled as the host's was being replaced (an attempt in
 			// flight then finds none to share): the request failed, as
@@ -311,11 +311,11 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 	case whole:
 		leave = true
 	case c.fails < c.limit(h.crowded):
-	case h.left < hostLeaveLimit, h.recent&(1<<downWindow-1) != 0, p.elsewhere(h.failing, key.remote):
+	case h.left < HostLeaveLimit, h.recent&(1<<downWindow-1) != 0, p.elsewhere(h.failing, key.remote):
 		leave = true
 	default:
 		h.since++
-		leave = h.since >= probeGap || e.now().Sub(h.leftAt) >= probeInterval
+		leave = h.since >= ProbeGap || e.now().Sub(h.leftAt) >= ProbeInterval
 	}
 	if leave {
 		c.left = true
@@ -352,12 +352,12 @@ func (e *connEvidence) failed(p *peerTrace, resp *http.Response, err error) bool
 	return leave
 }
 
-// failedLast records that the attempt traced by p, the last of its
+// FailedLast records that the attempt traced by p, the last of its
 // request, failed with resp or err in a way that may be its connection's
 // doing: no retry follows, so nothing leaves, but the connection's record
 // counts the failure, as the host's does; an attempt not traced (p nil)
 // starts its host's record, so that its next attempts are traced.
-func (e *connEvidence) failedLast(req *http.Request, p *peerTrace, resp *http.Response, err error) {
+func (e *Evidence) FailedLast(req *http.Request, p *Trace, resp *http.Response, err error) {
 	if e == nil {
 		return
 	}
@@ -388,12 +388,12 @@ func connectionError(err error) bool {
 	if _, stream := wire.H2StreamErrorCode(err); stream {
 		return false
 	}
-	return !isTimeout(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return !wire.IsTimeout(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// succeeded records that the attempt traced by p succeeded: its host
+// Succeeded records that the attempt traced by p succeeded: its host
 // serves, and so does its connection.
-func (e *connEvidence) succeeded(p *peerTrace) {
+func (e *Evidence) Succeeded(p *Trace) {
 	if e == nil || p == nil {
 		return
 	}
@@ -428,7 +428,7 @@ func (e *connEvidence) succeeded(p *peerTrace) {
 }
 
 // host returns the record of k, made (and reported so) if there was none.
-func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
+func (e *Evidence) host(k wire.HostKey) (*hostEvidence, bool) {
 	e.clock++
 	if h := e.hosts[k]; h != nil {
 		h.used = e.clock
@@ -453,7 +453,7 @@ func (e *connEvidence) host(k wire.HostKey) (*hostEvidence, bool) {
 }
 
 // drop forgets h, the record of k, and lets anyone waiting on it go.
-func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
+func (e *Evidence) drop(k wire.HostKey, h *hostEvidence) {
 	delete(e.hosts, k)
 	e.slot(k).Add(-1)
 	e.live.Add(-1)
@@ -465,14 +465,14 @@ func (e *connEvidence) drop(k wire.HostKey, h *hostEvidence) {
 }
 
 // limit returns how many failures in a row make c one to leave:
-// connFailLimit when it was seen serving or its host is crowded, and
+// ConnFailLimit when it was seen serving or its host is crowded, and
 // otherwise 1, as a connection to a bad instance fails from the first (a
 // connection net/http dialled for a request that took another one
 // meanwhile is reused by the next without ever having served).
 func (c *connRecord) limit(crowded bool) int {
 	switch {
 	case c.ok || crowded:
-		return connFailLimit
+		return ConnFailLimit
 	case c.probation:
 		return probationLimit
 	}

@@ -1,4 +1,4 @@
-package retryhttp
+package evidence
 
 import (
 	"errors"
@@ -30,9 +30,9 @@ func (c addrConn) RemoteAddr() net.Addr { return c.remote }
 
 // traced returns the trace of an attempt to host over the HTTP/1
 // connection from local port port to 10.0.0.1:80.
-func traced(host string, port int) *peerTrace {
+func traced(host string, port int) *Trace {
 	req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/", nil)
-	p := &peerTrace{Context: req.Context(), req: req}
+	p := &Trace{Context: req.Context(), req: req}
 	p.conn = addrConn{
 		local:  &net.TCPAddr{IP: net.IPv4(10, 0, 0, 2), Port: port},
 		remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 80},
@@ -64,18 +64,18 @@ func TestEvidenceConnection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newConnEvidence(time.Now)
+			e := New(time.Now)
 			if tt.warmed {
-				e.failed(traced("svc.test", 9), unavailable(), nil)
-				e.succeeded(traced("svc.test", 8)) // the host serves
+				e.Failed(traced("svc.test", 9), unavailable(), nil)
+				e.Succeeded(traced("svc.test", 8)) // the host serves
 			}
 			p := traced("svc.test", 10)
 			for i, step := range tt.steps {
 				if step == 'o' {
-					e.succeeded(p)
+					e.Succeeded(p)
 					continue
 				}
-				leave := e.failed(p, unavailable(), nil)
+				leave := e.Failed(p, unavailable(), nil)
 				assert.Equal(t, step == 'L', leave, "step %d (%c) of %s", i, step, tt.steps)
 			}
 		})
@@ -83,64 +83,64 @@ func TestEvidenceConnection(t *testing.T) {
 }
 
 // TestEvidenceOutage proves that a host whose connections all fail is
-// down, not one of its instances: after hostLeaveLimit connections left in
-// a row, retries stay, but for one connection left after every probeGap
+// down, not one of its instances: after HostLeaveLimit connections left in
+// a row, retries stay, but for one connection left after every ProbeGap
 // failures, however long the outage (the gap never grows); a success at
 // the host ends it.
 func TestEvidenceOutage(t *testing.T) {
 	now := time.Unix(0, 0)
-	e := newConnEvidence(func() time.Time { return now })
+	e := New(func() time.Time { return now })
 	port := 1000
-	next := func() *peerTrace { port++; return traced("svc.test", port) }
-	for i := range hostLeaveLimit {
-		require.True(t, e.failed(next(), unavailable(), nil), "connection %d", i+1)
+	next := func() *Trace { port++; return traced("svc.test", port) }
+	for i := range HostLeaveLimit {
+		require.True(t, e.Failed(next(), unavailable(), nil), "connection %d", i+1)
 	}
 	var lefts []int
-	for i := 1; i <= probeGap*3; i++ {
-		if e.failed(next(), unavailable(), nil) {
+	for i := 1; i <= ProbeGap*3; i++ {
+		if e.Failed(next(), unavailable(), nil) {
 			lefts = append(lefts, i)
 		}
 	}
-	assert.Equal(t, []int{probeGap, 2 * probeGap, 3 * probeGap}, lefts, "failures after which a connection was left")
+	assert.Equal(t, []int{ProbeGap, 2 * ProbeGap, 3 * ProbeGap}, lefts, "failures after which a connection was left")
 
-	e.succeeded(next())
-	assert.True(t, e.failed(next(), unavailable(), nil), "after a success, a new connection that fails leaves")
+	e.Succeeded(next())
+	assert.True(t, e.Failed(next(), unavailable(), nil), "after a success, a new connection that fails leaves")
 }
 
 // TestEvidenceOutageProbesInTime proves that a down host's ejection is
-// bounded in time as well as in failures: a failure probeInterval or more
+// bounded in time as well as in failures: a failure ProbeInterval or more
 // after the last connection left leaves its connection, whatever the count
 // since, so that a client whose requests are rare tries a new connection
-// within probeInterval of the host healing.
+// within ProbeInterval of the host healing.
 func TestEvidenceOutageProbesInTime(t *testing.T) {
 	now := time.Unix(0, 0)
-	e := newConnEvidence(func() time.Time { return now })
+	e := New(func() time.Time { return now })
 	port := 1000
-	next := func() *peerTrace { port++; return traced("svc.test", port) }
-	for range hostLeaveLimit {
-		require.True(t, e.failed(next(), unavailable(), nil))
+	next := func() *Trace { port++; return traced("svc.test", port) }
+	for range HostLeaveLimit {
+		require.True(t, e.Failed(next(), unavailable(), nil))
 	}
-	now = now.Add(probeInterval - time.Millisecond)
-	assert.False(t, e.failed(next(), unavailable(), nil), "a failure within the interval stays")
+	now = now.Add(ProbeInterval - time.Millisecond)
+	assert.False(t, e.Failed(next(), unavailable(), nil), "a failure within the interval stays")
 	now = now.Add(time.Millisecond)
-	assert.True(t, e.failed(next(), unavailable(), nil), "the first failure once the interval passed leaves")
-	now = now.Add(probeInterval / 2)
-	assert.False(t, e.failed(next(), unavailable(), nil), "the interval starts again from the last one left")
+	assert.True(t, e.Failed(next(), unavailable(), nil), "the first failure once the interval passed leaves")
+	now = now.Add(ProbeInterval / 2)
+	assert.False(t, e.Failed(next(), unavailable(), nil), "the interval starts again from the last one left")
 }
 
 // TestEvidenceBurst proves that failures that come together between
 // successes, as concurrent requests' do, do not make the host down: a
 // success among its last downWindow outcomes says it serves.
 func TestEvidenceBurst(t *testing.T) {
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	port := 3000
-	next := func() *peerTrace { port++; return traced("svc.test", port) }
-	e.failed(next(), unavailable(), nil)
-	e.succeeded(next())
+	next := func() *Trace { port++; return traced("svc.test", port) }
+	e.Failed(next(), unavailable(), nil)
+	e.Succeeded(next())
 	for i := range downWindow - 1 {
-		require.True(t, e.failed(next(), unavailable(), nil), "failure %d after the success", i+1)
+		require.True(t, e.Failed(next(), unavailable(), nil), "failure %d after the success", i+1)
 	}
-	assert.False(t, e.failed(next(), unavailable(), nil), "once the success is %d outcomes old", downWindow)
+	assert.False(t, e.Failed(next(), unavailable(), nil), "once the success is %d outcomes old", downWindow)
 }
 
 // TestEvidenceAnotherAddress proves that a host whose failing connections
@@ -149,9 +149,9 @@ func TestEvidenceBurst(t *testing.T) {
 // dials another, until every address has failed.
 func TestEvidenceAnotherAddress(t *testing.T) {
 	addrs := []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.4")}
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	port := 4000
-	dialled := func(remote netip.Addr) *peerTrace {
+	dialled := func(remote netip.Addr) *Trace {
 		port++
 		p := traced("svc.test", port)
 		c := p.conn.(addrConn)
@@ -160,58 +160,58 @@ func TestEvidenceAnotherAddress(t *testing.T) {
 		p.conn, p.dc = dc, dc.(*attempt.Conn)
 		return p
 	}
-	for i := range hostLeaveLimit + 5 {
-		require.True(t, e.failed(dialled(addrs[0]), unavailable(), nil), "connection %d to the first address", i+1)
+	for i := range HostLeaveLimit + 5 {
+		require.True(t, e.Failed(dialled(addrs[0]), unavailable(), nil), "connection %d to the first address", i+1)
 	}
-	assert.True(t, e.failed(dialled(addrs[1]), unavailable(), nil), "a connection to the second, while the third is left")
-	assert.False(t, e.failed(dialled(addrs[2]), unavailable(), nil), "every address failed: the host is down")
+	assert.True(t, e.Failed(dialled(addrs[1]), unavailable(), nil), "a connection to the second, while the third is left")
+	assert.False(t, e.Failed(dialled(addrs[2]), unavailable(), nil), "every address failed: the host is down")
 }
 
 // TestEvidenceWholeConnection proves that a failure that ends the
 // connection leaves it at once, without counting towards the host's
 // outage: an error over HTTP/1, a response that closes.
 func TestEvidenceWholeConnection(t *testing.T) {
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	port := 2000
-	next := func() *peerTrace { port++; return traced("svc.test", port) }
-	for range 2 * hostLeaveLimit {
-		assert.True(t, e.failed(next(), nil, syscall.ECONNRESET), "an error over HTTP/1")
+	next := func() *Trace { port++; return traced("svc.test", port) }
+	for range 2 * HostLeaveLimit {
+		assert.True(t, e.Failed(next(), nil, syscall.ECONNRESET), "an error over HTTP/1")
 		closing := unavailable()
 		closing.Close = true
-		assert.True(t, e.failed(next(), closing, nil), "a response that closes")
+		assert.True(t, e.Failed(next(), closing, nil), "a response that closes")
 	}
 	p := traced("svc.test", 1)
-	assert.True(t, e.failed(p, unavailable(), nil), "the host is not down")
+	assert.True(t, e.Failed(p, unavailable(), nil), "the host is not down")
 }
 
 // TestEvidenceWithoutConnection proves that an attempt that got no
 // connection leaves nothing, and records nothing.
 func TestEvidenceWithoutConnection(t *testing.T) {
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
-	p := &peerTrace{Context: req.Context(), req: req}
-	assert.False(t, e.failed(p, nil, errors.New("connection refused")))
+	p := &Trace{Context: req.Context(), req: req}
+	assert.False(t, e.Failed(p, nil, errors.New("connection refused")))
 	assert.Zero(t, e.live.Load())
-	var none *connEvidence
-	assert.False(t, none.failed(p, unavailable(), nil))
-	none.succeeded(p)
+	var none *Evidence
+	assert.False(t, none.Failed(p, unavailable(), nil))
+	none.Succeeded(p)
 }
 
 // TestEvidenceForgets proves that the table costs nothing once failures
 // stop (a host's record goes after calmLimit successes) and holds at most
 // maxEvidenceHosts hosts.
 func TestEvidenceForgets(t *testing.T) {
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	p := traced("svc.test", 1)
-	e.failed(p, unavailable(), nil)
+	e.Failed(p, unavailable(), nil)
 	require.EqualValues(t, 1, e.live.Load())
 	for range calmLimit {
-		e.succeeded(p)
+		e.Succeeded(p)
 	}
 	assert.Zero(t, e.live.Load(), "records after %d successes", calmLimit)
 
 	for i := range maxEvidenceHosts + 10 {
-		e.failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
+		e.Failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
 	}
 	assert.EqualValues(t, maxEvidenceHosts, e.live.Load())
 	assert.Len(t, e.hosts, maxEvidenceHosts)
@@ -222,25 +222,25 @@ func TestEvidenceForgets(t *testing.T) {
 // TestEvidenceCrowdedHostsStay proves that past the bound on the hosts
 // remembered, a forgotten host's retries err on the side of staying on
 // their connections, never on dialling: a host recorded while the table is
-// full leaves a connection that never served only after connFailLimit
+// full leaves a connection that never served only after ConnFailLimit
 // failures in a row, and the retry after an attempt not traced stays.
 func TestEvidenceCrowdedHostsStay(t *testing.T) {
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	for i := range maxEvidenceHosts {
-		e.failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
+		e.Failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
 	}
 	p := traced("new.test", 1)
-	for i := 1; i < connFailLimit; i++ {
-		assert.False(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", i)
+	for i := 1; i < ConnFailLimit; i++ {
+		assert.False(t, e.Failed(p, unavailable(), nil), "failure %d of a crowded host", i)
 	}
-	assert.True(t, e.failed(p, unavailable(), nil), "failure %d of a crowded host", connFailLimit)
+	assert.True(t, e.Failed(p, unavailable(), nil), "failure %d of a crowded host", ConnFailLimit)
 	other, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
-	leave, _ := e.failedUntraced(other, false)
+	leave, _ := e.FailedUntraced(other, false)
 	assert.False(t, leave, "an attempt not traced, at a crowded host")
 
-	fresh := newConnEvidence(time.Now)
-	assert.True(t, fresh.failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
-	leave, _ = fresh.failedUntraced(other, false)
+	fresh := New(time.Now)
+	assert.True(t, fresh.Failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
+	leave, _ = fresh.FailedUntraced(other, false)
 	assert.True(t, leave, "and so does an attempt not traced")
 }
 
@@ -248,35 +248,35 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 // are traced exactly while it has a record: from its first failure, traced
 // or not, until calmLimit successes in a row.
 func TestEvidenceTracesHostsWithARecord(t *testing.T) {
-	e := newConnEvidence(time.Now)
+	e := New(time.Now)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
-	assert.False(t, e.traces(req), "before any failure")
-	e.failedUntraced(req, false)
-	assert.True(t, e.traces(req), "after a failure")
+	assert.False(t, e.Traces(req), "before any failure")
+	e.FailedUntraced(req, false)
+	assert.True(t, e.Traces(req), "after a failure")
 	p := traced("svc.test", 1)
 	for range calmLimit {
-		e.succeeded(p)
+		e.Succeeded(p)
 	}
-	assert.False(t, e.traces(req), "after %d successes", calmLimit)
-	var none *connEvidence
-	assert.False(t, none.traces(req))
+	assert.False(t, e.Traces(req), "after %d successes", calmLimit)
+	var none *Evidence
+	assert.False(t, none.Traces(req))
 }
 
 // BenchmarkEvidence measures what a success costs while no host has a
 // record (the steady state), and while its host has one.
 func BenchmarkEvidence(b *testing.B) {
 	b.Run("no record", func(b *testing.B) {
-		e := newConnEvidence(time.Now)
+		e := New(time.Now)
 		p := traced("svc.test", 1)
 		b.ReportAllocs()
 		for b.Loop() {
-			e.succeeded(p)
+			e.Succeeded(p)
 		}
 	})
 	b.Run("host recorded", func(b *testing.B) {
-		e := newConnEvidence(time.Now)
+		e := New(time.Now)
 		p := traced("svc.test", 1)
-		e.failed(traced("svc.test", 2), unavailable(), nil)
+		e.Failed(traced("svc.test", 2), unavailable(), nil)
 		e.mu.Lock()
 		for _, h := range e.hosts {
 			h.calm = -1 << 30 // never calm
@@ -285,7 +285,7 @@ func BenchmarkEvidence(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				e.succeeded(p)
+				e.Succeeded(p)
 			}
 		})
 	})

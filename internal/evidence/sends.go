@@ -1,4 +1,4 @@
-package retryhttp
+package evidence
 
 import (
 	"net/http/httptrace"
@@ -19,7 +19,7 @@ import (
 // (Attempts, Error.Attempts, the hooks, the log) count them, as a packet
 // capture would.
 //
-// A peerTrace counts them through net/http/httptrace, which an
+// A Trace counts them through net/http/httptrace, which an
 // *http.Transport calls for each send: GotConn, on the goroutine of
 // RoundTrip, when the send obtains its connection, and WroteRequest, on
 // the connection's goroutine, once the request is written. A send is
@@ -35,10 +35,10 @@ import (
 // Not counted, whatever WroteRequest said (over HTTP/1 it reports the
 // request written to net/http's buffer, before the buffer is flushed):
 //
-//   - a send on a pooled connection the trace refused (peerTrace.gotConn),
+//   - a send on a pooled connection the trace refused (Trace.gotConn),
 //     closed before the write;
 //   - a send on a connection a Dialer made that took no byte of it: one
-//     the Transport retired (peerTrace.retire) after a failed response
+//     the Transport retired (Trace.retire) after a failed response
 //     that net/http had pooled, or one found closed, whose write fails at
 //     once;
 //   - for a guarded attempt, a send of net/http's HTTP/1 loop that another
@@ -55,12 +55,12 @@ import (
 type sendCount struct {
 	g    *guard.Guard  // the attempt's guard, if it has one
 	send atomic.Uint32 // the current send: sendWritten, sendVoid
-	// resentLast reports, under the peerTrace's lock, that the last
+	// resentLast reports, under the Trace's lock, that the last
 	// GotConn found the send before it written, and resent holds the
 	// remote addresses of the connections of sends written and then sent
 	// again.
 	resentLast bool
-	// carries is set when the peerTrace answers for its trace itself,
+	// carries is set when the Trace answers for its trace itself,
 	// rather than through a context of httptrace's (kept here, where it
 	// costs no padding).
 	carries bool
@@ -77,7 +77,7 @@ const (
 // sendBegins records that the base obtained a connection for a send of
 // the attempt, at GotConn: a send before it that was written was sent
 // again.
-func (p *peerTrace) sendBegins() {
+func (p *Trace) sendBegins() {
 	prev := p.send.Swap(0)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -97,7 +97,7 @@ func (p *peerTrace) sendBegins() {
 
 // sendRefused marks the current send as one that writes nothing: its
 // connection was closed before the write.
-func (p *peerTrace) sendRefused() { p.send.Store(sendVoid) }
+func (p *Trace) sendRefused() { p.send.Store(sendVoid) }
 
 // http2WroteRequest is the function of net/http's HTTP/2 client that calls
 // WroteRequest. It calls it only once the request's header block is
@@ -108,19 +108,19 @@ const http2WroteRequest = "net/http.http2traceWroteRequest"
 // it was; over HTTP/2, also when its header block was, and its body was cut
 // short: the stream was refused or reset while the body was going out. The
 // caller is read from the stack only after such an error.
-func (p *peerTrace) wroteRequest(info httptrace.WroteRequestInfo) {
+func (p *Trace) wroteRequest(info httptrace.WroteRequestInfo) {
 	if info.Err == nil || guard.HookCaller() == http2WroteRequest {
 		p.send.CompareAndSwap(0, sendWritten)
 	}
 	if p.late.Load() {
-		p.settle() // as wroteHeaders does for a turn admit gave
+		p.Settle() // as wroteHeaders does for a turn admit gave
 	}
 }
 
-// resends returns the remote addresses of the connections of the sends
+// Resends returns the remote addresses of the connections of the sends
 // the base wrote and then sent again, in order, once the base's RoundTrip
 // has returned; nil for an attempt without a trace.
-func (p *peerTrace) resends() []netip.AddrPort {
+func (p *Trace) Resends() []netip.AddrPort {
 	if p == nil {
 		return nil
 	}
@@ -134,17 +134,3 @@ func (p *peerTrace) resends() []netip.AddrPort {
 	}
 	return r
 }
-
-// countResends counts the sends of the current attempt, traced by pt, that
-// the base made again on its own, and reports each to the retry hooks and
-// the log as a RetryEvent with BaseResend set.
-func (s *retryState) countResends(pt *peerTrace) {
-	for _, peer := range pt.resends() {
-		s.resent++
-		s.t.notify(RetryEvent{Request: s.req, Attempt: s.attempt, Peer: peer, BaseResend: true})
-	}
-}
-
-// sent returns how many sends of the request reached the wire: its
-// attempts and the base's own resends.
-func (s *retryState) sent() int { return s.attempt + s.resent }
