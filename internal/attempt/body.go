@@ -37,4 +37,3 @@ func CancelBody(rc io.ReadCloser, cancel func()) io.ReadCloser {
 	}
 	return b
 }
-
