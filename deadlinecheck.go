@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // Before each retry and each hedge of a request with a deadline, the
@@ -46,11 +48,11 @@ const (
 // table, for every request it may hedge; otherwise a table of its own,
 // which records the attempts of requests with a deadline only, so that a
 // request without one costs no clock reading.
-func answerTable(t *Transport) *latencyTable {
+func answerTable(t *Transport) *latency.Table {
 	if t.hedge != nil {
 		return nil
 	}
-	return newLatencyTable(fitHosts)
+	return latency.NewTable(fitHosts)
 }
 
 // typicalAnswer returns the median of the recent times to response headers
@@ -60,11 +62,11 @@ func (t *Transport) typicalAnswer(req *http.Request) time.Duration {
 	if t.hedge != nil {
 		table = t.hedge.table
 	}
-	hl := (*table.hosts.Load())[wire.RequestKey(req)]
+	hl := table.Lookup(wire.RequestKey(req))
 	if hl == nil {
 		return 0
 	}
-	return hl.quantile(fitQuantile, fitMinSamples)
+	return hl.Quantile(fitQuantile, fitMinSamples)
 }
 
 // retryFits reports whether a retry of the failed attempt a, sent at now
@@ -87,7 +89,7 @@ func (t *Transport) retryFits(a *http.Request, now time.Time, delay time.Duratio
 // for its deadline headers (0 without them), and whether the hedge may be
 // sent: it has at least the host's typical answer time left, and at least
 // minTimeLeft.
-func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration, bool) {
+func (t *Transport) hedgeTime(req *http.Request, hl *latency.Host) (time.Duration, bool) {
 	deadline, ok := req.Context().Deadline()
 	if !ok {
 		return 0, true
@@ -96,7 +98,7 @@ func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration
 	var need time.Duration
 	switch {
 	case !t.noFitCheck:
-		need = max(hl.quantile(fitQuantile, fitMinSamples), minTimeLeft)
+		need = max(hl.Quantile(fitQuantile, fitMinSamples), minTimeLeft)
 	case t.deadlineHeaders != nil:
 		need = minTimeLeft
 	}
@@ -112,7 +114,7 @@ func (t *Transport) hedgeTime(req *http.Request, hl *hostLatency) (time.Duration
 // sendTimed is exchange, recording the attempt's time to response
 // headers.
 func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
-	start := monotonic()
+	start := latency.Monotonic()
 	var resp *http.Response
 	var err error
 	if t.attemptTimeout <= 0 {
@@ -128,7 +130,7 @@ func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Resp
 // start (monotonic), when it has a response.
 func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *http.Response) {
 	if resp != nil {
-		t.answers.host(wire.RequestKey(a)).add(monotonic()-start, fitWindow)
+		t.answers.Host(wire.RequestKey(a)).Add(latency.Monotonic()-start, fitWindow)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 
 	"github.com/retryhttp/retryhttp/internal/evidence"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // The defaults of hedging, stated in package hedge's docs.
@@ -30,8 +32,8 @@ type hedging struct {
 	minDelay   time.Duration
 	minSamples int
 	window     uint32
-	earning    int64 // the hedge credit a request earns: MaxFraction of hedgeUnit
-	table      *latencyTable
+	earning    int64 // the hedge credit a request earns: MaxFraction of latency.HedgeUnit
+	table      *latency.Table
 }
 
 // WithHedging sends another copy of a request, a hedge, when no attempt has
@@ -93,8 +95,8 @@ func newHedging(opts []hedge.Option) *hedging {
 		minDelay:   c.MinDelay,
 		minSamples: c.MinSamples,
 		window:     uint32(c.Samples),
-		earning:    hedgeEarning(c.MaxFraction),
-		table:      newLatencyTable(defaultHedgeHosts),
+		earning:    latency.HedgeEarning(c.MaxFraction),
+		table:      latency.NewTable(defaultHedgeHosts),
 	}
 }
 
@@ -139,11 +141,11 @@ func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 
 // delay returns the delay before a hedge to the host of hl, and
 // whether there is one yet.
-func (h *hedging) delay(hl *hostLatency) (time.Duration, bool) {
+func (h *hedging) delay(hl *latency.Host) (time.Duration, bool) {
 	if h.fixed > 0 {
 		return h.fixed, true
 	}
-	d := time.Duration(hl.delay.Load())
+	d := hl.Delay()
 	if d == 0 {
 		return 0, false
 	}
@@ -155,11 +157,11 @@ func (h *hedging) delay(hl *hostLatency) (time.Duration, bool) {
 // attempts are traced when traced is set.
 func (t *Transport) sendFirstHedged(req, a *http.Request, p policy, traced bool) hedgeResult {
 	h := t.hedge
-	hl := h.table.host(wire.RequestKey(req))
+	hl := h.table.Host(wire.RequestKey(req))
 	var delay time.Duration
 	ok := false
 	if hl != nil {
-		hl.count(h.earning)
+		hl.Count(h.earning)
 		delay, ok = h.delay(hl)
 	}
 	if ok {
@@ -169,11 +171,11 @@ func (t *Transport) sendFirstHedged(req, a *http.Request, p policy, traced bool)
 	if traced {
 		a, pt = evidence.NewTrace(a, nil, nil, t.conns, false)
 	}
-	start := monotonic()
+	start := latency.Monotonic()
 	resp, err := t.send(a)
 	pt.End()
 	if resp != nil && hl != nil {
-		hl.record(start, monotonic(), h.window, h.quantile, h.minSamples)
+		hl.Record(start, latency.Monotonic(), h.window, h.quantile, h.minSamples)
 	}
 	return hedgeResult{resp: resp, a: a, pt: pt, sent: 1, err: err, first: pt}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // slowBase answers each attempt after the delay its function gives for the
@@ -285,7 +287,7 @@ func TestHedgeCap(t *testing.T) {
 			require.NoError(t, err)
 			resp.Body.Close()
 		}
-		assert.LessOrEqual(t, hedges.count(), n*5/100+hedgeBurst, "hedges")
+		assert.LessOrEqual(t, hedges.count(), n*5/100+latency.HedgeBurst, "hedges")
 		assert.Greater(t, hedges.count(), n*4/100, "hedges up to the cap")
 	})
 }
@@ -356,7 +358,7 @@ func TestWithHedgingAppliesOptions(t *testing.T) {
 	assert.Equal(t, time.Millisecond, def.minDelay)
 	assert.Equal(t, 100, def.minSamples)
 	assert.Equal(t, uint32(1000), def.window)
-	assert.Equal(t, hedgeEarning(0.05), def.earning)
+	assert.Equal(t, latency.HedgeEarning(0.05), def.earning)
 
 	h := New(WithHedging(hedge.Delay(time.Second), hedge.Quantile(0.5), hedge.MinDelay(0),
 		hedge.MinSamples(7), hedge.MaxFraction(1), hedge.Samples(2))).hedge
@@ -365,7 +367,7 @@ func TestWithHedgingAppliesOptions(t *testing.T) {
 	assert.Equal(t, time.Duration(0), h.minDelay)
 	assert.Equal(t, 7, h.minSamples)
 	assert.Equal(t, uint32(2), h.window)
-	assert.Equal(t, int64(hedgeUnit), h.earning)
+	assert.Equal(t, int64(latency.HedgeUnit), h.earning)
 }
 
 // TestHedgePause checks that when every request in flight passes the delay
@@ -393,7 +395,7 @@ func TestHedgePause(t *testing.T) {
 			wg.Go(do)
 		}
 		wg.Wait()
-		assert.Equal(t, pauseBurst, hedges.count(), "16 requests paused together")
+		assert.Equal(t, latency.PauseBurst, hedges.count(), "16 requests paused together")
 
 		// Slow requests, one at a time, each with an answer to its hedge:
 		// the saved hedges are there for them.
@@ -429,7 +431,7 @@ func TestHedgeScarce(t *testing.T) {
 		}}
 		var hedges hedgeEvents
 		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
-		hl := tr.hedge.table.host(wire.RequestKey(get(t, "http://svc.test/")))
+		hl := tr.hedge.table.Host(wire.RequestKey(get(t, "http://svc.test/")))
 		do := func() time.Duration {
 			base.mu.Lock()
 			base.n = 0
@@ -441,12 +443,12 @@ func TestHedgeScarce(t *testing.T) {
 			return time.Since(start)
 		}
 
-		hl.credit.Store(hedgeBurst * hedgeUnit / 2) // half left: not scarce
+		hl.SetCredit(latency.HedgeBurst * latency.HedgeUnit / 2) // half left: not scarce
 		first = 15 * time.Millisecond
 		assert.Equal(t, 11*time.Millisecond, do(), "hedged at the delay")
 		assert.Equal(t, 1, hedges.count())
 
-		hl.credit.Store(2 * hedgeUnit)
+		hl.SetCredit(2 * latency.HedgeUnit)
 		assert.Equal(t, 15*time.Millisecond, do(), "a little late: answered before a second delay")
 		assert.Equal(t, 1, hedges.count(), "no hedge spent on it")
 		first = time.Second

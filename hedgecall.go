@@ -14,6 +14,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 
 	"github.com/retryhttp/retryhttp/internal/evidence"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
@@ -25,7 +27,7 @@ type hedgeCall struct {
 	t     *Transport
 	req   *http.Request // the caller's
 	orig  *http.Request // the first attempt as the loop made it
-	hl    *hostLatency
+	hl    *latency.Host
 	delay time.Duration
 	start time.Duration // monotonic
 
@@ -43,12 +45,11 @@ type hedgeCall struct {
 	collecting  bool  // the first attempt has returned: no more hedges
 	race        *hedgeRace
 
-	// On the host's queue (hedgeQueue), under its lock: when the first
-	// hedge is due, and the neighbours.
-	due        time.Duration
-	prev, next *hedgeCall
-	queued     bool
+	wait latency.Waiter // its place on the host's queue until its first hedge is due
 }
+
+// Hedge starts the call's first hedge, for the host's queue.
+func (c *hedgeCall) Hedge() { c.fire() }
 
 // hedgeRace is what a call keeps once its first hedge is sent or put off.
 type hedgeRace struct {
@@ -94,18 +95,18 @@ type hedgeResult struct {
 // sendHedged makes the first attempt orig of req and, while no attempt has
 // answered, a hedge after each delay, up to the attempts allowed, as the
 // host's cap and the budget allow, each traced when traced is set.
-func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay time.Duration, p policy, traced bool) hedgeResult {
-	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1, traced: traced}
+func (t *Transport) sendHedged(req, orig *http.Request, hl *latency.Host, delay time.Duration, p policy, traced bool) hedgeResult {
+	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1, traced: traced}
 	c.ctx.parent = orig.Context()
 	if traced {
 		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, t.conns, false), &c.trace
 	} else {
 		c.first = c.trace.Hold(orig.WithContext(&c.ctx))
 	}
-	hl.hedges.add(c, c.start+delay, c.start)
+	hl.Hedges().Add(&c.wait, c, c.start+delay, c.start)
 	resp, err := t.send(c.first)
 	c.pt.End()
-	hl.hedges.remove(c)
+	hl.Hedges().Remove(&c.wait)
 
 	c.mu.Lock()
 	c.collecting = true
@@ -117,7 +118,7 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *hostLatency, delay t
 	if resp != nil || lost {
 		// A first attempt cut short by a winning hedge was at least this
 		// slow; counting it keeps the quantile from forgetting the tail.
-		hl.record(c.start, monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+		hl.Record(c.start, latency.Monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
 	}
 	if sent == 1 {
 		pt := c.firstTrace()
@@ -280,11 +281,11 @@ func (c *hedgeCall) fire() {
 	if stop || n > maxAttempts {
 		return
 	}
-	now := monotonic()
-	if c.hl.late(now, c.delay) {
+	now := latency.Monotonic()
+	if c.hl.Late(now, c.delay) {
 		return
 	}
-	if !deferred && c.hl.scarce() {
+	if !deferred && c.hl.Scarce() {
 		// Few hedges are left: keep them for the requests still waiting
 		// one delay later, the slowest, rather than the first to pass it.
 		c.mu.Lock()
@@ -360,16 +361,16 @@ func (c *hedgeCall) run(h *http.Request, n int) {
 // time left before the request's deadline, the host's cap and the budget
 // allow one: its request, with its own body, attempt number, attempt and
 // deadline headers, and what the budget took.
-func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
+func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
 	left, timely := t.hedgeTime(req, hl)
-	if req.Context().Err() != nil || !timely || !hl.mayHedge() {
+	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
 		return nil, 0, false
 	}
 	var took budget.Millitokens
 	if t.budget != nil {
 		var err error
 		if took, err = t.budget.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
-			hl.unhedge()
+			hl.Unhedge()
 			return nil, 0, false
 		}
 	}
@@ -397,11 +398,11 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *hostLatency, n, maxAt
 }
 
 // unprepareHedge undoes prepareHedge for a hedge h that will not be sent.
-func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *hostLatency, took budget.Millitokens) {
+func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
 	if h.Body != nil && h.Body != a.Body {
 		h.Body.Close()
 	}
-	hl.unhedge()
+	hl.Unhedge()
 	if t.budget != nil && took > 0 {
 		t.budget.Deposit(req, took)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // hedgeServer is a loopback server whose answer to each attempt, told by
@@ -189,7 +191,7 @@ func TestHedgeCapAfterQuietSpell(t *testing.T) {
 		require.Zero(t, hedges.count())
 		slow = true
 		do(1000)
-		assert.LessOrEqual(t, hedges.count(), 1000*5/100+hedgeBurst)
+		assert.LessOrEqual(t, hedges.count(), 1000*5/100+latency.HedgeBurst)
 	})
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // manyHosts returns a base transport whose dialer sends every host named
@@ -64,7 +66,7 @@ func TestHostMetAfterManyOthersIsHedged(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	assert.Equal(t, defaultHedgeHosts, len(*tr.hedge.table.hosts.Load()), "hosts tracked")
+	assert.Equal(t, defaultHedgeHosts, tr.hedge.table.Len(), "hosts tracked")
 
 	// Without a hedge, the request would wait for this deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -122,15 +124,15 @@ func TestHostInUseKeepsItsBudgetAmongDeadHosts(t *testing.T) {
 // latency table has not met, which takes the place of the least recently
 // used: one pass over the table and a copy of it.
 func BenchmarkLatencyTableNewHosts(b *testing.B) {
-	table := newLatencyTable(defaultHedgeHosts)
+	table := latency.NewTable(defaultHedgeHosts)
 	keys := make([]wire.HostKey, 4*defaultHedgeHosts)
 	for i := range keys {
 		keys[i] = wire.HostKey{Scheme: "https", Host: fmt.Sprintf("h%d.example", i)}
-		table.host(keys[i])
+		table.Host(keys[i])
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		table.host(keys[i%len(keys)])
+		table.Host(keys[i%len(keys)])
 	}
 }

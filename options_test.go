@@ -16,6 +16,8 @@ import (
 	"github.com/retryhttp/retryhttp/throttle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 func TestOptionsPanicOnInvalidValues(t *testing.T) {
@@ -156,7 +158,7 @@ func TestFeatureOptionsGivenTwiceAddUp(t *testing.T) {
 
 	tr = New(WithHedging(hedge.Delay(20*time.Millisecond)), WithHedging(hedge.MaxFraction(0.5)))
 	assert.Equal(t, 20*time.Millisecond, tr.hedge.fixed)
-	assert.Equal(t, hedgeEarning(0.5), tr.hedge.earning)
+	assert.Equal(t, latency.HedgeEarning(0.5), tr.hedge.earning)
 
 	tr = New(WithAdaptiveThrottling(throttle.Multiplier(3)), WithAdaptiveThrottling(throttle.MinRequests(7)))
 	assert.InDelta(t, 3.0, tr.throttle.Config().Multiplier, 1e-9)

@@ -29,6 +29,8 @@ import (
 	"github.com/retryhttp/retryhttp/internal/guard"
 
 	"github.com/retryhttp/retryhttp/internal/evidence"
+
+	"github.com/retryhttp/retryhttp/internal/latency"
 )
 
 // drainLimit bounds how much of a discarded response body is read so that
@@ -89,7 +91,7 @@ type Transport struct {
 	traceAll        bool               // every attempt is traced: hooks or a log report peers and the base's resends
 	conns           *evidence.Evidence // what traced connections showed; nil when none are
 	deadlineHeaders []deadline.Format  // nil: no deadline is sent
-	answers         *latencyTable      // hosts' answer times, when hedging does not keep them
+	answers         *latency.Table     // hosts' answer times, when hedging does not keep them
 	noFitCheck      bool               // in-package tests turn the check before a retry off
 	shaped          bool               // attempts are numbered, hedged, throttled or traced: none is plain
 	resumeLimit     int                // the most resumes of a body; 0: bodies are not resumed

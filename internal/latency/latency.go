@@ -1,4 +1,14 @@
-package retryhttp
+// Package latency keeps, per host, the recent times to response headers
+// and what is built on them: their quantiles (the hedge delay, the typical
+// answer a deadline must leave room for), the host's hedge credit, the
+// pause that stops hedges when a host answers nobody, and the queue of
+// calls waiting for their first hedge. Given latencies as they are
+// measured (Record) and requests as they come (Count), it answers with a
+// delay, a credit or a verdict; every table is bounded, forgetting the
+// host least recently used. It never sends, never sleeps (the queue's one
+// timer per host starts a waiting call's hedge on a goroutine of its own)
+// and never logs.
+package latency
 
 import (
 	"math/bits"
@@ -26,8 +36,8 @@ const (
 // twice the cost.
 var clockOrigin = time.Now()
 
-// monotonic returns the time since clockOrigin.
-func monotonic() time.Duration { return time.Since(clockOrigin) }
+// Monotonic returns the time since clockOrigin.
+func Monotonic() time.Duration { return time.Since(clockOrigin) }
 
 // latencyBucket returns the bucket of d.
 func latencyBucket(d time.Duration) int {
@@ -63,48 +73,48 @@ func (w *latencyWindow) reset() {
 	w.n.Store(0)
 }
 
-// A hostLatency tracks the time to response headers of requests to one
+// A Host tracks the time to response headers of requests to one
 // host, in two windows of a fixed number of samples, the current one and
 // the one before, so that the quantile follows changes within two windows
 // and is never computed from fewer samples than a window holds once the
 // first one is full. It also holds the host's hedge credit, for the cap on
 // hedges. Recording is lock-free; the windows turn under a lock, once per
 // window.
-type hostLatency struct {
+type Host struct {
 	win  [2]latencyWindow
 	cur  atomic.Uint32 // index of the current window
 	full atomic.Bool   // a window has been completed: the previous one counts
 
-	credit atomic.Int64 // hedges the host may send, in hedgeUnit
+	credit atomic.Int64 // hedges the host may send, in HedgeUnit
 
 	answered  atomic.Int64 // when a request last had its answer, monotonic
 	lateMu    sync.Mutex
-	lates     [pauseBurst]time.Duration // when requests last passed their delay, a ring
+	lates     [PauseBurst]time.Duration // when requests last passed their delay, a ring
 	lateNext  int                       // the oldest in lates
 	lateCount int
 
 	delay atomic.Int64 // the cached quantile, in ns; 0 while too few samples
 	mu    sync.Mutex   // turns the windows
 
-	hedges hedgeQueue // the calls waiting for their first hedge
+	hedges Queue // the calls waiting for their first hedge
 
-	used lru.Use // by the latencyTable
+	used lru.Use // by the Table
 }
 
-// record adds the latency of a request sent at start and answered at end
+// Record adds the latency of a request sent at start and answered at end
 // (monotonic times), turning the windows when the current one holds size
 // samples, and recomputing the cached quantile every 64 samples.
-func (h *hostLatency) record(start, end time.Duration, size uint32, q float64, minSamples int) {
+func (h *Host) Record(start, end time.Duration, size uint32, q float64, minSamples int) {
 	h.answered.Store(int64(end))
-	n := h.add(end-start, size)
+	n := h.Add(end-start, size)
 	if n%64 == 0 || (!h.full.Load() && int(n) == minSamples) {
-		h.delay.Store(int64(h.quantile(q, minSamples)))
+		h.delay.Store(int64(h.Quantile(q, minSamples)))
 	}
 }
 
-// add counts the latency d in the current window, turning the windows
+// Add counts the latency d in the current window, turning the windows
 // when it holds size samples, and returns how many that window held.
-func (h *hostLatency) add(d time.Duration, size uint32) uint32 {
+func (h *Host) Add(d time.Duration, size uint32) uint32 {
 	c := h.cur.Load()
 	w := &h.win[c]
 	w.counts[latencyBucket(d)].Add(1)
@@ -117,7 +127,7 @@ func (h *hostLatency) add(d time.Duration, size uint32) uint32 {
 
 // turn makes the previous window the current one, emptied, if c is still
 // the current one.
-func (h *hostLatency) turn(c uint32) {
+func (h *Host) turn(c uint32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cur.Load() != c {
@@ -129,11 +139,11 @@ func (h *hostLatency) turn(c uint32) {
 	h.full.Store(true)
 }
 
-// quantile returns the q-quantile of the samples in both windows,
+// Quantile returns the q-quantile of the samples in both windows,
 // interpolated within its bucket, or 0 when there are fewer than
 // minSamples. Even for a host whose latency hardly varies, so that its
 // samples share a bucket, about 1-q of the samples lie above it.
-func (h *hostLatency) quantile(q float64, minSamples int) time.Duration {
+func (h *Host) Quantile(q float64, minSamples int) time.Duration {
 	var counts [latencyBuckets]uint32
 	var total uint64
 	for w := range h.win {
@@ -168,68 +178,75 @@ func (h *hostLatency) quantile(q float64, minSamples int) time.Duration {
 
 // The cap on hedges is a token bucket of hedge credit per host: each
 // request that may be hedged earns the host a fraction of a hedge, each
-// hedge spends one, and at most hedgeBurst are saved. Over any run of
+// hedge spends one, and at most HedgeBurst are saved. Over any run of
 // requests, a host's hedges are then at most the fraction of them plus
-// hedgeBurst, whatever the host did before: a quiet spell saves no hedges
+// HedgeBurst, whatever the host did before: a quiet spell saves no hedges
 // for the moment it turns slow.
 const (
-	hedgeUnit = 1 << 20 // one hedge, in credit
-	// hedgeBurst is how many hedges a host may save, so that slow requests
+	HedgeUnit = 1 << 20 // one hedge, in credit
+	// HedgeBurst is how many hedges a host may save, so that slow requests
 	// that come together are not refused, and a new host can hedge its
 	// first slow requests.
-	hedgeBurst = 10
+	HedgeBurst = 10
 )
 
-// hedgeEarning returns the credit a request earns under fraction.
-func hedgeEarning(fraction float64) int64 { return max(int64(fraction*hedgeUnit), 1) }
+// Delay returns the cached quantile Record keeps, 0 while the host has too
+// few samples.
+func (h *Host) Delay() time.Duration { return time.Duration(h.delay.Load()) }
+
+// Hedges returns the host's queue of calls waiting for their first hedge.
+func (h *Host) Hedges() *Queue { return &h.hedges }
+
+// HedgeEarning returns the credit a request earns under fraction.
+func HedgeEarning(fraction float64) int64 { return max(int64(fraction*HedgeUnit), 1) }
 
 // newHostLatency returns a tracker whose hedge credit is full.
-func newHostLatency() *hostLatency {
-	h := &hostLatency{}
-	h.credit.Store(hedgeBurst * hedgeUnit)
+func newHost() *Host {
+	h := &Host{}
+	h.credit.Store(HedgeBurst * HedgeUnit)
 	return h
 }
 
-// count earns the host credit for a request that may be hedged. When the
+// Count earns the host credit for a request that may be hedged. When the
 // credit is full it only reads it, so that a host that needs no hedges
 // costs its requests no contended write.
-func (h *hostLatency) count(earning int64) {
-	if h.credit.Load() < hedgeBurst*hedgeUnit {
+func (h *Host) Count(earning int64) {
+	if h.credit.Load() < HedgeBurst*HedgeUnit {
 		h.credit.Add(earning) // concurrent adds may pass the burst by a little
 	}
 }
 
-// mayHedge spends a hedge's credit, if the host has it.
-func (h *hostLatency) mayHedge() bool {
+// MayHedge spends a hedge's credit, if the host has it.
+func (h *Host) MayHedge() bool {
 	for {
 		c := h.credit.Load()
-		if c < hedgeUnit {
+		if c < HedgeUnit {
 			return false
 		}
-		if h.credit.CompareAndSwap(c, c-hedgeUnit) {
+		if h.credit.CompareAndSwap(c, c-HedgeUnit) {
 			return true
 		}
 	}
 }
 
-// pauseBurst is how many requests may pass their hedge delay within one
+// PauseBurst is how many requests may pass their hedge delay within one
 // delay while the host answers nothing at all before the host counts as
 // paused. When every request in flight passes the delay at once, the client
 // or the server has paused for everyone: hedges would add load and spend
 // the host's saved hedges, which slow requests after the pause then lack.
-const pauseBurst = 3
+const PauseBurst = 3
 
-// late notes that a request passed its hedge delay at now, and reports
+// Late notes that a request passed its hedge delay at now, and reports
 // whether the host has paused: it has answered nothing for longer than
-// delay, and pauseBurst requests passed their delay within it before this
+// delay, and PauseBurst requests passed their delay within it before this
 // one. Noting and judging under one lock, concurrent late requests see
 // each other.
-func (h *hostLatency) late(now, delay time.Duration) (paused bool) {
+func (h *Host) Late(now, delay time.Duration) (paused bool) {
 	h.lateMu.Lock()
 	defer h.lateMu.Unlock()
-	paused = h.lateCount >= pauseBurst && now-h.lates[h.lateNext] <= delay
+	paused = h.lateCount >= PauseBurst && now-h.lates[h.lateNext] <= delay
 	h.lates[h.lateNext] = now
-	h.lateNext = (h.lateNext + 1) % pauseBurst
+	h.lateNext = (h.lateNext + 1) % PauseBurst
 	h.lateCount++
 	if a := h.answered.Load(); a != 0 && now-time.Duration(a) <= delay {
 		return false // 0: never answered
@@ -237,37 +254,47 @@ func (h *hostLatency) late(now, delay time.Duration) (paused bool) {
 	return paused
 }
 
-// scarce reports whether the host has fewer than half of hedgeBurst
+// Scarce reports whether the host has fewer than half of HedgeBurst
 // hedges left.
-func (h *hostLatency) scarce() bool { return h.credit.Load() < hedgeBurst*hedgeUnit/2 }
+func (h *Host) Scarce() bool { return h.credit.Load() < HedgeBurst*HedgeUnit/2 }
 
-// unhedge gives back the credit of a hedge that was not sent.
-func (h *hostLatency) unhedge() { h.credit.Add(hedgeUnit) }
+// SetCredit sets the host's hedge credit to hedges, in HedgeUnit: for a
+// test that puts a host in a given state.
+func (h *Host) SetCredit(hedges int64) { h.credit.Store(hedges) }
 
-// A latencyTable keeps a hostLatency per destination, at most max of them:
+// Unhedge gives back the credit of a hedge that was not sent.
+func (h *Host) Unhedge() { h.credit.Add(HedgeUnit) }
+
+// A Table keeps a Host per destination, at most max of them:
 // a new host takes the place of the one least recently used, whose
 // latencies and hedge credit are forgotten. A host forgotten and met again
 // starts as a new one: it is hedged after a fixed delay at once, and on its
 // quantile once it has enough samples again, with a fresh hedge credit of
-// hedgeBurst, which is all a new host would have.
-type latencyTable struct {
+// HedgeBurst, which is all a new host would have.
+type Table struct {
 	max   int
-	hosts atomic.Pointer[map[wire.HostKey]*hostLatency] // never modified once stored
+	hosts atomic.Pointer[map[wire.HostKey]*Host] // never modified once stored
 	clock lru.Clock
 	mu    sync.Mutex
 }
 
-func newLatencyTable(max int) *latencyTable {
-	t := &latencyTable{max: max}
-	t.hosts.Store(&map[wire.HostKey]*hostLatency{})
+func NewTable(max int) *Table {
+	t := &Table{max: max}
+	t.hosts.Store(&map[wire.HostKey]*Host{})
 	return t
 }
 
-func hostLatencyUse(h *hostLatency) *lru.Use { return &h.used }
+func hostUse(h *Host) *lru.Use { return &h.used }
 
-// host returns k's tracker, making it, in the place of the host least
+// Len returns how many hosts the table holds.
+func (t *Table) Len() int { return len(*t.hosts.Load()) }
+
+// Lookup returns k's tracker, nil if k has none.
+func (t *Table) Lookup(k wire.HostKey) *Host { return (*t.hosts.Load())[k] }
+
+// Host returns k's tracker, making it, in the place of the host least
 // recently used if the table is full, if k has none.
-func (t *latencyTable) host(k wire.HostKey) *hostLatency {
+func (t *Table) Host(k wire.HostKey) *Host {
 	if h := (*t.hosts.Load())[k]; h != nil {
 		h.used.Touch(&t.clock)
 		return h
@@ -278,8 +305,8 @@ func (t *latencyTable) host(k wire.HostKey) *hostLatency {
 	if h := m[k]; h != nil {
 		return h
 	}
-	h := newHostLatency()
-	next, _, _, _ := lru.Insert(m, k, h, t.max, &t.clock, hostLatencyUse)
+	h := newHost()
+	next, _, _, _ := lru.Insert(m, k, h, t.max, &t.clock, hostUse)
 	t.hosts.Store(&next)
 	return h
 }

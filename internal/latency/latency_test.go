@@ -1,4 +1,4 @@
-package retryhttp
+package latency
 
 import (
 	"testing"
@@ -33,31 +33,31 @@ func TestLatencyBuckets(t *testing.T) {
 // following a change of the host's latency within two windows.
 func TestLatencyQuantile(t *testing.T) {
 	const window, minSamples = 1000, 100
-	h := newHostLatency()
+	h := newHost()
 	for i := range minSamples - 1 {
-		h.record(0, time.Duration(i+1)*time.Millisecond, window, 0.95, minSamples)
+		h.Record(0, time.Duration(i+1)*time.Millisecond, window, 0.95, minSamples)
 	}
-	assert.Zero(t, h.quantile(0.95, minSamples), "too few samples")
+	assert.Zero(t, h.Quantile(0.95, minSamples), "too few samples")
 
-	h = newHostLatency()
+	h = newHost()
 	for i := range window {
-		h.record(0, time.Duration(i+1)*time.Microsecond*10, window, 0.95, minSamples) // 10 µs to 10 ms
+		h.Record(0, time.Duration(i+1)*time.Microsecond*10, window, 0.95, minSamples) // 10 µs to 10 ms
 	}
-	got := h.quantile(0.95, minSamples)
+	got := h.Quantile(0.95, minSamples)
 	assert.InDelta(t, float64(9500*time.Microsecond), float64(got), 0.125*9500*float64(time.Microsecond), "p95 of 10 µs to 10 ms")
 
-	h = newHostLatency()
+	h = newHost()
 	for range window {
-		h.record(0, 2*time.Millisecond, window, 0.95, minSamples)
+		h.Record(0, 2*time.Millisecond, window, 0.95, minSamples)
 	}
-	got = h.quantile(0.95, minSamples)
+	got = h.Quantile(0.95, minSamples)
 	assert.Less(t, got, latencyUpper(latencyBucket(2*time.Millisecond)), "inside the one bucket")
 	assert.GreaterOrEqual(t, got, latencyUpper(latencyBucket(2*time.Millisecond)-1))
 
 	// The host turns ten times slower: two windows later, the quantile
 	// is all new.
 	for range 2 * window {
-		h.record(0, 20*time.Millisecond, window, 0.95, minSamples)
+		h.Record(0, 20*time.Millisecond, window, 0.95, minSamples)
 	}
 	assert.InDelta(t, float64(20*time.Millisecond), float64(time.Duration(h.delay.Load())), 0.125*float64(20*time.Millisecond))
 }
