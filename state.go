@@ -255,20 +255,6 @@ func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v cla
 	return delay, reason
 }
 
-// pay withdraws the cost of a retry with verdict v from the budget, and
-// reports false when the budget refuses it.
-func (s *retryState) pay(v classify.Verdict) bool {
-	if s.t.budget == nil {
-		return true
-	}
-	took, err := s.t.budget.Withdraw(s.req, v)
-	if err != nil {
-		return false
-	}
-	s.spent = took
-	return true
-}
-
 // release lets go of the failed attempt's response, if any, whose body is
 // body: closed unread when the retry should leave its connection, which
 // then goes with it (connEvidence.failed says when), and otherwise drained
@@ -324,26 +310,10 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 	return err
 }
 
-// refund gives the budget back what it took for a retry that was paid for
-// but is not sent.
-func (s *retryState) refund() {
-	if s.t.budget != nil && s.spent > 0 {
-		s.t.budget.Deposit(s.req, s.spent)
-	}
-}
-
 // next moves to the next attempt, made after a retry's delay.
 func (s *retryState) next(delay time.Duration) {
 	s.prev = delay
 	s.attempt++
-}
-
-// succeed refunds the budget for the request's success: what the last
-// retry cost, or the refund of a first attempt that succeeded.
-func (s *retryState) succeed() {
-	if s.t.budget != nil {
-		s.t.deposit(s.req, s.spent)
-	}
 }
 
 // retryEvent describes the retry about to be made after the failed attempt

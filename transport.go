@@ -11,9 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/backoff"
-	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/deadline"
@@ -21,6 +19,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/resume"
@@ -183,21 +182,6 @@ func (t *Transport) configure() {
 // defaultIdlePerHost is how many idle connections the default base keeps
 // per host.
 const defaultIdlePerHost = 100
-
-// defaultBase returns go-cleanhttp's pooled transport, keeping as many idle
-// connections per host as in all (100). Its own per-host default,
-// GOMAXPROCS+1, closes the connections of concurrent callers as soon as they
-// finish, so a struggling dependency would see a new connection, and
-// perhaps a TLS handshake, for most requests just when it can least afford
-// them. The connections it does open resume TLS sessions (resumeTLS).
-func defaultBase() *http.Transport {
-	tr := cleanhttp.DefaultPooledTransport()
-	tr.MaxIdleConnsPerHost = defaultIdlePerHost
-	tr.DialContext = base.NewDialer().DialContext
-	resumeTLS(tr)
-	reportProxyRefusals(tr, true)
-	return tr
-}
 
 // ready returns the Transport that does t's work: t itself when New made
 // it, and for a zero Transport one that New() makes on first use.
@@ -602,4 +586,41 @@ func (t *Transport) notify(e RetryEvent) {
 		t.onRetry(e)
 	}
 	t.logRetry(e)
+}
+
+// plain reports whether req's first attempt is req itself, sent as it is,
+// with nothing prepared for a retry: a valid request that may be sent
+// twice (its method is idempotent or it carries an idempotency key),
+// without a body or with a GetBody of http.NewRequest's, through a
+// Transport that neither numbers, hedges nor throttles attempts, nor
+// traces their connections (every attempt's, or those of a host that
+// failed lately), nor sends the request's deadline.
+func (t *Transport) plain(req *http.Request) bool {
+	// t.shaped: the attempts are numbered, hedged, throttled or all traced.
+	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && hasDeadline(req.Context())) {
+		return false
+	}
+	if t.conns.Traces(req) {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {
+		return false
+	}
+	return wire.IdempotentMethod(req.Method) || wire.HasIdempotencyKey(req.Header)
+}
+
+// doneAtOnce reports whether resp, the response to the plain first attempt
+// req, ends the request as a success the default classifier would not
+// retry, and refills the budget as such a success does.
+func (t *Transport) doneAtOnce(req *http.Request, resp *http.Response) bool {
+	if resp.StatusCode >= 300 {
+		return false
+	}
+	if !t.plainClassifier {
+		return false
+	}
+	if t.budget != nil {
+		t.deposit(req, 0)
+	}
+	return true
 }
