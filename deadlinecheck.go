@@ -60,7 +60,7 @@ func answerTable(t *Transport) *latency.Table {
 func (t *Transport) typicalAnswer(req *http.Request) time.Duration {
 	table := t.answers
 	if t.hedge != nil {
-		table = t.hedge.table
+		table = t.hedge.Table()
 	}
 	hl := table.Lookup(wire.RequestKey(req))
 	if hl == nil {

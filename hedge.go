@@ -5,36 +5,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/hedge"
-	"github.com/retryhttp/retryhttp/internal/config"
-	"github.com/retryhttp/retryhttp/internal/wire"
-
+	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/evidence"
-
 	"github.com/retryhttp/retryhttp/internal/latency"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
-
-// The defaults of hedging, stated in package hedge's docs.
-const (
-	defaultHedgeQuantile    = 0.95
-	defaultHedgeMinDelay    = time.Millisecond
-	defaultHedgeMinSamples  = 100
-	defaultHedgeMaxFraction = 0.05
-	defaultHedgeSamples     = 1000
-	// defaultHedgeHosts bounds the hosts whose latency is tracked.
-	defaultHedgeHosts = 1024
-)
-
-// hedging is how a Transport hedges: the delay's rule and the cap.
-type hedging struct {
-	fixed      time.Duration // a fixed delay; 0: the quantile
-	quantile   float64
-	minDelay   time.Duration
-	minSamples int
-	window     uint32
-	earning    int64 // the hedge credit a request earns: MaxFraction of latency.HedgeUnit
-	table      *latency.Table
-}
 
 // WithHedging sends another copy of a request, a hedge, when no attempt has
 // had a response within a delay, and returns whichever response comes
@@ -76,30 +55,6 @@ func WithHedging(opts ...hedge.Option) Option {
 	}
 }
 
-// newHedging returns the hedging opts configure, applied in order over
-// the defaults. Each Transport has its own latencies.
-func newHedging(opts []hedge.Option) *hedging {
-	c := config.Hedge{
-		Quantile:    defaultHedgeQuantile,
-		MinDelay:    defaultHedgeMinDelay,
-		MinSamples:  defaultHedgeMinSamples,
-		MaxFraction: defaultHedgeMaxFraction,
-		Samples:     defaultHedgeSamples,
-	}
-	for _, o := range opts {
-		o(&c)
-	}
-	return &hedging{
-		fixed:      c.Delay,
-		quantile:   c.Quantile,
-		minDelay:   c.MinDelay,
-		minSamples: c.MinSamples,
-		window:     uint32(c.Samples),
-		earning:    latency.HedgeEarning(c.MaxFraction),
-		table:      latency.NewTable(defaultHedgeHosts),
-	}
-}
-
 // NoHedge returns a copy of ctx under which requests are never hedged.
 func NoHedge(ctx context.Context) context.Context {
 	return withCallOptions(ctx, func(co *callOptions) { co.noHedge = true })
@@ -128,10 +83,6 @@ func WithOnHedge(fn func(HedgeEvent)) Option {
 	return func(t *Transport) { t.onHedge = both(t.onHedge, fn) }
 }
 
-// sentKey is the context key under which a hedged request's winner carries
-// how many attempts were sent, when the winner is not the last of them.
-type sentKey struct{}
-
 // hedgeable reports whether req, whose policy is p, may be hedged.
 func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 	return p.maxAttempts > 1 && !p.noHedge &&
@@ -139,43 +90,80 @@ func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 		(!hasBody || req.GetBody != nil)
 }
 
-// delay returns the delay before a hedge to the host of hl, and
-// whether there is one yet.
-func (h *hedging) delay(hl *latency.Host) (time.Duration, bool) {
-	if h.fixed > 0 {
-		return h.fixed, true
+// prepareHedge returns hedge n of req, whose first attempt is a, if the
+// time left before the request's deadline, the host's cap and the budget
+// allow one: its request, with its own body, attempt number, attempt and
+// deadline headers, and what the budget took.
+func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
+	left, timely := t.hedgeTime(req, hl)
+	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
+		return nil, 0, false
 	}
-	d := hl.Delay()
-	if d == 0 {
-		return 0, false
+	var took budget.Millitokens
+	if t.budget != nil {
+		var err error
+		if took, err = t.budget.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
+			hl.Unhedge()
+			return nil, 0, false
+		}
 	}
-	return max(d, h.minDelay), true
+	hctx := attempt.WithNumber(a.Context(), n)
+	if left > 0 {
+		hctx = deadlinefmt.WithSent(hctx, left)
+	}
+	h := a.WithContext(hctx)
+	if t.attemptHeader != "" {
+		h.Header = a.Header.Clone()
+		wire.SetField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
+	}
+	if left > 0 {
+		h.Header = t.deadlineHeader(h.Header, t.attemptHeader != "", left)
+	}
+	if a.Body != nil && a.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil || body == nil {
+			t.unprepareHedge(req, a, h, hl, took)
+			return nil, 0, false
+		}
+		h.Body = body
+	}
+	return h, took, true
 }
 
-// sendFirstHedged makes the first attempt a of req, hedged when the host's
-// delay is known; otherwise it sends a alone, recording its latency. Its
-// attempts are traced when traced is set.
-func (t *Transport) sendFirstHedged(req, a *http.Request, p policy, traced bool) hedgeResult {
-	h := t.hedge
-	hl := h.table.Host(wire.RequestKey(req))
-	var delay time.Duration
-	ok := false
-	if hl != nil {
-		hl.Count(h.earning)
-		delay, ok = h.delay(hl)
+// unprepareHedge undoes prepareHedge for a hedge h that will not be sent.
+func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
+	if h.Body != nil && h.Body != a.Body {
+		h.Body.Close()
 	}
-	if ok {
-		return t.sendHedged(req, a, hl, delay, p, traced)
+	hl.Unhedge()
+	if t.budget != nil && took > 0 {
+		t.budget.Deposit(req, took)
 	}
-	var pt *evidence.Trace
-	if traced {
-		a, pt = evidence.NewTrace(a, nil, nil, t.conns, false)
-	}
-	start := latency.Monotonic()
-	resp, err := t.send(a)
-	pt.End()
-	if resp != nil && hl != nil {
-		hl.Record(start, latency.Monotonic(), h.window, h.quantile, h.minSamples)
-	}
-	return hedgeResult{resp: resp, a: a, pt: pt, sent: 1, err: err, first: pt}
 }
+
+// hedgeEnv is a Transport as the hedged call sees it (hedging.Env).
+type hedgeEnv Transport
+
+func (e *hedgeEnv) Send(a *http.Request) (*http.Response, error) { return (*Transport)(e).send(a) }
+
+func (e *hedgeEnv) Wins(a *http.Request, resp *http.Response, err error) bool {
+	return resp != nil && e.classifier.Classify(a, resp, err).Decision != classify.Retry
+}
+
+func (e *hedgeEnv) Prepare(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
+	return (*Transport)(e).prepareHedge(req, a, hl, n, maxAttempts)
+}
+
+func (e *hedgeEnv) Unprepare(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
+	(*Transport)(e).unprepareHedge(req, a, h, hl, took)
+}
+
+func (e *hedgeEnv) Hedging(req *http.Request, n int, waited time.Duration) {
+	t := (*Transport)(e)
+	if t.onHedge != nil {
+		t.onHedge(HedgeEvent{Request: req, Attempt: n, Delay: waited})
+	}
+	t.logHedge(req, n, waited)
+}
+
+func (e *hedgeEnv) Conns() *evidence.Evidence { return e.conns }

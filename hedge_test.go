@@ -353,21 +353,21 @@ func TestWithHedgingRejectsBadOptions(t *testing.T) {
 // Transport, and that the defaults are those package hedge documents.
 func TestWithHedgingAppliesOptions(t *testing.T) {
 	def := New(WithHedging()).hedge
-	assert.Equal(t, time.Duration(0), def.fixed)
-	assert.Equal(t, 0.95, def.quantile)
-	assert.Equal(t, time.Millisecond, def.minDelay)
-	assert.Equal(t, 100, def.minSamples)
-	assert.Equal(t, uint32(1000), def.window)
-	assert.Equal(t, latency.HedgeEarning(0.05), def.earning)
+	assert.Equal(t, time.Duration(0), def.Config().Delay)
+	assert.Equal(t, 0.95, def.Config().Quantile)
+	assert.Equal(t, time.Millisecond, def.Config().MinDelay)
+	assert.Equal(t, 100, def.Config().MinSamples)
+	assert.Equal(t, 1000, def.Config().Samples)
+	assert.Equal(t, latency.HedgeEarning(0.05), def.Earning())
 
 	h := New(WithHedging(hedge.Delay(time.Second), hedge.Quantile(0.5), hedge.MinDelay(0),
 		hedge.MinSamples(7), hedge.MaxFraction(1), hedge.Samples(2))).hedge
-	assert.Equal(t, time.Second, h.fixed)
-	assert.Equal(t, 0.5, h.quantile)
-	assert.Equal(t, time.Duration(0), h.minDelay)
-	assert.Equal(t, 7, h.minSamples)
-	assert.Equal(t, uint32(2), h.window)
-	assert.Equal(t, int64(latency.HedgeUnit), h.earning)
+	assert.Equal(t, time.Second, h.Config().Delay)
+	assert.Equal(t, 0.5, h.Config().Quantile)
+	assert.Equal(t, time.Duration(0), h.Config().MinDelay)
+	assert.Equal(t, 7, h.Config().MinSamples)
+	assert.Equal(t, 2, h.Config().Samples)
+	assert.Equal(t, int64(latency.HedgeUnit), h.Earning())
 }
 
 // TestHedgePause checks that when every request in flight passes the delay
@@ -431,7 +431,7 @@ func TestHedgeScarce(t *testing.T) {
 		}}
 		var hedges hedgeEvents
 		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(10*time.Millisecond)), WithoutBudget(), hedges.option())
-		hl := tr.hedge.table.Host(wire.RequestKey(get(t, "http://svc.test/")))
+		hl := tr.hedge.Table().Host(wire.RequestKey(get(t, "http://svc.test/")))
 		do := func() time.Duration {
 			base.mu.Lock()
 			base.n = 0
@@ -463,5 +463,5 @@ func TestWithHedgingSharedOption(t *testing.T) {
 	opt := WithHedging()
 	a, b := New(opt), New(opt)
 	assert.NotSame(t, a.hedge, b.hedge)
-	assert.NotSame(t, a.hedge.table, b.hedge.table)
+	assert.NotSame(t, a.hedge.Table(), b.hedge.Table())
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -26,7 +27,7 @@ func TestHedgingSuccessPathAllocations(t *testing.T) {
 		t.Run(base.name, func(t *testing.T) {
 			tr := New(WithBase(base.rt), WithHedging())
 			get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
-			for range defaultHedgeMinSamples {
+			for range hedging.DefaultMinSamples {
 				tr.RoundTrip(get) // the quantile is known from here on
 			}
 			allocs := testing.AllocsPerRun(100, func() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,7 +67,7 @@ func TestHostMetAfterManyOthersIsHedged(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	assert.Equal(t, defaultHedgeHosts, tr.hedge.table.Len(), "hosts tracked")
+	assert.Equal(t, hedging.Hosts, tr.hedge.Table().Len(), "hosts tracked")
 
 	// Without a hedge, the request would wait for this deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -124,8 +125,8 @@ func TestHostInUseKeepsItsBudgetAmongDeadHosts(t *testing.T) {
 // latency table has not met, which takes the place of the least recently
 // used: one pass over the table and a copy of it.
 func BenchmarkLatencyTableNewHosts(b *testing.B) {
-	table := latency.NewTable(defaultHedgeHosts)
-	keys := make([]wire.HostKey, 4*defaultHedgeHosts)
+	table := latency.NewTable(hedging.Hosts)
+	keys := make([]wire.HostKey, 4*hedging.Hosts)
 	for i := range keys {
 		keys[i] = wire.HostKey{Scheme: "https", Host: fmt.Sprintf("h%d.example", i)}
 		table.Host(keys[i])

@@ -157,8 +157,8 @@ func TestFeatureOptionsGivenTwiceAddUp(t *testing.T) {
 	assert.Equal(t, 5, tr.resumeLimit, "the later one overrides")
 
 	tr = New(WithHedging(hedge.Delay(20*time.Millisecond)), WithHedging(hedge.MaxFraction(0.5)))
-	assert.Equal(t, 20*time.Millisecond, tr.hedge.fixed)
-	assert.Equal(t, latency.HedgeEarning(0.5), tr.hedge.earning)
+	assert.Equal(t, 20*time.Millisecond, tr.hedge.Config().Delay)
+	assert.Equal(t, latency.HedgeEarning(0.5), tr.hedge.Earning())
 
 	tr = New(WithAdaptiveThrottling(throttle.Multiplier(3)), WithAdaptiveThrottling(throttle.MinRequests(7)))
 	assert.InDelta(t, 3.0, tr.throttle.Config().Multiplier, 1e-9)

@@ -282,7 +282,7 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 	case resp != nil && leave:
 		body.Close()
 	case resp != nil:
-		discardBody(body)
+		attempt.DiscardBody(body)
 	}
 	if peer := pt.Peer(); leave && peer.IsValid() {
 		s.failed = append(s.failed, peer)

@@ -18,6 +18,7 @@ import (
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/throttling"
@@ -30,15 +31,6 @@ import (
 	"github.com/retryhttp/retryhttp/internal/evidence"
 
 	"github.com/retryhttp/retryhttp/internal/latency"
-)
-
-// drainLimit bounds how much of a discarded response body is read so that
-// its connection can be reused, and drainTimeout how long that may take. A
-// longer or slower body is closed unread, which costs that connection but
-// never unbounded reading or waiting.
-const (
-	drainLimit   = 4 << 10
-	drainTimeout = 100 * time.Millisecond
 )
 
 // A Transport is an http.RoundTripper that retries failed attempts of a
@@ -83,7 +75,7 @@ type Transport struct {
 	onGiveUp        func(GiveUpEvent)
 	onHedge         func(HedgeEvent)
 	resendable      func(*http.Request) bool
-	hedge           *hedging // nil: no hedging
+	hedge           *hedging.Hedging // nil: no hedging
 	throttle        *throttling.Throttler
 	logger          *slog.Logger
 	peers           bool               // attempts' connections can be traced
@@ -171,7 +163,7 @@ func (t *Transport) configure() {
 		t.resumeLimit, t.stallTimeout = c.Limit, c.StallTimeout
 	}
 	if t.given&givenHedging != 0 {
-		t.hedge = newHedging(t.hedgeOpts)
+		t.hedge = hedging.New(t.hedgeOpts)
 	}
 	if t.given&givenThrottling != 0 {
 		t.throttle = newThrottling(t, t.throttleOpts)
@@ -251,7 +243,7 @@ func Attempts(resp *http.Response) int {
 		return 1
 	}
 	ctx := resp.Request.Context()
-	if n, ok := ctx.Value(sentKey{}).(int); ok {
+	if n, ok := hedging.Sent(ctx); ok {
 		return n
 	}
 	return attempt.Number(ctx)
@@ -309,10 +301,10 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			// A request that may be hedged is traced whenever it can
 			// be: its call holds the trace, at no allocation of its
 			// own, and net/http's resends of it are counted.
-			r := t.sendFirstHedged(req, a, s.p, t.peers)
-			resp, a, pt, s.attempt, s.spent, err = r.resp, r.a, r.pt, r.sent, r.spent, r.err
-			s.countResends(r.first)
-			for _, h := range r.hedges {
+			r := t.hedge.SendFirst((*hedgeEnv)(t), req, a, s.p.maxAttempts, t.peers)
+			resp, a, pt, s.attempt, s.spent, err = r.Resp, r.A, r.PT, r.Sent, r.Spent, r.Err
+			s.countResends(r.First)
+			for _, h := range r.Hedges {
 				s.countResends(h)
 			}
 		default:
@@ -526,7 +518,7 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 		resp.Request = a
 	}
 	if s.resent > 0 {
-		withSent(resp, s.sent())
+		hedging.WithSent(resp, s.sent())
 	}
 	if resumeCandidate(s.t, resp) {
 		s.offerResume(a, pt, resp)
@@ -547,21 +539,6 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 // instance's alone.
 func instanceFailure(resp *http.Response, v classify.Verdict) bool {
 	return resp != nil && (v.Misdirected || resp.StatusCode >= 500 && !v.Throttle)
-}
-
-// discard drains a little of a response that will not be returned, so its
-// connection can be reused, and closes it.
-func discard(resp *http.Response) { discardBody(resp.Body) }
-
-// discardBody drains a little of a response body that will not be
-// returned, and closes it. A body that stalls is closed after
-// drainTimeout, which ends a blocked read in net/http's bodies.
-func discardBody(body io.ReadCloser) {
-	stop := time.AfterFunc(drainTimeout, func() { body.Close() })
-	_, _ = io.CopyN(io.Discard, body, drainLimit)
-	if stop.Stop() {
-		body.Close()
-	}
 }
 
 // wait sleeps for d or until ctx is done, whichever comes first.

@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/evidence"
 )
 
@@ -1024,7 +1025,7 @@ func TestStalledDiscardedBodyInMemory(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 200, resp.StatusCode)
-		assert.Equal(t, drainTimeout, time.Since(start), "the drain waited its limit, then closed the body")
+		assert.Equal(t, attempt.DrainTimeout, time.Since(start), "the drain waited its limit, then closed the body")
 	})
 }
 

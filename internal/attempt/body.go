@@ -2,7 +2,9 @@ package attempt
 
 import (
 	"io"
+	"net/http"
 	"sync"
+	"time"
 )
 
 // cancelBody releases an attempt's context when the caller closes the
@@ -37,3 +39,27 @@ func CancelBody(rc io.ReadCloser, cancel func()) io.ReadCloser {
 	}
 	return b
 }
+
+// Discard drains a little of a response that will not be returned, so its
+// connection can be reused, and closes it.
+func Discard(resp *http.Response) { DiscardBody(resp.Body) }
+
+// DiscardBody drains a little of a response body that will not be
+// returned, and closes it. A body that stalls is closed after
+// DrainTimeout, which ends a blocked read in net/http's bodies.
+func DiscardBody(body io.ReadCloser) {
+	stop := time.AfterFunc(DrainTimeout, func() { body.Close() })
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
+	if stop.Stop() {
+		body.Close()
+	}
+}
+
+// drainLimit bounds how much of a discarded response body is read so that
+// its connection can be reused, and DrainTimeout how long that may take. A
+// longer or slower body is closed unread, which costs that connection but
+// never unbounded reading or waiting.
+const (
+	drainLimit   = 4 << 10
+	DrainTimeout = 100 * time.Millisecond
+)

@@ -1,4 +1,4 @@
-package retryhttp
+package hedging
 
 import (
 	"context"
@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/budget"
-	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/attempt"
-	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
-	"github.com/retryhttp/retryhttp/internal/wire"
 
 	"github.com/retryhttp/retryhttp/internal/evidence"
 
@@ -24,7 +21,8 @@ import (
 // live in it, so that a first attempt answered before the delay costs one
 // allocation, traced or not.
 type hedgeCall struct {
-	t     *Transport
+	env   Env
+	h     *Hedging
 	req   *http.Request // the caller's
 	orig  *http.Request // the first attempt as the loop made it
 	hl    *latency.Host
@@ -76,35 +74,56 @@ type hedgeOutcome struct {
 	n    int             // the attempt number
 }
 
-// A hedgeResult is how a hedged request's first round ended: the winning
+// A Result is how a hedged request's first round ended: the winning
 // outcome (or, when none won, the last response or the last error), its
 // attempt request and trace, how many attempts were sent, what the budget
 // took for a hedge that won, and the traces of every attempt, whose base
 // may have sent them again.
-type hedgeResult struct {
-	resp   *http.Response
-	a      *http.Request
-	pt     *evidence.Trace
-	sent   int
-	spent  budget.Millitokens
-	err    error
-	first  *evidence.Trace   // the first attempt's trace
-	hedges []*evidence.Trace // the hedges'
+type Result struct {
+	Resp   *http.Response
+	A      *http.Request
+	PT     *evidence.Trace
+	Sent   int
+	Spent  budget.Millitokens
+	Err    error
+	First  *evidence.Trace   // the first attempt's trace
+	Hedges []*evidence.Trace // the hedges'
+}
+
+// Env is what a hedged call asks of the Transport that sends it.
+type Env interface {
+	// Send sends one attempt through the base.
+	Send(a *http.Request) (*http.Response, error)
+	// Wins reports whether an attempt's outcome wins the race: a
+	// response, a success or final. An error never wins while another
+	// attempt may still answer, nor does a response that would be
+	// retried.
+	Wins(a *http.Request, resp *http.Response, err error) bool
+	// Prepare returns hedge n of req, whose first attempt is a, if the
+	// time left, the host's credit and the budget allow one, with what
+	// the budget took; Unprepare undoes it for a hedge not sent.
+	Prepare(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool)
+	Unprepare(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens)
+	// Hedging reports hedge n of req, sent after waited: the hook and
+	// the log.
+	Hedging(req *http.Request, n int, waited time.Duration)
+	// Conns is the table the attempts' traces report to.
+	Conns() *evidence.Evidence
 }
 
 // sendHedged makes the first attempt orig of req and, while no attempt has
 // answered, a hedge after each delay, up to the attempts allowed, as the
 // host's cap and the budget allow, each traced when traced is set.
-func (t *Transport) sendHedged(req, orig *http.Request, hl *latency.Host, delay time.Duration, p policy, traced bool) hedgeResult {
-	c := &hedgeCall{t: t, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(p.maxAttempts), sent: 1, traced: traced}
+func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host, delay time.Duration, maxAttempts int, traced bool) Result {
+	c := &hedgeCall{env: env, h: h, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(maxAttempts), sent: 1, traced: traced}
 	c.ctx.parent = orig.Context()
 	if traced {
-		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, t.conns, false), &c.trace
+		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, env.Conns(), false), &c.trace
 	} else {
 		c.first = c.trace.Hold(orig.WithContext(&c.ctx))
 	}
 	hl.Hedges().Add(&c.wait, c, c.start+delay, c.start)
-	resp, err := t.send(c.first)
+	resp, err := env.Send(c.first)
 	c.pt.End()
 	hl.Hedges().Remove(&c.wait)
 
@@ -118,11 +137,11 @@ func (t *Transport) sendHedged(req, orig *http.Request, hl *latency.Host, delay 
 	if resp != nil || lost {
 		// A first attempt cut short by a winning hedge was at least this
 		// slow; counting it keeps the quantile from forgetting the tail.
-		hl.Record(c.start, latency.Monotonic(), t.hedge.window, t.hedge.quantile, t.hedge.minSamples)
+		hl.Record(c.start, latency.Monotonic(), h.window, h.quantile, h.minSamples)
 	}
 	if sent == 1 {
 		pt := c.firstTrace()
-		return hedgeResult{resp: c.firstWon(resp, 1), a: orig, pt: pt, sent: 1, err: err, first: pt}
+		return Result{Resp: c.firstWon(resp, 1), A: orig, PT: pt, Sent: 1, Err: err, First: pt}
 	}
 	return c.collect(resp, err, sent, lost)
 }
@@ -154,13 +173,13 @@ func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
 		resp.Request = c.orig
 	}
 	if sent > 1 {
-		withSent(resp, sent)
+		WithSent(resp, sent)
 	}
 	return resp
 }
 
-// withSent makes resp's request report, to Attempts, sent attempts.
-func withSent(resp *http.Response, sent int) {
+// WithSent makes resp's request report, to Attempts, sent attempts.
+func WithSent(resp *http.Response, sent int) {
 	if r := resp.Request; r != nil {
 		resp.Request = r.WithContext(context.WithValue(r.Context(), sentKey{}, sent))
 	}
@@ -170,8 +189,8 @@ func withSent(resp *http.Response, sent int) {
 // the first attempt has returned (lost: to a hedge that already won), and
 // picks the outcome: the winner's, or when none won, the last response to
 // arrive, or the last error.
-func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) hedgeResult {
-	if !lost && wins(c.t.classifier, c.first, resp, err) {
+func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) Result {
+	if !lost && c.env.Wins(c.first, resp, err) {
 		c.win(1)
 	}
 	outcomes := make([]hedgeOutcome, 0, sent)
@@ -196,12 +215,12 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 		}
 	}
 	o := outcomes[pick]
-	r := hedgeResult{a: o.a, pt: o.pt, sent: sent, err: o.err, first: c.firstTrace()}
+	r := Result{A: o.a, PT: o.pt, Sent: sent, Err: o.err, First: c.firstTrace()}
 	c.mu.Lock()
-	r.hedges = c.race.traces
+	r.Hedges = c.race.traces
 	c.mu.Unlock()
 	if o.n == 1 {
-		r.resp, r.a = c.firstWon(o.resp, sent), c.orig
+		r.Resp, r.A = c.firstWon(o.resp, sent), c.orig
 		return r
 	}
 	hs := c.race.hedges[o.n-2]
@@ -211,26 +230,19 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 	}
 	o.resp.Body = attempt.CancelBody(o.resp.Body, hs.cancel)
 	if o.n != sent {
-		withSent(o.resp, sent)
+		WithSent(o.resp, sent)
 	}
 	if o.n == winner {
-		r.spent = hs.took // refunded, as a retry's, if it succeeded
+		r.Spent = hs.took // refunded, as a retry's, if it succeeded
 	}
-	r.resp = o.resp
+	r.Resp = o.resp
 	return r
-}
-
-// wins reports whether an attempt's outcome wins the race: a response, a
-// success or final. An error never wins while another attempt may still
-// answer, nor does a response that would be retried.
-func wins(c classify.Classifier, a *http.Request, resp *http.Response, err error) bool {
-	return resp != nil && c.Classify(a, resp, err).Decision != classify.Retry
 }
 
 // drop discards an outcome that is not returned and ends its context.
 func (c *hedgeCall) drop(o hedgeOutcome) {
 	if o.resp != nil {
-		discard(o.resp)
+		attempt.Discard(o.resp)
 	}
 	if o.n == 1 {
 		c.ctx.settle()
@@ -297,8 +309,7 @@ func (c *hedgeCall) fire() {
 		c.mu.Unlock()
 		return
 	}
-	t := c.t
-	h, took, ok := t.prepareHedge(c.req, c.orig, c.hl, n, maxAttempts)
+	h, took, ok := c.env.Prepare(c.req, c.orig, c.hl, n, maxAttempts)
 	if !ok {
 		return
 	}
@@ -308,7 +319,7 @@ func (c *hedgeCall) fire() {
 	if c.collecting || c.winner != 0 {
 		c.mu.Unlock()
 		cancel()
-		t.unprepareHedge(c.req, c.orig, h, c.hl, took)
+		c.env.Unprepare(c.req, c.orig, h, c.hl, took)
 		return
 	}
 	c.sent = int32(n)
@@ -319,10 +330,7 @@ func (c *hedgeCall) fire() {
 	}
 	c.mu.Unlock()
 	waited := now - c.start
-	if t.onHedge != nil {
-		t.onHedge(HedgeEvent{Request: c.req, Attempt: n, Delay: waited})
-	}
-	t.logHedge(c.req, n, waited)
+	c.env.Hedging(c.req, n, waited)
 	// A timer runs fire on a goroutine of its own: the hedge can use it.
 	c.run(h, n)
 }
@@ -341,69 +349,18 @@ func (c *hedgeCall) raceLocked() *hedgeRace {
 func (c *hedgeCall) run(h *http.Request, n int) {
 	var pt *evidence.Trace
 	if c.traced {
-		h, pt = evidence.NewTrace(h, nil, nil, c.t.conns, false)
+		h, pt = evidence.NewTrace(h, nil, nil, c.env.Conns(), false)
 		c.mu.Lock()
 		c.race.traces = append(c.race.traces, pt)
 		c.mu.Unlock()
 	}
-	resp, err := c.t.send(h)
+	resp, err := c.env.Send(h)
 	pt.End()
 	c.mu.Lock()
 	c.race.hedges[n-2].returned = true
 	c.mu.Unlock()
-	if wins(c.t.classifier, h, resp, err) {
+	if c.env.Wins(h, resp, err) {
 		c.win(n)
 	}
 	c.race.results <- hedgeOutcome{resp: resp, err: err, a: h, pt: pt, n: n}
-}
-
-// prepareHedge returns hedge n of req, whose first attempt is a, if the
-// time left before the request's deadline, the host's cap and the budget
-// allow one: its request, with its own body, attempt number, attempt and
-// deadline headers, and what the budget took.
-func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
-	left, timely := t.hedgeTime(req, hl)
-	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
-		return nil, 0, false
-	}
-	var took budget.Millitokens
-	if t.budget != nil {
-		var err error
-		if took, err = t.budget.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
-			hl.Unhedge()
-			return nil, 0, false
-		}
-	}
-	hctx := attempt.WithNumber(a.Context(), n)
-	if left > 0 {
-		hctx = deadlinefmt.WithSent(hctx, left)
-	}
-	h := a.WithContext(hctx)
-	if t.attemptHeader != "" {
-		h.Header = a.Header.Clone()
-		wire.SetField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
-	}
-	if left > 0 {
-		h.Header = t.deadlineHeader(h.Header, t.attemptHeader != "", left)
-	}
-	if a.Body != nil && a.Body != http.NoBody {
-		body, err := req.GetBody()
-		if err != nil || body == nil {
-			t.unprepareHedge(req, a, h, hl, took)
-			return nil, 0, false
-		}
-		h.Body = body
-	}
-	return h, took, true
-}
-
-// unprepareHedge undoes prepareHedge for a hedge h that will not be sent.
-func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
-	if h.Body != nil && h.Body != a.Body {
-		h.Body.Close()
-	}
-	hl.Unhedge()
-	if t.budget != nil && took > 0 {
-		t.budget.Deposit(req, took)
-	}
 }

@@ -1,4 +1,4 @@
-package retryhttp
+package hedging
 
 import (
 	"context"

@@ -1,8 +1,9 @@
-package retryhttp
+package hedging
 
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,4 +75,17 @@ func TestFirstCtx(t *testing.T) {
 		<-done
 		assert.NoError(t, parent.Err())
 	})
+}
+
+// receive returns what arrives on ch, failing the test when nothing does
+// within a bound that only a deadlock reaches.
+func receive(t *testing.T, ch chan int) int {
+	t.Helper()
+	select {
+	case n := <-ch:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing arrived")
+		return 0
+	}
 }
