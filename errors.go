@@ -27,4 +27,6 @@ var ErrResendStopped = errResendStopped()
 func errResendStopped() error { return guard.ErrResendStopped }
 
 // ErrBudgetExhausted is returned by a Budget that refuses a retry.
-var ErrBudgetExhausted = wire.ErrBudgetExhausted
+var ErrBudgetExhausted = errBudgetExhausted()
+
+func errBudgetExhausted() error { return wire.ErrBudgetExhausted }

@@ -13,7 +13,9 @@ import (
 // ErrAttemptTimeout is the cause of an attempt cut short by the per-attempt
 // timeout (WithAttemptTimeout). Such an attempt is retried, and its retry
 // costs the budget's timeout cost.
-var ErrAttemptTimeout = wire.ErrAttemptTimeout
+var ErrAttemptTimeout = errAttemptTimeout()
+
+func errAttemptTimeout() error { return wire.ErrAttemptTimeout }
 
 // send makes one attempt through the base transport, as exchange does,
 // and logs its outcome.
