@@ -2,45 +2,11 @@ package retryhttp
 
 import (
 	"log/slog"
-	"math"
 	"net/http"
 	"time"
 
-	"github.com/retryhttp/retryhttp/internal/wire"
-
+	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/latency"
-)
-
-// Before each retry and each hedge of a request with a deadline, the
-// Transport asks whether the attempt can finish: whether the time that
-// will be left when it is sent is at least what an answer from its host
-// typically takes. An attempt that cannot is not sent: it would spend a
-// budget token, a connection and the host's work on an answer no one will
-// read. A first attempt is always sent: its caller chose the deadline.
-//
-// What an answer typically takes is the median of the host's recent times
-// to response headers, whatever their status. At the median, an attempt is
-// as likely to finish as not: with less time than that it more likely than
-// not is cut off, and the token, the connection (an HTTP/1 request cut off
-// takes its connection with it) and the host's work are spent for nothing
-// more often than not. A higher quantile would refuse attempts that would
-// mostly finish, which is worse than sending the few that will not; a lower
-// one sends attempts that mostly will not.
-const (
-	fitQuantile = 0.5
-	// fitMinSamples is how many answers of a host must be known before
-	// their median is trusted: with 20, the median lies between the 30th
-	// and the 70th percentile 19 times in 20. Until then, an attempt needs
-	// only minTimeLeft.
-	fitMinSamples = 20
-	// fitWindow is how many answer times a window of the Transport's own
-	// table holds, when hedging does not keep them: the median covers the
-	// last 100 to 200 answers, and follows a host that turns slow within
-	// 200.
-	fitWindow = 100
-	// fitHosts bounds the hosts whose answer times the Transport's own
-	// table keeps, as the budget bounds its buckets.
-	fitHosts = 1024
 )
 
 // answerTable returns the table in which the Transport keeps its hosts'
@@ -52,63 +18,33 @@ func answerTable(t *Transport) *latency.Table {
 	if t.hedge != nil {
 		return nil
 	}
-	return latency.NewTable(fitHosts)
+	return latency.NewTable(deadlines.Hosts)
 }
 
 // typicalAnswer returns the median of the recent times to response headers
-// of req's host, or 0 while fewer than fitMinSamples are known.
+// of req's host (deadlines.Typical), in hedging's table when it keeps them.
 func (t *Transport) typicalAnswer(req *http.Request) time.Duration {
 	table := t.answers
 	if t.hedge != nil {
 		table = t.hedge.Table()
 	}
-	hl := table.Lookup(wire.RequestKey(req))
-	if hl == nil {
-		return 0
-	}
-	return hl.Quantile(fitQuantile, fitMinSamples)
+	return deadlines.Typical(table, req)
 }
 
 // retryFits reports whether a retry of the failed attempt a, sent at now
-// after delay, would have time to finish before the request's deadline:
-// at least the host's typical answer time left, and at least minTimeLeft.
-// A request without a deadline always has time.
+// after delay, would have time to finish before the request's deadline
+// (deadlines.RetryFits).
 func (t *Transport) retryFits(a *http.Request, now time.Time, delay time.Duration) bool {
-	deadline, ok := a.Context().Deadline()
-	if !ok {
+	if _, ok := a.Context().Deadline(); !ok {
 		return true
 	}
-	left := lessDelay(deadline.Sub(now), delay)
-	if t.noFitCheck {
-		return left > 0
-	}
-	return left >= max(t.typicalAnswer(a), minTimeLeft)
+	return deadlines.RetryFits(a.Context(), now, delay, t.typicalAnswer(a), !t.noFitCheck)
 }
 
 // hedgeTime returns the time left for a hedge of req to the host of hl,
-// for its deadline headers (0 without them), and whether the hedge may be
-// sent: it has at least the host's typical answer time left, and at least
-// minTimeLeft.
+// and whether the hedge may be sent (deadlines.HedgeTime).
 func (t *Transport) hedgeTime(req *http.Request, hl *latency.Host) (time.Duration, bool) {
-	deadline, ok := req.Context().Deadline()
-	if !ok {
-		return 0, true
-	}
-	left := deadline.Sub(t.now())
-	var need time.Duration
-	switch {
-	case !t.noFitCheck:
-		need = max(hl.Quantile(fitQuantile, fitMinSamples), minTimeLeft)
-	case t.deadlineHeaders != nil:
-		need = minTimeLeft
-	}
-	if left < need {
-		return left, false
-	}
-	if t.deadlineHeaders == nil {
-		left = 0 // no header carries it
-	}
-	return left, true
+	return deadlines.HedgeTime(req.Context(), t.now(), hl, !t.noFitCheck, t.deadlineHeaders != nil)
 }
 
 // sendTimed is exchange, recording the attempt's time to response
@@ -130,7 +66,7 @@ func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Resp
 // start (monotonic), when it has a response.
 func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *http.Response) {
 	if resp != nil {
-		t.answers.Host(wire.RequestKey(a)).Add(latency.Monotonic()-start, fitWindow)
+		deadlines.Record(t.answers, a, start)
 	}
 }
 
@@ -143,23 +79,7 @@ func (t *Transport) deadlineFacts(req *http.Request) (left, typical time.Duratio
 // leftAfter returns the time that will be left before req's deadline once
 // delay has passed, 0 when req has no deadline.
 func (t *Transport) leftAfter(req *http.Request, delay time.Duration) time.Duration {
-	deadline, ok := req.Context().Deadline()
-	if !ok {
-		return 0
-	}
-	return lessDelay(deadline.Sub(t.now()), delay)
-}
-
-// lessDelay returns left - delay, for a delay that is not negative,
-// saturating at the most negative Duration: a server may ask for the
-// largest Duration (WithRetryAfterLimit allows it), and the time left is
-// negative once the deadline has passed, so the difference can be past
-// what a Duration holds.
-func lessDelay(left, delay time.Duration) time.Duration {
-	if left < math.MinInt64+delay {
-		return math.MinInt64
-	}
-	return left - delay
+	return deadlines.LeftAfter(req.Context(), t.now(), delay)
 }
 
 // appendTimeLeft appends to a retry's log attributes the time it will have

@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/hedge"
+	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,10 +52,10 @@ func TestRetryNeedsTheHostsTypicalAnswer(t *testing.T) {
 		deadline time.Duration // of the request that fails once
 		sent     int           // its attempts
 	}{
-		{"too little time for a typical answer", fitMinSamples, 60 * time.Millisecond, 1},
-		{"time for a typical answer", fitMinSamples, 100 * time.Millisecond, 2},
+		{"too little time for a typical answer", deadlines.MinSamples, 60 * time.Millisecond, 1},
+		{"time for a typical answer", deadlines.MinSamples, 100 * time.Millisecond, 2},
 		// The failed first attempt's answer is the 20th.
-		{"too few answers known: the retry needs 1 ms", fitMinSamples - 2, 60 * time.Millisecond, 2},
+		{"too few answers known: the retry needs 1 ms", deadlines.MinSamples - 2, 60 * time.Millisecond, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,11 +112,11 @@ func TestTypicalAnswerFollowsASlowerHost(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return time.Duration(latency.Load()), 200 }}
 		tr := newTestTransport(base, 0)
 		req := withDeadline(t, "http://svc.test/", time.Minute)
-		warm(t, tr, 3*fitWindow)
+		warm(t, tr, 3*deadlines.Window)
 		// The median, to the precision of its bucket (12.5%).
 		assert.InDelta(t, 5*time.Millisecond, tr.typicalAnswer(req), float64(5*time.Millisecond)/8)
 		latency.Store(int64(40 * time.Millisecond))
-		warm(t, tr, 2*fitWindow)
+		warm(t, tr, 2*deadlines.Window)
 		assert.InDelta(t, 40*time.Millisecond, tr.typicalAnswer(req), float64(40*time.Millisecond)/8)
 	})
 }
@@ -128,12 +128,12 @@ func TestGiveUpTimeLeftOnlyForTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 503 }}
 		var events []GiveUpEvent
-		tr := newTestTransport(base, 0, WithMaxAttempts(fitMinSamples+1), WithoutBudget(),
+		tr := newTestTransport(base, 0, WithMaxAttempts(deadlines.MinSamples+1), WithoutBudget(),
 			WithOnGiveUp(func(e GiveUpEvent) { events = append(events, e) }))
 		resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", time.Hour))
 		require.NoError(t, err)
 		resp.Body.Close()
-		assert.Equal(t, fitMinSamples+1, base.calls(), "attempts sent")
+		assert.Equal(t, deadlines.MinSamples+1, base.calls(), "attempts sent")
 		require.Len(t, events, 1)
 		assert.Equal(t, GiveUpAttemptsExhausted, events[0].Reason)
 		assert.Zero(t, events[0].TimeLeft)
@@ -145,7 +145,7 @@ func TestFirstAttemptAlwaysSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &slowBase{answer: func(int) (time.Duration, int) { return 40 * time.Millisecond, 200 }}
 		tr := newTestTransport(base, 0)
-		warm(t, tr, fitMinSamples)
+		warm(t, tr, deadlines.MinSamples)
 		calls := base.calls()
 		_, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 10*time.Millisecond))
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -180,7 +180,7 @@ func TestHedgeNeedsTheHostsTypicalAnswer(t *testing.T) {
 		}}
 		var hedges hedgeEvents
 		tr := newTestTransport(base, 0, WithHedging(hedge.Delay(45*time.Millisecond)), hedges.option())
-		warm(t, tr, fitMinSamples)
+		warm(t, tr, deadlines.MinSamples)
 		require.Zero(t, hedges.count())
 		slow.Store(true)
 
@@ -319,40 +319,4 @@ func TestNoHedgeWithoutAMillisecond(t *testing.T) {
 		assert.Zero(t, hedges.count(), "0.5 ms left at the hedge")
 		assert.Equal(t, 1, base.calls())
 	})
-}
-
-// TestRetryFitsLongestDelay checks the deadline check with the longest
-// delay a server can ask for (a Retry-After past what a Duration holds,
-// under WithRetryAfterLimit(math.MaxInt64)) and with deadlines long past:
-// the time left saturates instead of wrapping round to a time that fits.
-func TestRetryFitsLongestDelay(t *testing.T) {
-	now := time.Date(2026, time.March, 4, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name     string
-		deadline time.Time
-		delay    time.Duration
-		fits     bool
-		left     time.Duration
-	}{
-		{"a minute left, a second's delay", now.Add(time.Minute), time.Second, true, 59 * time.Second},
-		{"a minute left, the longest delay", now.Add(time.Minute), math.MaxInt64, false, time.Minute - math.MaxInt64},
-		{"a second past, the longest delay", now.Add(-time.Second), math.MaxInt64, false, math.MinInt64},
-		{"a deadline in year 1, a nanosecond's delay", time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), 1, false, math.MinInt64},
-		{"a deadline in year 1, no delay", time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), 0, false, math.MinInt64},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithDeadline(context.Background(), tt.deadline)
-			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
-			require.NoError(t, err)
-			for _, check := range []bool{true, false} {
-				tr := New()
-				tr.now = func() time.Time { return now }
-				tr.noFitCheck = !check
-				assert.Equal(t, tt.fits, tr.retryFits(req, now, tt.delay), "retryFits, check %t", check)
-				assert.Equal(t, tt.left, tr.leftAfter(req, tt.delay), "leftAfter")
-			}
-		})
-	}
 }

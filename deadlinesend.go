@@ -8,14 +8,9 @@ import (
 
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/layer"
-	"github.com/retryhttp/retryhttp/internal/wire"
 )
-
-// minTimeLeft is the least time left before its deadline with which an
-// attempt is sent, or a retry planned: no answer crosses a network in less,
-// and the millisecond formats cannot say less.
-const minTimeLeft = time.Millisecond
 
 // ErrNoTimeLeft is the error of a request whose next attempt was not sent
 // because less than 1 ms was left before its deadline (WithDeadlineHeader):
@@ -67,18 +62,13 @@ func WithDeadlineHeader(formats ...deadline.Format) Option {
 
 // timeToSend returns the time left before the deadline of the request whose
 // context is ctx, for its next attempt's deadline headers, and whether the
-// attempt may be sent: not with less than minTimeLeft. Without deadline
-// headers, or without a deadline, it returns 0 and true.
+// attempt may be sent (deadlines.TimeToSend). Without deadline headers it
+// returns 0 and true.
 func (t *Transport) timeToSend(ctx context.Context) (time.Duration, bool) {
 	if t.deadlineHeaders == nil {
 		return 0, true
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return 0, true
-	}
-	left := deadline.Sub(t.now())
-	return left, left >= minTimeLeft
+	return deadlines.TimeToSend(ctx, t.now())
 }
 
 // hasDeadline reports whether ctx has a deadline.
@@ -88,18 +78,9 @@ func hasDeadline(ctx context.Context) bool {
 }
 
 // deadlineHeader returns h, an attempt's header, with the time left, left,
-// in every deadline header: h itself when own, the attempt's own header
-// already, or else a clone of it, since h is then the caller's (never nil:
-// RoundTrip refuses a request without a header).
+// in every deadline header (deadlines.Header).
 func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) http.Header {
-	if !own {
-		h = h.Clone()
-	}
-	var buf [24]byte
-	for _, f := range t.deadlineHeaders {
-		wire.SetField(h, string(f), string(deadlinefmt.Append(buf[:0], string(f), left)))
-	}
-	return h
+	return deadlines.Header(h, own, t.deadlineHeaders, left)
 }
 
 // refuseFirst ends req, whose first attempt is not sent since only left
