@@ -107,12 +107,12 @@ type hostEvidence struct {
 	pending int              // of its connections, those pending a mark
 	used    uint64           // the table's clock when last used
 	crowded bool             // recorded while the table was full: its connections count as served
-	// untraced is when the record started with a failure not traced, zero
-	// if it did not; suspects counts the failures not traced over HTTP/1
+	// untraced reports that the record started with a failure not
+	// traced; suspects counts the failures not traced over HTTP/1
 	// whose connection no traced failure was taken for yet, and suspect2
 	// says so of one over HTTP/2: the host's requests share one HTTP/2
 	// connection, and its failures together are one piece of evidence.
-	untraced time.Time
+	untraced bool
 	suspects int
 	suspect2 bool
 	taken2   bool // a traced failure was taken for the HTTP/2 one: later ones were sent with it
@@ -217,7 +217,7 @@ func (e *Evidence) FailedUntraced(req *http.Request, multiplexed bool) (leave, f
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
 	if created {
-		h.untraced = e.now()
+		h.untraced = true
 	}
 	switch {
 	case multiplexed:
@@ -268,7 +268,7 @@ func (e *Evidence) Failed(p *Trace, resp *http.Response, err error) bool {
 	c := h.conns[key]
 	if c == nil {
 		ok, c2probation := served, false
-		if !ok && !h.untraced.IsZero() && p.wasReused() {
+		if !ok && h.untraced && p.wasReused() {
 			switch {
 			case h2 && h.suspect2:
 				// The one HTTP/2 connection failed untraced before: once
@@ -366,7 +366,7 @@ func (e *Evidence) FailedLast(req *http.Request, p *Trace, resp *http.Response, 
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
 	if created && p == nil {
-		h.untraced = e.now()
+		h.untraced = true
 	}
 	h.calm = 0
 	h.recent <<= 1
