@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retryhttp/retryhttp/internal/latency"
+	"github.com/retryhttp/retryhttp/internal/testkit"
 )
 
 // hedgeServer is a loopback server whose answer to each attempt, told by
@@ -48,19 +49,6 @@ func newHedgeServer(t *testing.T, answer func(n int, w http.ResponseWriter, r *h
 
 // hang holds a request until the client cancels it.
 func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
-
-// receive returns the next value of ch, failing the test if none comes
-// within a long time: a guard against a hang, not a timing.
-func receive(t *testing.T, ch chan int) int {
-	t.Helper()
-	select {
-	case n := <-ch:
-		return n
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing arrived")
-		return 0
-	}
-}
 
 // TestHedgeLoopback checks hedging over net/http's transport and a real
 // loopback server: the loser is cancelled at the server, the winner's body
@@ -101,7 +89,7 @@ func TestHedgeLoopback(t *testing.T) {
 		assert.Equal(t, big, body)
 		assert.Equal(t, 2, attempt.Number(resp.Request.Context()), "the winner")
 		assert.Equal(t, 2, Attempts(resp))
-		assert.Equal(t, 1, receive(t, srv.cancelled), "the first attempt, cancelled at the server")
+		assert.Equal(t, 1, testkit.Receive(t, srv.cancelled), "the first attempt, cancelled at the server")
 	})
 
 	t.Run("the first wins while the hedge is in flight", func(t *testing.T) {
@@ -119,7 +107,7 @@ func TestHedgeLoopback(t *testing.T) {
 		assert.Equal(t, big, body)
 		assert.Equal(t, 1, attempt.Number(resp.Request.Context()), "the winner")
 		assert.Equal(t, 2, Attempts(resp))
-		assert.Equal(t, 2, receive(t, srv.cancelled), "the hedge, cancelled at the server")
+		assert.Equal(t, 2, testkit.Receive(t, srv.cancelled), "the hedge, cancelled at the server")
 	})
 
 	t.Run("a first attempt answered at once keeps its connection", func(t *testing.T) {

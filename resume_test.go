@@ -1,10 +1,10 @@
 package retryhttp
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/testkit"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/stretchr/testify/assert"
 )
@@ -14,22 +14,6 @@ type nopBody struct{}
 
 func (nopBody) Read([]byte) (int, error) { return 0, nil }
 func (nopBody) Close() error             { return nil }
-
-// resumable returns a response to a GET that may be resumed, with the
-// header fields given (an empty value deletes one), and its request.
-func resumable(status int, fields map[string]string) (*http.Request, *http.Response) {
-	req, _ := http.NewRequest(http.MethodGet, "https://bucket.example/key", nil)
-	h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"v1"`}, "Content-Length": {"100"}}
-	for k, v := range fields {
-		if v == "" {
-			delete(h, k)
-		} else {
-			h[k] = []string{v}
-		}
-	}
-	resp := &http.Response{StatusCode: status, Header: h, ContentLength: 100, Body: http.NoBody, Request: req}
-	return req, resp
-}
 
 func TestResumeCandidate(t *testing.T) {
 	tr := New()
@@ -48,12 +32,12 @@ func TestResumeCandidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, resp := resumable(tt.status, tt.fields)
+			_, resp := testkit.Resumable(tt.status, tt.fields)
 			resp.Body = nopBody{}
 			assert.Equal(t, tt.want, resumeCandidate(tr, resp))
 		})
 	}
-	_, resp := resumable(200, nil)
+	_, resp := testkit.Resumable(200, nil)
 	assert.False(t, resumeCandidate(tr, resp), "no body")
 	resp.Body = nopBody{}
 	assert.False(t, resumeCandidate(New(WithoutResume()), resp), "WithoutResume")

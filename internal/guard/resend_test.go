@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp/internal/replay"
+	"github.com/retryhttp/retryhttp/internal/testkit"
 )
 
 // closeCounter is a connection that counts its Close calls.
@@ -142,17 +143,6 @@ func TestGuardHeader(t *testing.T) {
 	}
 }
 
-// countingBody is a body that counts its closes.
-type countingBody struct {
-	io.Reader
-	closes atomic.Int32
-}
-
-func (b *countingBody) Close() error {
-	b.closes.Add(1)
-	return nil
-}
-
 // sourceFunc is a replay.Source of a test's.
 type sourceFunc func() (io.ReadCloser, error)
 
@@ -162,7 +152,7 @@ func TestLazyBody(t *testing.T) {
 	var asked int
 	src := sourceFunc(func() (io.ReadCloser, error) {
 		asked++
-		return &countingBody{Reader: strings.NewReader("order")}, nil
+		return &testkit.CountingBody{Reader: strings.NewReader("order")}, nil
 	})
 	t.Run("closed unread: the source is never asked", func(t *testing.T) {
 		asked = 0
@@ -178,11 +168,11 @@ func TestLazyBody(t *testing.T) {
 		got, err := io.ReadAll(b)
 		require.NoError(t, err)
 		assert.Equal(t, "order", string(got))
-		opened := b.body.(*countingBody)
+		opened := b.body.(*testkit.CountingBody)
 		require.NoError(t, b.Close())
 		require.NoError(t, b.Close())
 		assert.Equal(t, 1, asked)
-		assert.EqualValues(t, 1, opened.closes.Load())
+		assert.EqualValues(t, 1, opened.Closes.Load())
 	})
 	t.Run("a source that fails", func(t *testing.T) {
 		fail := errors.New("gone")

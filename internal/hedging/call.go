@@ -29,12 +29,11 @@ type hedgeCall struct {
 	delay time.Duration
 	start time.Duration // monotonic
 
-	first  *http.Request // the first attempt as sent: orig under ctx, held by trace
-	ctx    firstCtx
-	trace  evidence.Trace  // the first attempt's trace, and its request
-	pt     *evidence.Trace // &trace when the attempts are traced, else nil
-	traced bool            // the attempts are traced
-	body   firstBody       // the first attempt's response body, when it must release ctx
+	first *http.Request // the first attempt as sent: orig under ctx, held by trace
+	ctx   firstCtx
+	trace evidence.Trace  // the first attempt's trace, and its request
+	pt    *evidence.Trace // &trace when the attempts are traced, else nil
+	body  firstBody       // the first attempt's response body, when it must release ctx
 
 	mu          sync.Mutex
 	maxAttempts int32
@@ -115,7 +114,7 @@ type Env interface {
 // answered, a hedge after each delay, up to the attempts allowed, as the
 // host's cap and the budget allow, each traced when traced is set.
 func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host, delay time.Duration, maxAttempts int, traced bool) Result {
-	c := &hedgeCall{env: env, h: h, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(maxAttempts), sent: 1, traced: traced}
+	c := &hedgeCall{env: env, h: h, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(maxAttempts), sent: 1}
 	c.ctx.parent = orig.Context()
 	if traced {
 		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, env.Conns(), false), &c.trace
@@ -140,14 +139,10 @@ func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host,
 		hl.Record(c.start, latency.Monotonic(), h.window, h.quantile, h.minSamples)
 	}
 	if sent == 1 {
-		pt := c.firstTrace()
-		return Result{Resp: c.firstWon(resp, 1), A: orig, PT: pt, Sent: 1, Err: err, First: pt}
+		return Result{Resp: c.firstWon(resp, 1), A: orig, PT: c.pt, Sent: 1, Err: err, First: c.pt}
 	}
 	return c.collect(resp, err, sent, lost)
 }
-
-// firstTrace returns the first attempt's trace, nil when not traced.
-func (c *hedgeCall) firstTrace() *evidence.Trace { return c.pt }
 
 // firstWon returns the first attempt's response as the caller's, made to
 // release the attempt's context when its body is closed, and to report
@@ -194,7 +189,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 		c.win(1)
 	}
 	outcomes := make([]hedgeOutcome, 0, sent)
-	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: c.first, pt: c.firstTrace(), n: 1})
+	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: c.first, pt: c.pt, n: 1})
 	for range sent - 1 {
 		outcomes = append(outcomes, <-c.race.results)
 	}
@@ -215,7 +210,7 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 		}
 	}
 	o := outcomes[pick]
-	r := Result{A: o.a, PT: o.pt, Sent: sent, Err: o.err, First: c.firstTrace()}
+	r := Result{A: o.a, PT: o.pt, Sent: sent, Err: o.err, First: c.pt}
 	c.mu.Lock()
 	r.Hedges = c.race.traces
 	c.mu.Unlock()
@@ -348,7 +343,7 @@ func (c *hedgeCall) raceLocked() *hedgeRace {
 // final response wins at once, so that the first attempt ends.
 func (c *hedgeCall) run(h *http.Request, n int) {
 	var pt *evidence.Trace
-	if c.traced {
+	if c.pt != nil { // the hedges are traced as the first attempt is
 		h, pt = evidence.NewTrace(h, nil, nil, c.env.Conns(), false)
 		c.mu.Lock()
 		c.race.traces = append(c.race.traces, pt)

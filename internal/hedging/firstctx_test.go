@@ -3,8 +3,8 @@ package hedging
 import (
 	"context"
 	"testing"
-	"time"
 
+	"github.com/retryhttp/retryhttp/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +42,7 @@ func TestFirstCtx(t *testing.T) {
 		<-done
 		assert.Equal(t, done, c.Done(), "the same channel every time")
 		assert.ErrorIs(t, c.Err(), context.Canceled)
-		receive(t, fired)
+		testkit.Receive(t, fired)
 	})
 
 	t.Run("the caller's cancellation reaches it", func(t *testing.T) {
@@ -75,17 +75,4 @@ func TestFirstCtx(t *testing.T) {
 		<-done
 		assert.NoError(t, parent.Err())
 	})
-}
-
-// receive returns what arrives on ch, failing the test when nothing does
-// within a bound that only a deadlock reaches.
-func receive(t *testing.T, ch chan int) int {
-	t.Helper()
-	select {
-	case n := <-ch:
-		return n
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing arrived")
-		return 0
-	}
 }

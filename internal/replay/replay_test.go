@@ -6,24 +6,13 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
+	"github.com/retryhttp/retryhttp/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// countingBody is a caller's body that counts its closes.
-type countingBody struct {
-	io.Reader
-	closes atomic.Int32
-}
-
-func (b *countingBody) Close() error {
-	b.closes.Add(1)
-	return nil
-}
 
 // FuzzTee reads a body through a tee in chunks of the sizes given, as a
 // base transport would, and checks what a retry would send: the caller's
@@ -53,7 +42,7 @@ func checkTee(t *testing.T, body []byte, limit, want int64, chunks []byte) {
 	if limit < 0 {
 		limit = -limit - 1
 	}
-	src := &countingBody{Reader: bytes.NewReader(body)}
+	src := &testkit.CountingBody{Reader: bytes.NewReader(body)}
 	tee := newTee(src, limit, want)
 	v := tee.view()
 	var read []byte
@@ -96,7 +85,7 @@ func checkTee(t *testing.T, body []byte, limit, want int64, chunks []byte) {
 		nb.Close()
 	}
 	tee.release()
-	require.EqualValues(t, 1, src.closes.Load(), "the caller's body is closed once")
+	require.EqualValues(t, 1, src.Closes.Load(), "the caller's body is closed once")
 }
 
 // TestFreshBodies checks that the GetBody functions of http.NewRequest,

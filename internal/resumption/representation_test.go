@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/internal/testkit"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/stretchr/testify/assert"
 )
@@ -17,22 +18,6 @@ const (
 	sameSecond   = "Tue, 14 Nov 2023 22:13:20 GMT"
 	aSecondLater = "Tue, 14 Nov 2023 22:13:21 GMT"
 )
-
-// resumable returns a response to a GET that may be resumed, with the
-// header fields given (an empty value deletes one), and its request.
-func resumable(status int, fields map[string]string) (*http.Request, *http.Response) {
-	req, _ := http.NewRequest(http.MethodGet, "https://bucket.example/key", nil)
-	h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"v1"`}, "Content-Length": {"100"}}
-	for k, v := range fields {
-		if v == "" {
-			delete(h, k)
-		} else {
-			h[k] = []string{v}
-		}
-	}
-	resp := &http.Response{StatusCode: status, Header: h, ContentLength: 100, Body: http.NoBody, Request: req}
-	return req, resp
-}
 
 func TestDescribe(t *testing.T) {
 	tests := []struct {
@@ -95,7 +80,7 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, resp := resumable(tt.status, tt.fields)
+			req, resp := testkit.Resumable(tt.status, tt.fields)
 			if tt.change != nil {
 				tt.change(req, resp)
 			}
@@ -228,7 +213,7 @@ func TestContinues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, resp := resumable(206, tt.fields)
+			_, resp := testkit.Resumable(206, tt.fields)
 			resp.ContentLength = tt.length
 			assert.Equal(t, tt.want, tt.rep.Continues(resp, tt.off))
 		})
@@ -250,7 +235,7 @@ func TestContinues(t *testing.T) {
 	}
 	for _, tt := range twice {
 		t.Run(tt.name, func(t *testing.T) {
-			_, resp := resumable(206, map[string]string{"Content-Range": "bytes 40-99/100"})
+			_, resp := testkit.Resumable(206, map[string]string{"Content-Range": "bytes 40-99/100"})
 			if !tt.rep.byETag {
 				delete(resp.Header, "Etag")
 				resp.Header.Set("Last-Modified", lastModified)
@@ -407,7 +392,7 @@ func FuzzDescribe(f *testing.F) {
 		if ok200 {
 			status = http.StatusOK
 		}
-		req, resp := resumable(status, map[string]string{"Etag": etag, "Content-Range": contentRange, "Last-Modified": lm, "Date": date})
+		req, resp := testkit.Resumable(status, map[string]string{"Etag": etag, "Content-Range": contentRange, "Last-Modified": lm, "Date": date})
 		if etag2 != "" {
 			resp.Header["Etag"] = append(resp.Header["Etag"], etag2)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Get returns a GET request for url, failing t if url is invalid.
@@ -98,4 +99,33 @@ func IsDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// Receive returns the next value of ch, failing the test if none comes
+// within a long time: a guard against a hang, not a timing.
+func Receive(t testing.TB, ch chan int) int {
+	t.Helper()
+	select {
+	case n := <-ch:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing arrived")
+		return 0
+	}
+}
+
+// Resumable returns a response to a GET that may be resumed, with the
+// header fields given (an empty value deletes one), and its request.
+func Resumable(status int, fields map[string]string) (*http.Request, *http.Response) {
+	req, _ := http.NewRequest(http.MethodGet, "https://bucket.example/key", nil)
+	h := http.Header{"Accept-Ranges": {"bytes"}, "Etag": {`"v1"`}, "Content-Length": {"100"}}
+	for k, v := range fields {
+		if v == "" {
+			delete(h, k)
+		} else {
+			h[k] = []string{v}
+		}
+	}
+	resp := &http.Response{StatusCode: status, Header: h, ContentLength: 100, Body: http.NoBody, Request: req}
+	return req, resp
 }
