@@ -91,7 +91,7 @@ func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) 
 // returns the error.
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
 	closeBody(req.Body)
-	t.logNoTimeLeft(req, 0, left)
+	t.log().NotSent(req, 0, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", left))
 	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
 	layer.MarkGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}
@@ -176,25 +176,4 @@ func (t *Transport) deadlineFacts(req *http.Request) (left, typical time.Duratio
 // delay has passed, 0 when req has no deadline.
 func (t *Transport) leftAfter(req *http.Request, delay time.Duration) time.Duration {
 	return deadlines.LeftAfter(req.Context(), t.now(), delay)
-}
-
-// appendTimeLeft appends to a retry's log attributes the time it will have
-// left, when its request has a deadline.
-func appendTimeLeft(attrs []slog.Attr, left time.Duration) []slog.Attr {
-	if left == 0 {
-		return attrs
-	}
-	return append(attrs, slog.Duration("time_left", left))
-}
-
-// appendDeadlineFacts appends to a give-up's log attributes, when it was
-// for lack of time, the wait the retry would have had, the time that would
-// have been left once it was sent (negative when the wait passes the
-// deadline), and the host's typical answer time, which was more.
-func (t *Transport) appendDeadlineFacts(attrs []slog.Attr, req *http.Request, reason GiveUpReason, delay time.Duration) []slog.Attr {
-	if reason != GiveUpDeadline {
-		return attrs
-	}
-	return append(attrs, slog.Duration("delay", delay), slog.Duration("time_left", t.leftAfter(req, delay)),
-		slog.Duration("host_latency", t.typicalAnswer(req)))
 }

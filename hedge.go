@@ -163,7 +163,7 @@ func (e *hedgeEnv) Hedging(req *http.Request, n int, waited time.Duration) {
 	if t.onHedge != nil {
 		t.onHedge(HedgeEvent{Request: req, Attempt: n, Delay: waited})
 	}
-	t.logHedge(req, n, waited)
+	t.log().Hedge(req, n, waited)
 }
 
 func (e *hedgeEnv) Conns() *evidence.Evidence { return e.conns }

@@ -2,15 +2,12 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/logline"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/resume"
 )
@@ -21,7 +18,7 @@ import (
 // whole (a *resume.Error), and adaptive throttling that starts or ends for
 // a host. DEBUG is for each attempt and each decision. A call whose
 // outcome changes its host's throttling logs that change at INFO, and its
-// own give-up at DEBUG.
+// own give-up at DEBUG. Package logline writes the lines.
 
 // operatorGiveUp reports whether e ends a call in a way an operator acts
 // on, logged at INFO: its retries or resumes ran out (attempts after a
@@ -42,34 +39,25 @@ func operatorGiveUp(e GiveUpEvent) bool {
 	return true
 }
 
+// log returns the Transport's log.
+func (t *Transport) log() logline.Log { return logline.Log{L: t.logger} }
+
 // logAttempt logs the outcome of the attempt a at DEBUG.
 func (t *Transport) logAttempt(a *http.Request, resp *http.Response, err error) {
 	ctx := a.Context()
-	if !t.logger.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: attempt",
-		attemptAttrs(a, attempt.Number(ctx), statusOf(resp), err, attempt.Peer(ctx))...)
+	t.log().Attempt(logline.Attempt{Req: a, N: attempt.Number(ctx), Status: statusOf(resp), Err: err, Peer: attempt.Peer(ctx)})
 }
 
 // logRetry logs e, a retry or a resume about to be made, or a send the
 // base made again on its own, at DEBUG.
 func (t *Transport) logRetry(e RetryEvent) {
-	ctx := e.Request.Context()
-	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
+	a := logline.Attempt{Req: e.Request, N: e.Attempt, Peer: e.Peer}
 	if e.BaseResend {
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: resent by the base", attemptAttrs(e.Request, e.Attempt, 0, nil, e.Peer)...)
+		t.log().BaseResend(a)
 		return
 	}
-	msg := "retryhttp: retrying"
-	attrs := appendTimeLeft(append(attemptAttrs(e.Request, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.Duration("delay", e.Delay)), e.TimeLeft)
-	if e.Resume {
-		msg = "retryhttp: resuming response body"
-		attrs = append(attrs, slog.Int64("offset", e.Offset))
-	}
-	t.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
+	a.Status, a.Err = e.StatusCode, e.Err
+	t.log().Retry(a, e.Delay, e.TimeLeft, e.Resume, e.Offset)
 }
 
 // logGiveUp logs e, a retryable failure of the attempt req that is not
@@ -82,139 +70,44 @@ func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, delay time.Durat
 	if !info && operatorGiveUp(e) {
 		level, info = slog.LevelInfo, true
 	}
-	ctx := req.Context()
-	if t.logger == nil || !t.logger.Enabled(ctx, level) {
+	l := t.log()
+	if !l.Enabled(req.Context(), level) {
 		return info
 	}
-	attrs := t.appendDeadlineFacts(append(attemptAttrs(req, e.Attempt, e.StatusCode, e.Err, e.Peer), slog.String("reason", string(e.Reason))), req, e.Reason, delay)
-	if e.Resume {
-		attrs = append(attrs, slog.Int64("offset", e.Offset))
+	var late *logline.Late
+	if e.Reason == GiveUpDeadline {
+		late = &logline.Late{Delay: delay, Left: t.leftAfter(req, delay), Typical: t.typicalAnswer(req)}
 	}
-	t.logger.LogAttrs(ctx, level, "retryhttp: not retrying", attrs...)
+	a := logline.Attempt{Req: req, N: e.Attempt, Status: e.StatusCode, Err: e.Err, Peer: e.Peer}
+	l.GiveUp(level, a, string(e.Reason), late, e.Resume, e.Offset)
 	return info
 }
 
 // logBodyFailure logs e, the error that ends the response body of req's
 // call after the attempt-th attempt, at INFO unless the call has logged at
 // INFO already (info) or its caller gave up, and otherwise at DEBUG.
-func (t *Transport) logBodyFailure(req *http.Request, attempt int, e *resume.Error, info bool) {
-	ctx := req.Context()
+func (t *Transport) logBodyFailure(req *http.Request, n int, e *resume.Error, info bool) {
 	level := slog.LevelInfo
-	if info || ctx.Err() != nil {
+	if info || req.Context().Err() != nil {
 		level = slog.LevelDebug
 	}
-	if t.logger == nil || !t.logger.Enabled(ctx, level) {
-		return
-	}
-	attrs := append(attemptAttrs(req, attempt, e.StatusCode, e.Err, netip.AddrPort{}),
-		slog.String("reason", string(e.Reason)), slog.Int64("offset", e.Offset), slog.Int("resumes", e.Resumes))
-	t.logger.LogAttrs(ctx, level, "retryhttp: response body failed", attrs...)
+	a := logline.Attempt{Req: req, N: n, Status: e.StatusCode, Err: e.Err}
+	t.log().BodyFailure(level, a, string(e.Reason), e.Offset, e.Resumes)
 }
 
 // logThrottleChange logs at INFO that adaptive throttling started (with
 // its rejection probability) or ended for a host, as c, which the call
-// whose context is ctx found, tells. It reports whether there was a change
-// to log.
+// whose context is ctx found. It reports whether there was a change to
+// log.
 func (t *Transport) logThrottleChange(ctx context.Context, c throttling.Change) bool {
 	if c.Kind == throttling.Same {
 		return false
 	}
-	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelInfo) {
-		return true
-	}
 	k := c.Host()
-	host := []slog.Attr{slog.String("scheme", k.Scheme), slog.String("host", k.Host)}
 	if c.Kind == throttling.Started {
-		t.logger.LogAttrs(ctx, slog.LevelInfo, "retryhttp: throttling started", append(host, slog.Float64("rejection_probability", c.Probability))...)
+		t.log().Host(ctx, "retryhttp: throttling started", k.Scheme, k.Host, slog.Float64("rejection_probability", c.Probability))
 	} else {
-		t.logger.LogAttrs(ctx, slog.LevelInfo, "retryhttp: throttling ended", host...)
+		t.log().Host(ctx, "retryhttp: throttling ended", k.Scheme, k.Host)
 	}
 	return true
-}
-
-// logStorePanic logs at WARN r, the first panic of the throttle.Store that
-// adaptive throttling shares its counts through: the exchange failed, and
-// the Transport throttles on its own counts until one succeeds.
-func (t *Transport) logStorePanic(r any) {
-	if t.logger == nil {
-		return
-	}
-	t.logger.LogAttrs(context.Background(), slog.LevelWarn, "retryhttp: throttle store panicked; throttling on local counts",
-		slog.String("panic", fmt.Sprint(r)))
-}
-
-// logRefusal logs req, refused by adaptive throttling with probability p,
-// at DEBUG.
-func (t *Transport) logRefusal(req *http.Request, p float64) {
-	ctx := req.Context()
-	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: throttled",
-		append(requestAttrs(req, 0),
-			slog.String("reason", string(GiveUpThrottled)),
-			slog.Float64("rejection_probability", p))...)
-}
-
-// logNoTimeLeft logs at DEBUG an attempt that is not sent for lack of
-// time.
-func (t *Transport) logNoTimeLeft(req *http.Request, attempt int, left time.Duration) {
-	ctx := req.Context()
-	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not sending",
-		append(requestAttrs(req, attempt),
-			slog.String("reason", string(GiveUpDeadline)), slog.Duration("time_left", left))...)
-}
-
-// logHedge logs at DEBUG hedge n of req, sent after waited.
-func (t *Transport) logHedge(req *http.Request, n int, waited time.Duration) {
-	ctx := req.Context()
-	if t.logger == nil || !t.logger.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	t.logger.LogAttrs(ctx, slog.LevelDebug, "retryhttp: hedging",
-		append(requestAttrs(req, n), slog.Duration("waited", waited))...)
-}
-
-// requestAttrs is attemptAttrs for an attempt of req that has no outcome
-// yet, or will not be sent.
-func requestAttrs(req *http.Request, attempt int) []slog.Attr {
-	return attemptAttrs(req, attempt, 0, nil, netip.AddrPort{})
-}
-
-// attemptAttrs describes an attempt for the log without headers, user
-// information or query strings, which may hold secrets, with its status
-// when it has one (not 0), its error, and the connection's remote address
-// when it is known.
-func attemptAttrs(req *http.Request, attempt, status int, err error, peer netip.AddrPort) []slog.Attr {
-	u := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
-	if u.Host == "" {
-		u.Host = req.Host
-	}
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	attrs := []slog.Attr{
-		slog.String("method", method),
-		slog.String("url", u.String()),
-		slog.Int("attempt", attempt),
-	}
-	if status != 0 {
-		attrs = append(attrs, slog.Int("status", status))
-	}
-	if peer.IsValid() {
-		attrs = append(attrs, slog.String("network.peer.address", peer.Addr().String()), slog.Int("network.peer.port", int(peer.Port())))
-	}
-	if err != nil {
-		// A *url.Error's message repeats the URL, query string included.
-		var uerr *url.Error
-		for errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	return attrs
 }

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"time"
@@ -299,7 +300,7 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 	if err == nil {
 		var ok bool
 		if s.left, ok = s.t.timeToSend(ctx); !ok {
-			s.t.logNoTimeLeft(s.req, s.attempt+1, s.left)
+			s.t.log().NotSent(s.req, s.attempt+1, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", s.left))
 			layer.MarkGaveUp(ctx)
 			err = ErrNoTimeLeft
 		}

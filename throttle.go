@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"errors"
 	"iter"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -23,7 +24,7 @@ func newThrottling(t *Transport, opts []throttle.Option) *throttling.Throttler {
 	return throttling.New(opts, throttling.Env{
 		Now:           func() time.Time { return t.now() },
 		Rand:          func() float64 { return t.rand() },
-		StorePanicked: t.logStorePanic,
+		StorePanicked: func(r any) { t.log().Panic("retryhttp: throttle store panicked; throttling on local counts", r) },
 	})
 }
 
@@ -34,7 +35,7 @@ func (t *Transport) shed(req *http.Request, p float64) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
-	t.logRefusal(req, p)
+	t.log().NotSent(req, 0, "retryhttp: throttled", string(GiveUpThrottled), slog.Float64("rejection_probability", p))
 	t.reportGiveUp(req, GiveUpThrottled, ErrThrottled)
 	layer.MarkShed(req.Context())
 	return nil, &Error{Err: ErrThrottled}
