@@ -109,33 +109,6 @@ func TestDefaultBaseResumesTLS(t *testing.T) {
 	}
 }
 
-// TestResumeTLS: a transport without a TLS config gets one with a session
-// cache; one with a config gets a clone of it with a cache, the original
-// left as it was; one whose config has a cache keeps it.
-func TestResumeTLS(t *testing.T) {
-	var bare http.Transport
-	resumeTLS(&bare)
-	require.NotNil(t, bare.TLSClientConfig)
-	assert.NotNil(t, bare.TLSClientConfig.ClientSessionCache)
-
-	roots := x509.NewCertPool()
-	shared := &tls.Config{RootCAs: roots, ServerName: "svc.test"}
-	withConfig := http.Transport{TLSClientConfig: shared}
-	resumeTLS(&withConfig)
-	assert.NotSame(t, shared, withConfig.TLSClientConfig, "a config of the transport's is cloned")
-	assert.Nil(t, shared.ClientSessionCache, "the original config is left as it was")
-	assert.NotNil(t, withConfig.TLSClientConfig.ClientSessionCache)
-	assert.Same(t, roots, withConfig.TLSClientConfig.RootCAs)
-	assert.Equal(t, "svc.test", withConfig.TLSClientConfig.ServerName)
-
-	cache := tls.NewLRUClientSessionCache(8)
-	own := &tls.Config{ClientSessionCache: cache}
-	withCache := http.Transport{TLSClientConfig: own}
-	resumeTLS(&withCache)
-	assert.Same(t, own, withCache.TLSClientConfig)
-	assert.Same(t, cache, withCache.TLSClientConfig.ClientSessionCache)
-}
-
 // TestWithBaseLeavesTheTLSConfig: a base of the caller's is used as it is,
 // without a session cache of the Transport's.
 func TestWithBaseLeavesTheTLSConfig(t *testing.T) {

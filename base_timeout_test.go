@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -128,6 +129,6 @@ func TestAttemptTimeoutErrorSaysItOnce(t *testing.T) {
 		require.ErrorIs(t, err, ErrAttemptTimeout)
 		assert.Equal(t, 1, strings.Count(err.Error(), ErrAttemptTimeout.Error()), "%q", err)
 	})
-	other := &attemptTimeoutError{err: context.DeadlineExceeded}
+	other := &conns.TimeoutError{Err: context.DeadlineExceeded}
 	assert.Equal(t, "retryhttp: attempt timed out: context deadline exceeded", other.Error())
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/latency"
@@ -150,7 +151,7 @@ func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Resp
 	var resp *http.Response
 	var err error
 	if t.attemptTimeout <= 0 {
-		resp, err = checkResult(rt.RoundTrip(a))
+		resp, err = conns.CheckResult(rt.RoundTrip(a))
 	} else {
 		resp, err = t.sendWithTimeout(rt, a)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,7 +41,7 @@ func TestErrorClassifier(t *testing.T) {
 		{"EOF", io.EOF, retry},
 		{"unexpected EOF", fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), retry},
 		{"read timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, timeout},
-		{"attempt timeout", &attemptTimeoutError{err: context.Canceled}, timeout},
+		{"attempt timeout", &conns.TimeoutError{Err: context.Canceled}, timeout},
 		{"refused stream", h2StreamError(t, wire.H2RefusedStream), retry},
 		{"stream reset by the server", h2StreamError(t, wire.H2InternalError), retry},
 		{"stream protocol error", h2StreamError(t, h2ProtocolError), none},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"syscall"
 
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/guard"
 	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -49,7 +50,7 @@ func neverSent(err error) bool {
 	}
 	// A refused connection cannot happen once a connection exists, and a
 	// proxy that refused the CONNECT made none to the destination.
-	return errors.Is(err, syscall.ECONNREFUSED) || proxyRefusal(err) != nil
+	return errors.Is(err, syscall.ECONNREFUSED) || conns.ProxyRefusal(err) != nil
 }
 
 // newIdempotencyKey returns a random version 4 UUID, the form servers that

@@ -10,6 +10,7 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/throttle"
 )
@@ -69,7 +70,7 @@ func WithBase(rt http.RoundTripper) Option {
 	if stacked(rt) {
 		panic("retryhttp: WithBase: the base is a retryhttp Transport, directly or through Unwrap: its retries would multiply this one's")
 	}
-	rt = reportProxyRefusals(rt, false)
+	rt = conns.ReportProxyRefusals(rt, false)
 	return func(t *Transport) { t.base = rt }
 }
 

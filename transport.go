@@ -171,10 +171,6 @@ func (t *Transport) configure() {
 	t.resumeOpts, t.hedgeOpts, t.throttleOpts = nil, nil, nil
 }
 
-// defaultIdlePerHost is how many idle connections the default base keeps
-// per host.
-const defaultIdlePerHost = 100
-
 // ready returns the Transport that does t's work: t itself when New made
 // it, and for a zero Transport one that New() makes on first use.
 func (t *Transport) ready() *Transport {
@@ -436,22 +432,6 @@ func checkRequest(req *http.Request) error {
 		return errors.New("nil Request.Header")
 	}
 	return nil
-}
-
-// checkResult enforces the RoundTripper contract on the base's result.
-func checkResult(resp *http.Response, err error) (*http.Response, error) {
-	switch {
-	case err != nil && resp != nil:
-		if resp.Body != nil {
-			resp.Body.Close()
-		}
-		return nil, err
-	case err == nil && resp == nil:
-		return nil, errors.New("base RoundTripper returned a nil response and a nil error")
-	case resp != nil && resp.Body == nil:
-		resp.Body = http.NoBody
-	}
-	return resp, err
 }
 
 // plan decides whether the failed attempt a is retried and after what
