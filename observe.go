@@ -1,12 +1,21 @@
 package retryhttp
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"time"
 
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/evidence"
 	"github.com/retryhttp/retryhttp/internal/giveup"
+	"github.com/retryhttp/retryhttp/internal/guard"
+	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/logline"
+	"github.com/retryhttp/retryhttp/internal/throttling"
+	"github.com/retryhttp/retryhttp/resume"
 )
 
 // A GiveUpReason says why a Transport stopped retrying a request whose last
@@ -200,4 +209,244 @@ func tracesPeers(t *Transport) bool {
 		}
 	}
 	return false
+}
+
+// The Transport logs by slog's levels (WithLogger). INFO is for what an
+// operator acts on, at most one line a call: a call given up on for a
+// reason listed by operatorGiveUp, a response body that could not be made
+// whole (a *resume.Error), and adaptive throttling that starts or ends for
+// a host. DEBUG is for each attempt and each decision. A call whose
+// outcome changes its host's throttling logs that change at INFO, and its
+// own give-up at DEBUG. Package logline writes the lines.
+
+// operatorGiveUp reports whether e ends a call in a way an operator acts
+// on, logged at INFO: its retries or resumes ran out (attempts after a
+// retry, the budget, the deadline, the resume limit), the server asked for
+// a wait beyond the limit, a request body could not be replayed (larger
+// than WithBodyBufferLimit without GetBody, or GetBody failed: the retry
+// configured cannot happen), or a response body could not be resumed. The
+// caller's cancellation, a refusal by adaptive throttling (its start and
+// end are logged instead), and a request that could never have been
+// resent (not idempotent, or one attempt allowed) are not.
+func operatorGiveUp(e GiveUpEvent) bool {
+	switch e.Reason {
+	case GiveUpCanceled, GiveUpThrottled, GiveUpNotResendable:
+		return false
+	case GiveUpAttemptsExhausted:
+		return e.Attempt > 1 // one attempt allowed: nothing was retried
+	}
+	return true
+}
+
+// log returns the Transport's log.
+func (t *Transport) log() logline.Log { return logline.Log{L: t.logger} }
+
+// logAttempt logs the outcome of the attempt a at DEBUG.
+func (t *Transport) logAttempt(a *http.Request, resp *http.Response, err error) {
+	ctx := a.Context()
+	t.log().Attempt(logline.Attempt{Req: a, N: attempt.Number(ctx), Status: statusOf(resp), Err: err, Peer: attempt.Peer(ctx)})
+}
+
+// logRetry logs e, a retry or a resume about to be made, or a send the
+// base made again on its own, at DEBUG.
+func (t *Transport) logRetry(e RetryEvent) {
+	a := logline.Attempt{Req: e.Request, N: e.Attempt, Peer: e.Peer}
+	if e.BaseResend {
+		t.log().BaseResend(a)
+		return
+	}
+	a.Status, a.Err = e.StatusCode, e.Err
+	t.log().Retry(a, e.Delay, e.TimeLeft, e.Resume, e.Offset)
+}
+
+// logGiveUp logs e, a retryable failure of the attempt req that is not
+// retried, and why; delay is the wait the retry would have had, which a
+// give-up for lack of time reports. It logs at INFO when the reason is an
+// operator's concern and the call has not logged at INFO yet (info), and
+// otherwise at DEBUG. It reports whether the call has now logged at INFO.
+func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, delay time.Duration, info bool) bool {
+	level := slog.LevelDebug
+	if !info && operatorGiveUp(e) {
+		level, info = slog.LevelInfo, true
+	}
+	l := t.log()
+	if !l.Enabled(req.Context(), level) {
+		return info
+	}
+	var late *logline.Late
+	if e.Reason == GiveUpDeadline {
+		late = &logline.Late{Delay: delay, Left: t.leftAfter(req, delay), Typical: t.typicalAnswer(req)}
+	}
+	a := logline.Attempt{Req: req, N: e.Attempt, Status: e.StatusCode, Err: e.Err, Peer: e.Peer}
+	l.GiveUp(level, a, string(e.Reason), late, e.Resume, e.Offset)
+	return info
+}
+
+// logBodyFailure logs e, the error that ends the response body of req's
+// call after the attempt-th attempt, at INFO unless the call has logged at
+// INFO already (info) or its caller gave up, and otherwise at DEBUG.
+func (t *Transport) logBodyFailure(req *http.Request, n int, e *resume.Error, info bool) {
+	level := slog.LevelInfo
+	if info || req.Context().Err() != nil {
+		level = slog.LevelDebug
+	}
+	a := logline.Attempt{Req: req, N: n, Status: e.StatusCode, Err: e.Err}
+	t.log().BodyFailure(level, a, string(e.Reason), e.Offset, e.Resumes)
+}
+
+// logThrottleChange logs at INFO that adaptive throttling started (with
+// its rejection probability) or ended for a host, as c, which the call
+// whose context is ctx found. It reports whether there was a change to
+// log.
+func (t *Transport) logThrottleChange(ctx context.Context, c throttling.Change) bool {
+	if c.Kind == throttling.Same {
+		return false
+	}
+	k := c.Host()
+	if c.Kind == throttling.Started {
+		t.log().Host(ctx, "retryhttp: throttling started", k.Scheme, k.Host, slog.Float64("rejection_probability", c.Probability))
+	} else {
+		t.log().Host(ctx, "retryhttp: throttling ended", k.Scheme, k.Host)
+	}
+	return true
+}
+
+// giveUp ends the retries of the request, whose last attempt, a, failed in
+// a way worth retrying with verdict v, for the given reason (after a retry
+// of delay was planned, for GiveUpDeadline): it logs the reason, reports it
+// to the give-up hooks, tells a server.Handler serving the request that a
+// dependency was given up on, and returns the last result.
+func (s *retryState) giveUp(a *http.Request, pt *evidence.Trace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (*http.Response, error) {
+	if err != nil || instanceFailure(resp, v) {
+		s.t.conns.FailedLast(s.req, pt, resp, err)
+	}
+	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.Peer()), delay)
+	return s.finish(a, pt, resp, err, g)
+}
+
+// announceGiveUp is reportGiveUp, and tells a server.Handler serving the
+// request that a dependency was given up on.
+func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
+	s.reportGiveUp(a, e, delay)
+	layer.MarkGaveUp(a.Context())
+}
+
+// reportGiveUp counts e, the end of the retries whose last attempt is a,
+// for adaptive throttling, logs it (delay is the wait the retry would have
+// had, for GiveUpDeadline) after any change of throttling its count made,
+// and reports it to the give-up hooks.
+func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
+	if s.t.countGiveUp(e) {
+		s.info = true // the change of throttling was the call's line at INFO
+	}
+	s.info = s.t.logGiveUp(a, e, delay, s.info)
+	s.t.giveUpHooks(e)
+}
+
+// A HedgeEvent describes a hedge about to be sent, for WithOnHedge.
+type HedgeEvent struct {
+	// Request is the caller's request. Do not modify it.
+	Request *http.Request
+	// Attempt is the hedge's attempt number: 2 for the first hedge, 3 for
+	// the next, and so on.
+	Attempt int
+	// Delay is how long the first attempt had been waiting.
+	Delay time.Duration
+}
+
+// WithOnHedge calls fn before each hedge is sent, on a goroutine of the
+// Transport's, while the first attempt is in flight. fn must be fast, must
+// not block, and must be safe for concurrent use. Each WithOnHedge adds a
+// hook. Which attempt won is base.Attempt of the returned response's
+// Request's context; Attempts counts both.
+func WithOnHedge(fn func(HedgeEvent)) Option {
+	if fn == nil {
+		panic("retryhttp: WithOnHedge: nil function")
+	}
+	return func(t *Transport) { t.onHedge = both(t.onHedge, fn) }
+}
+
+// A RetryEvent describes a retry about to be made, for WithOnRetry.
+type RetryEvent struct {
+	// Request is the caller's request. Do not modify it.
+	Request *http.Request
+	// Attempt is the number of the attempt that failed, 1 for the first.
+	Attempt int
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+	// StatusCode is the failed attempt's status, or 0 when it has an error.
+	StatusCode int
+	// Err is the failed attempt's error, or nil when it has a response.
+	Err error
+	// Verdict is the classifier's verdict on the failed attempt.
+	Verdict classify.Verdict
+	// Peer is the remote address of the failed attempt's connection (a
+	// proxy's, behind one), or the zero AddrPort when it is unknown: no
+	// connection, or a base that is not, and does not unwrap to, an
+	// *http.Transport. A Transport with a hook or a logger traces every
+	// attempt's connection; one without, a host's only once it failed.
+	Peer netip.AddrPort
+	// TimeLeft is the time that will be left before the request's deadline
+	// when the retry is sent, after Delay: what its deadline headers will
+	// carry (WithDeadlineHeader). It is 0 when the request has no deadline.
+	TimeLeft time.Duration
+	// Resume reports a resume: a response body failed after its headers
+	// (Err says how), or a request for the rest of one failed, and the
+	// retry asks for the rest. The hook then runs on the goroutine reading
+	// the body. See WithResume.
+	Resume bool
+	// Offset is, when Resume is set, how many bytes of the body the caller
+	// had received: the rest begins there.
+	Offset int64
+	// BaseResend reports a send that the base made again on its own,
+	// within attempt Attempt: net/http writes a request again when the
+	// connection or stream it was written to failed before any answer.
+	// The server may have received both, so each counts in Attempts. Peer
+	// is the connection that failed; the other fields are zero. Such sends
+	// are seen only where Peer is, and not within hedged attempts.
+	BaseResend bool
+}
+
+// WithOnRetry calls fn before each retry's wait, on the goroutine making the
+// request, and before each resume of a response body (RetryEvent.Resume),
+// on the goroutine reading the body, and for each send the base made again
+// on its own (RetryEvent.BaseResend). fn must be fast and must not block:
+// the retry waits for it. Each WithOnRetry adds a hook: several are
+// called in the order of their options.
+func WithOnRetry(fn func(RetryEvent)) Option {
+	if fn == nil {
+		panic("retryhttp: WithOnRetry: nil function")
+	}
+	return func(t *Transport) { t.onRetry = both(t.onRetry, fn) }
+}
+
+// WithLogger logs what the Transport does to l, by slog's levels.
+//
+// INFO is for what an operator acts on, at most one line a call: a call
+// given up on ("retryhttp: not retrying", with its GiveUpReason, the last
+// attempt's number and status or error) when its attempts, budget or time
+// ran out, the server asked for too long a wait, its request body could
+// not be sent again (GiveUpBodyNotReplayable: over WithBodyBufferLimit
+// without GetBody, or GetBody failed), a 421 found no new connection for
+// its retry (GiveUpMisdirected), or its response body could not be
+// resumed; a body whose reader gets a *resume.Error for another cause
+// ("retryhttp: response body failed"); and adaptive throttling that starts
+// or ends refusing a host's requests ("retryhttp: throttling started",
+// "retryhttp: throttling ended"), once a change.
+//
+// DEBUG is for each attempt ("retryhttp: attempt"), each send the base made
+// again on its own ("retryhttp: resent by the base"), each decision (a
+// retry, a resume, a hedge, an attempt not sent for lack of time, a request
+// refused by throttling), and the give-ups that are no operator's concern:
+// the caller's context done, a request that is not idempotent
+// (GiveUpNotResendable), a call allowed one attempt. A final outcome (a
+// 404, a TLS error) is no give-up, and is in its attempt's line only. A give-up for lack of time
+// carries delay, time_left and host_latency, the host's typical answer
+// time. The messages name the method, scheme, host and path, never
+// headers, user information or query strings.
+func WithLogger(l *slog.Logger) Option {
+	if l == nil {
+		panic("retryhttp: WithLogger: nil Logger")
+	}
+	return func(t *Transport) { t.logger = l }
 }

@@ -1,16 +1,19 @@
 package retryhttp
 
 import (
-	"log/slog"
+	"context"
 	"net/http"
-	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/deadline"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/conns"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/throttle"
 )
@@ -209,91 +212,6 @@ func WithRateLimitHints() Option {
 	return func(t *Transport) { t.rateLimitHints = true }
 }
 
-// A RetryEvent describes a retry about to be made, for WithOnRetry.
-type RetryEvent struct {
-	// Request is the caller's request. Do not modify it.
-	Request *http.Request
-	// Attempt is the number of the attempt that failed, 1 for the first.
-	Attempt int
-	// Delay is the wait before the next attempt.
-	Delay time.Duration
-	// StatusCode is the failed attempt's status, or 0 when it has an error.
-	StatusCode int
-	// Err is the failed attempt's error, or nil when it has a response.
-	Err error
-	// Verdict is the classifier's verdict on the failed attempt.
-	Verdict classify.Verdict
-	// Peer is the remote address of the failed attempt's connection (a
-	// proxy's, behind one), or the zero AddrPort when it is unknown: no
-	// connection, or a base that is not, and does not unwrap to, an
-	// *http.Transport. A Transport with a hook or a logger traces every
-	// attempt's connection; one without, a host's only once it failed.
-	Peer netip.AddrPort
-	// TimeLeft is the time that will be left before the request's deadline
-	// when the retry is sent, after Delay: what its deadline headers will
-	// carry (WithDeadlineHeader). It is 0 when the request has no deadline.
-	TimeLeft time.Duration
-	// Resume reports a resume: a response body failed after its headers
-	// (Err says how), or a request for the rest of one failed, and the
-	// retry asks for the rest. The hook then runs on the goroutine reading
-	// the body. See WithResume.
-	Resume bool
-	// Offset is, when Resume is set, how many bytes of the body the caller
-	// had received: the rest begins there.
-	Offset int64
-	// BaseResend reports a send that the base made again on its own,
-	// within attempt Attempt: net/http writes a request again when the
-	// connection or stream it was written to failed before any answer.
-	// The server may have received both, so each counts in Attempts. Peer
-	// is the connection that failed; the other fields are zero. Such sends
-	// are seen only where Peer is, and not within hedged attempts.
-	BaseResend bool
-}
-
-// WithOnRetry calls fn before each retry's wait, on the goroutine making the
-// request, and before each resume of a response body (RetryEvent.Resume),
-// on the goroutine reading the body, and for each send the base made again
-// on its own (RetryEvent.BaseResend). fn must be fast and must not block:
-// the retry waits for it. Each WithOnRetry adds a hook: several are
-// called in the order of their options.
-func WithOnRetry(fn func(RetryEvent)) Option {
-	if fn == nil {
-		panic("retryhttp: WithOnRetry: nil function")
-	}
-	return func(t *Transport) { t.onRetry = both(t.onRetry, fn) }
-}
-
-// WithLogger logs what the Transport does to l, by slog's levels.
-//
-// INFO is for what an operator acts on, at most one line a call: a call
-// given up on ("retryhttp: not retrying", with its GiveUpReason, the last
-// attempt's number and status or error) when its attempts, budget or time
-// ran out, the server asked for too long a wait, its request body could
-// not be sent again (GiveUpBodyNotReplayable: over WithBodyBufferLimit
-// without GetBody, or GetBody failed), a 421 found no new connection for
-// its retry (GiveUpMisdirected), or its response body could not be
-// resumed; a body whose reader gets a *resume.Error for another cause
-// ("retryhttp: response body failed"); and adaptive throttling that starts
-// or ends refusing a host's requests ("retryhttp: throttling started",
-// "retryhttp: throttling ended"), once a change.
-//
-// DEBUG is for each attempt ("retryhttp: attempt"), each send the base made
-// again on its own ("retryhttp: resent by the base"), each decision (a
-// retry, a resume, a hedge, an attempt not sent for lack of time, a request
-// refused by throttling), and the give-ups that are no operator's concern:
-// the caller's context done, a request that is not idempotent
-// (GiveUpNotResendable), a call allowed one attempt. A final outcome (a
-// 404, a TLS error) is no give-up, and is in its attempt's line only. A give-up for lack of time
-// carries delay, time_left and host_latency, the host's typical answer
-// time. The messages name the method, scheme, host and path, never
-// headers, user information or query strings.
-func WithLogger(l *slog.Logger) Option {
-	if l == nil {
-		panic("retryhttp: WithLogger: nil Logger")
-	}
-	return func(t *Transport) { t.logger = l }
-}
-
 // WithAdaptiveThrottling refuses, at once and without sending them, a share
 // of the requests to a host that has been failing, so that callers fail
 // fast instead of waiting on a dependency that is down, and the dependency
@@ -348,4 +266,148 @@ func (g given) check(maxAttempts int) {
 	case g&givenHedging != 0 && maxAttempts == 1:
 		panic("retryhttp: New: WithHedging does nothing with WithMaxAttempts(1): a hedge is an attempt")
 	}
+}
+
+// callOptions are the overrides a caller gives one request through its
+// context: Resendable, MaxAttempts, NoHedge and NoResume.
+type callOptions struct {
+	resendable  bool
+	noHedge     bool
+	noResume    bool
+	maxAttempts int // 0: the Transport's
+}
+
+type callKey struct{}
+
+func callOptionsFrom(ctx context.Context) callOptions {
+	co, _ := ctx.Value(callKey{}).(callOptions)
+	return co
+}
+
+func withCallOptions(ctx context.Context, change func(*callOptions)) context.Context {
+	if ctx == nil {
+		panic("retryhttp: nil Context")
+	}
+	co := callOptionsFrom(ctx)
+	change(&co)
+	return context.WithValue(ctx, callKey{}, co)
+}
+
+// Resendable returns a copy of ctx under which requests are safe to send
+// more than once, as idempotent ones are: a read sent as a POST (an AWS
+// JSON-protocol Get, a GraphQL query, a search), or a write the server
+// deduplicates by some means of its own. Pass it to an SDK call, whose
+// requests carry the call's context:
+//
+//	out, err := db.GetItem(retryhttp.Resendable(ctx), in)
+//
+// The other rules still apply: the attempts, the budget, the classifier,
+// and a body without GetBody is resent only when the first attempt sent it
+// whole within the buffer limit. Overrides given through the same context
+// add up.
+func Resendable(ctx context.Context) context.Context {
+	return withCallOptions(ctx, func(co *callOptions) { co.resendable = true })
+}
+
+// MaxAttempts returns a copy of ctx under which requests get at most n
+// attempts, the first included, whatever the Transport's WithMaxAttempts
+// says. An n below 1 counts as 1. MaxAttempts(ctx, 1) is for a call that is
+// retried at another layer, or whose caller would rather fail fast: its
+// response body is not resumed either.
+func MaxAttempts(ctx context.Context, n int) context.Context {
+	return withCallOptions(ctx, func(co *callOptions) { co.maxAttempts = max(n, 1) })
+}
+
+// WithResendable declares which requests are safe to send more than once
+// although their method is not idempotent and they carry no idempotency
+// key, for users who know their API: fn reports true for those. For an AWS
+// SDK client, every operation may be resent (the SDK's own retryer resends
+// them all); for GraphQL, queries but not mutations. Such requests are
+// retried as idempotent ones are, under the same attempts, budget,
+// classifier and body rules. fn is called at most once per request, on the
+// goroutine making it, with the caller's request, which it must not modify
+// or read the body of; it must be safe for concurrent use. Resendable marks
+// a single call instead.
+func WithResendable(fn func(*http.Request) bool) Option {
+	if fn == nil {
+		panic("retryhttp: WithResendable: nil function")
+	}
+	return func(t *Transport) { t.resendable = fn }
+}
+
+// WithDeadlineHeader sends, with every attempt of a request whose context
+// has a deadline, the time left before that deadline at the moment the
+// attempt is sent, in each of the given formats, so that the service called
+// can stop working when its caller stops waiting, and pass the rest of the
+// time on to its own dependencies (server.Deadline reads it). Each attempt
+// carries its own time left: a retry, sent later, carries less. It is off
+// by default: a new header on every request is not something a caller
+// expects unasked.
+//
+// An attempt with less than 1 ms left is not sent at all: nothing could
+// answer in time, Envoy would read 0 ms as no timeout, and Connect would
+// omit the header, so that the server saw no deadline. A first attempt not
+// sent ends the request with an *Error of no attempts wrapping
+// ErrNoTimeLeft; the WithOnGiveUp hooks see it with reason GiveUpDeadline.
+// A request without a deadline is sent as it is, with nothing added and
+// nothing allocated. The caller's request is never modified: an attempt
+// with a deadline has a header of its own. deadline.Sent reads, in a base
+// under the Transport, the time an attempt carries.
+//
+// It panics if no format is given or a format is not a valid header name.
+// Given more than once, the formats add up: each is sent once.
+func WithDeadlineHeader(formats ...deadline.Format) Option {
+	formats = deadlinefmt.Check("retryhttp: WithDeadlineHeader", formats)
+	return func(t *Transport) {
+		for _, f := range formats {
+			if !slices.Contains(t.deadlineHeaders, f) {
+				t.deadlineHeaders = append(t.deadlineHeaders, f)
+			}
+		}
+	}
+}
+
+// WithHedging sends another copy of a request, a hedge, when no attempt has
+// had a response within a delay, and returns whichever response comes
+// first, so that a request that is merely slow, not failed, does not hold
+// its caller up. It is off by default.
+//
+// The delay is, by default, the 95th percentile of the host's recent time to
+// response headers, and a host's hedges are capped at 5% of its requests;
+// package hedge explains the delay and the cap, and its options change
+// them.
+//
+// Only a request that may be sent twice is hedged: an idempotent method, an
+// idempotency key, or declared resendable; and without a body or with
+// GetBody, since the hedge needs its own copy of the body while the first
+// may still be sending it. A key-less POST is never hedged. While no
+// attempt has answered, another hedge goes out after each further delay,
+// up to the attempts allowed: every hedge counts as an attempt
+// (WithMaxAttempts, 3 by default; a Transport allowing one attempt never
+// hedges). Each hedge is paid from the retry budget, as a retry is; an
+// empty budget or a spent cap sends no hedge and never fails the request.
+//
+// The first response that is a success or final wins; a response that
+// would be retried does not win while another attempt is in flight. The
+// others are cancelled if still waiting for their response, or drained a
+// little and closed, before RoundTrip returns; the base transport must
+// honour cancellation. When every attempt fails, the retries go on, if
+// attempts remain, as after any failed attempt. NoHedge turns hedging off
+// for one call. WithOnHedge sees each hedge. Given more than once, its
+// options add up, field by field, a later one overriding an earlier one.
+func WithHedging(opts ...hedge.Option) Option {
+	for _, o := range opts {
+		if o == nil {
+			panic("retryhttp: WithHedging: nil hedge.Option")
+		}
+	}
+	return func(t *Transport) {
+		t.given |= givenHedging
+		t.hedgeOpts = append(t.hedgeOpts, opts...)
+	}
+}
+
+// NoHedge returns a copy of ctx under which requests are never hedged.
+func NoHedge(ctx context.Context) context.Context {
+	return withCallOptions(ctx, func(co *callOptions) { co.noHedge = true })
 }

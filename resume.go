@@ -2,9 +2,14 @@ package retryhttp
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"time"
 
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/evidence"
+	"github.com/retryhttp/retryhttp/internal/giveup"
 	"github.com/retryhttp/retryhttp/internal/resumption"
 	"github.com/retryhttp/retryhttp/resume"
 )
@@ -63,4 +68,157 @@ func resumeCandidate(t *Transport, resp *http.Response) bool {
 		return true
 	}
 	return false
+}
+
+// A resumeBody is the body of a response that may be resumed: package
+// resumption's reader, and the request's retry machine it drives, so that
+// each resume is a retry like the others: planned, paid from the budget,
+// reported, and sent away from the connection that failed. Its methods
+// are resumption.Retries', called on the goroutine reading the body.
+type resumeBody struct {
+	resumption.Body[resumeAttempt, *resumeBody]
+	t *Transport
+	// s is the request's retry machine. It is nil for a response to a
+	// first attempt sent as the caller made it (no retry, no trace, no
+	// throttling), whose machine holds nothing that t and the caller's
+	// request do not, and is made when a failure needs it.
+	s *retryState
+}
+
+// A resumeAttempt is an attempt of a resumable body's request: its
+// request as sent, and its connection's trace.
+type resumeAttempt struct {
+	a  *http.Request
+	pt *evidence.Trace
+}
+
+// offerResume makes the body of resp, the response to the attempt a, resume
+// when it fails, unless the caller turned that off (NoResume) or allowed the
+// request one attempt (MaxAttempts(ctx, 1), WithMaxAttempts(1)). It allocates once: the
+// body, with a copy of s unless s is that of a first attempt sent as the
+// caller made it.
+func (s *retryState) offerResume(a *http.Request, pt *evidence.Trace, resp *http.Response) {
+	p := s.policy()
+	if p.noResume || p.maxAttempts <= 1 {
+		return
+	}
+	var b *resumeBody
+	if s.first() && pt == nil {
+		b = &resumeBody{}
+	} else {
+		sb := &stateBody{state: *s}
+		sb.state.countResumes()
+		b = &sb.resumeBody
+		b.s = &sb.state
+	}
+	b.t = s.t
+	b.Wrap(resp, s.req, resumeAttempt{a, pt}, b)
+}
+
+// A stateBody is a resumable body with a copy of its request's retry
+// machine, in one allocation.
+type stateBody struct {
+	resumeBody
+	state retryState
+}
+
+// countResumes makes s, a body's own copy of its request's retry machine,
+// count the body's resumes as attempts, beyond those made so far.
+func (s *retryState) countResumes() {
+	s.p = s.policy()
+	s.p.maxAttempts = s.attempt + s.t.resumeLimit
+}
+
+// state returns the request's retry machine, making the machine of a first
+// attempt sent as the caller made it when the body has none.
+func (b *resumeBody) state() *retryState {
+	if b.s == nil {
+		req := b.Request()
+		s := &retryState{t: b.t, req: req, attempt: 1, header: req.Header}
+		s.countResumes()
+		b.s = s
+	}
+	return b.s
+}
+
+func (b *resumeBody) StallTimeout() time.Duration { return b.t.stallTimeout }
+
+func (b *resumeBody) Judge(a resumeAttempt, resp *http.Response, err error) classify.Verdict {
+	return b.state().judge(a.a, resp, err)
+}
+
+// Plan plans the resume as plan plans a retry, under the body's limit of
+// resumes, and pays for it from the budget.
+func (b *resumeBody) Plan(a resumeAttempt, resp *http.Response, err error, v classify.Verdict) (time.Duration, giveup.Reason) {
+	s := b.state()
+	delay, reason := s.plan(a.a, resp, err, v, nil)
+	if reason == GiveUpAttemptsExhausted {
+		reason = GiveUpResumeLimit
+	}
+	if reason == "" && !s.pay(v) {
+		reason = GiveUpBudgetExhausted
+	}
+	return delay, reason
+}
+
+// Retry reports the resume to the retry hooks and the log, as a
+// RetryEvent with Resume set.
+func (b *resumeBody) Retry(a resumeAttempt, delay time.Duration, resp *http.Response, err error, v classify.Verdict, off int64) {
+	s := b.state()
+	e := s.retryEvent(delay, resp, err, v, a.pt.Peer())
+	e.Resume, e.Offset = true, off
+	s.t.notify(e)
+}
+
+func (b *resumeBody) Release(a resumeAttempt, resp *http.Response, body io.ReadCloser, err error, v classify.Verdict) {
+	b.state().release(resp, body, err, v, a.pt)
+}
+
+func (b *resumeBody) Wait(ctx context.Context, delay time.Duration) (giveup.Reason, error) {
+	s := b.state()
+	if err := s.wait(ctx, delay); err != nil {
+		return waitReason(err), err
+	}
+	s.next(delay)
+	return "", nil
+}
+
+// Send sends the request for the rest as the current attempt, made from
+// the caller's request under ctx, with the attempts' header.
+func (b *resumeBody) Send(ctx context.Context, rest resumption.Rest) (resumeAttempt, *http.Response, error) {
+	s := b.state()
+	a := s.req.WithContext(s.context(ctx))
+	s.prepare(a, rest.Header(s.header), true)
+	a, pt, resp, err := s.send(a, nil)
+	return resumeAttempt{a, pt}, resp, err
+}
+
+func (b *resumeBody) Stalled(a resumeAttempt) resumeAttempt {
+	a.a = a.a.WithContext(b.state().context(b.Request().Context()))
+	return a
+}
+
+func (b *resumeBody) Continued(a resumeAttempt) { b.t.conns.Succeeded(a.pt) }
+
+func (b *resumeBody) Refund() { b.state().refund() }
+
+func (b *resumeBody) Succeed() { b.state().succeed() }
+
+// GiveUp reports the end of the body's resumes to the give-up hooks and
+// the log, as a GiveUpEvent with Resume set: GiveUpNotResumable for a body
+// that may not be resumed.
+func (b *resumeBody) GiveUp(a resumeAttempt, reason giveup.Reason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, off int64) {
+	if reason == "" {
+		reason = GiveUpNotResumable
+	}
+	s := b.state()
+	e := s.giveUpEvent(reason, resp, err, v, a.pt.Peer())
+	e.Resume, e.Offset = true, off
+	s.announceGiveUp(a.a, e, delay)
+}
+
+// Failed logs err, which ends the body.
+func (b *resumeBody) Failed(err *resume.Error) {
+	s := b.state()
+	s.t.logBodyFailure(b.Request(), s.attempt, err, s.info)
 }

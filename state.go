@@ -358,3 +358,49 @@ func (s *retryState) countResends(pt *evidence.Trace) {
 // sent returns how many sends of the request reached the wire: its
 // attempts and the base's own resends.
 func (s *retryState) sent() int { return s.attempt + s.resent }
+
+// plan decides whether the failed attempt a is retried and after what
+// delay. It returns a non-empty reason when it is not, with the delay the
+// retry would have had for GiveUpDeadline, and 0 for other reasons.
+func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v classify.Verdict, g *guard.Guard, p policy) (time.Duration, GiveUpReason) {
+	if attempt >= p.maxAttempts {
+		return 0, GiveUpAttemptsExhausted
+	}
+	if !p.resendable && !notProcessed(resp) && !mayResend(a.Method, a.Header, err, g) {
+		return 0, GiveUpNotResendable
+	}
+	var delay time.Duration
+	switch {
+	case v.Misdirected:
+		// Sent at once: the server did no work and another connection
+		// answers it.
+	case v.Throttle:
+		delay = max(t.throttleBackoff(attempt, prev, t.rand()), 0)
+	default:
+		delay = max(t.backoff(attempt, prev, t.rand()), 0)
+	}
+	if v.RetryAfter > t.retryAfterLimit {
+		return 0, GiveUpRetryAfterLimit
+	}
+	delay = max(delay, v.RetryAfter)
+	now := t.now()
+	if h := signalHeader(resp, err); h != nil {
+		floor, tooLong := retryAfterFloor(h, now, t.retryAfterLimit)
+		if tooLong {
+			return 0, GiveUpRetryAfterLimit
+		}
+		delay = max(delay, floor)
+		if t.rateLimitHints && v.Throttle {
+			if reset, ok := rateLimitReset(h, now); ok {
+				if reset > t.retryAfterLimit {
+					return 0, GiveUpRateLimitResetLimit
+				}
+				delay = max(delay, reset)
+			}
+		}
+	}
+	if !t.retryFits(a, now, delay) {
+		return delay, GiveUpDeadline // the delay, for the log
+	}
+	return delay, ""
+}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -194,35 +193,6 @@ func (t *Transport) CloseIdleConnections() {
 // WithoutBudget: by default a budget.PerHost of its own, which a gauge can read.
 func (t *Transport) Budget() budget.Budget { return t.ready().budget }
 
-// An Error reports a request that ended without any response: every attempt
-// failed with an error, or the request could not be sent. Unwrap returns the
-// last attempt's error, so errors.Is and errors.As see through it.
-type Error struct {
-	// Attempts is how many times the request was sent, 0 when it never
-	// was: its attempts and the sends the base made again on its own, as
-	// the function Attempts counts them.
-	Attempts int
-	// Err is the last attempt's error.
-	Err error
-}
-
-// Error describes the failure: the attempts sent and the last attempt's
-// error.
-func (e *Error) Error() string {
-	s := " attempts: "
-	if e.Attempts == 1 {
-		s = " attempt: "
-	}
-	return "retryhttp: " + strconv.Itoa(e.Attempts) + s + e.Err.Error()
-}
-
-// Unwrap returns the last attempt's error.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Timeout reports whether the last attempt's error was a timeout, as
-// net.Error does, so that url.Error.Timeout keeps working through an *Error.
-func (e *Error) Timeout() bool { return wire.IsTimeout(e.Err) }
-
 // Attempts reports how many times the request that produced resp was
 // sent: its attempts, hedges included, and the sends the base transport
 // made again on its own (RetryEvent.BaseResend) of the attempts traced:
@@ -389,38 +359,6 @@ func (t *Transport) policy(req *http.Request) policy {
 	return p
 }
 
-// giveUp ends the retries of the request, whose last attempt, a, failed in
-// a way worth retrying with verdict v, for the given reason (after a retry
-// of delay was planned, for GiveUpDeadline): it logs the reason, reports it
-// to the give-up hooks, tells a server.Handler serving the request that a
-// dependency was given up on, and returns the last result.
-func (s *retryState) giveUp(a *http.Request, pt *evidence.Trace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (*http.Response, error) {
-	if err != nil || instanceFailure(resp, v) {
-		s.t.conns.FailedLast(s.req, pt, resp, err)
-	}
-	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.Peer()), delay)
-	return s.finish(a, pt, resp, err, g)
-}
-
-// announceGiveUp is reportGiveUp, and tells a server.Handler serving the
-// request that a dependency was given up on.
-func (s *retryState) announceGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
-	s.reportGiveUp(a, e, delay)
-	layer.MarkGaveUp(a.Context())
-}
-
-// reportGiveUp counts e, the end of the retries whose last attempt is a,
-// for adaptive throttling, logs it (delay is the wait the retry would have
-// had, for GiveUpDeadline) after any change of throttling its count made,
-// and reports it to the give-up hooks.
-func (s *retryState) reportGiveUp(a *http.Request, e GiveUpEvent, delay time.Duration) {
-	if s.t.countGiveUp(e) {
-		s.info = true // the change of throttling was the call's line at INFO
-	}
-	s.info = s.t.logGiveUp(a, e, delay, s.info)
-	s.t.giveUpHooks(e)
-}
-
 // checkRequest rejects requests no transport can send, before any attempt.
 func checkRequest(req *http.Request) error {
 	switch {
@@ -432,52 +370,6 @@ func checkRequest(req *http.Request) error {
 		return errors.New("nil Request.Header")
 	}
 	return nil
-}
-
-// plan decides whether the failed attempt a is retried and after what
-// delay. It returns a non-empty reason when it is not, with the delay the
-// retry would have had for GiveUpDeadline, and 0 for other reasons.
-func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attempt int, prev time.Duration, v classify.Verdict, g *guard.Guard, p policy) (time.Duration, GiveUpReason) {
-	if attempt >= p.maxAttempts {
-		return 0, GiveUpAttemptsExhausted
-	}
-	if !p.resendable && !notProcessed(resp) && !mayResend(a.Method, a.Header, err, g) {
-		return 0, GiveUpNotResendable
-	}
-	var delay time.Duration
-	switch {
-	case v.Misdirected:
-		// Sent at once: the server did no work and another connection
-		// answers it.
-	case v.Throttle:
-		delay = max(t.throttleBackoff(attempt, prev, t.rand()), 0)
-	default:
-		delay = max(t.backoff(attempt, prev, t.rand()), 0)
-	}
-	if v.RetryAfter > t.retryAfterLimit {
-		return 0, GiveUpRetryAfterLimit
-	}
-	delay = max(delay, v.RetryAfter)
-	now := t.now()
-	if h := signalHeader(resp, err); h != nil {
-		floor, tooLong := retryAfterFloor(h, now, t.retryAfterLimit)
-		if tooLong {
-			return 0, GiveUpRetryAfterLimit
-		}
-		delay = max(delay, floor)
-		if t.rateLimitHints && v.Throttle {
-			if reset, ok := rateLimitReset(h, now); ok {
-				if reset > t.retryAfterLimit {
-					return 0, GiveUpRateLimitResetLimit
-				}
-				delay = max(delay, reset)
-			}
-		}
-	}
-	if !t.retryFits(a, now, delay) {
-		return delay, GiveUpDeadline // the delay, for the log
-	}
-	return delay, ""
 }
 
 // finish returns the last attempt's result to the caller, releasing the
