@@ -1,0 +1,364 @@
+package pacing
+
+import (
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/retryhttp/retryhttp/classify"
+	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/lru"
+	"github.com/retryhttp/retryhttp/internal/wire"
+)
+
+// quiet is how long a paced key goes on being paced after its last
+// throttle or low quota.
+const quiet = int64(30 * time.Second)
+
+// A Pacer paces requests by key. It is safe for concurrent use.
+type Pacer struct {
+	maxKeys int
+	paced   atomic.Int64                   // keys paced, gone ones aside
+	keys    atomic.Pointer[map[Key]*state] // never modified once stored
+	clock   lru.Clock
+	mu      sync.Mutex // serialises changes to keys
+}
+
+// New returns a Pacer that remembers c.MaxHosts keys at most (1024 when
+// not positive). It reads nothing else of c: the wait allowed is the
+// caller's to pass to Reserve.
+func New(c config.Pace) *Pacer {
+	p := &Pacer{maxKeys: c.MaxHosts}
+	if p.maxKeys <= 0 {
+		p.maxKeys = config.NewPace().MaxHosts
+	}
+	p.keys.Store(&map[Key]*state{})
+	return p
+}
+
+// A state is what a Pacer knows of a key: about 700 bytes. Its times are
+// nanoseconds from base, an hour before it was made.
+type state struct {
+	used lru.Use
+
+	// pacedNow is paced, for Reserve to read without the lock.
+	pacedNow atomic.Bool
+
+	mu    sync.Mutex
+	base  time.Time
+	gone  bool // forgotten by the table
+	paced bool
+	// pressure is the time of the key's last throttle or low quota.
+	pressure int64
+	// sent measures the rate at which requests were sent, from the send
+	// times of their responses.
+	sent meter
+
+	// The rate learned from throttles: see growth.go.
+	cut        bool
+	cutAt      int64
+	wMax       float64
+	flat       float64 // the plateau after the last cut, in seconds
+	roundEnd   int64
+	cycleStart int64 // when the request of the last cut was sent
+	accepted   int   // responses not throttled to requests sent since
+
+	// The rate a quota allows: see quotarate.go.
+	quotaOK    bool
+	quota      float64
+	quotaUntil int64
+	policy     float64 // 0 when none is announced
+	refill     float64 // a bucket's, lack/lackIn
+	lack       float64 // what the bucket lacks, smoothed
+	lackIn     float64 // the seconds it takes to refill it, smoothed
+	refillAt   int64
+	creeping   bool // refill has grown since a response that said it
+
+	sched schedule
+}
+
+// ns returns t as nanoseconds from the state's base, at least 0 and
+// saturating: every difference of two is an int64.
+func (st *state) ns(t time.Time) int64 { return max(int64(t.Sub(st.base)), 0) }
+
+// rate returns the rate the key is paced at at n: the least of the rate
+// learned from throttles, the rate its quota allows and its announced
+// policy; +Inf when none of them is known.
+func (st *state) rate(n int64) float64 {
+	r := math.Inf(1)
+	if l, ok := st.learned(n); ok {
+		r = l
+	}
+	if q, ok := st.quotaRate(n); ok {
+		r = min(r, q)
+	}
+	if st.policy > 0 {
+		r = min(r, st.policy)
+	}
+	return r
+}
+
+// A pace is the rate at which a key will be paced at a turn's slot, as far
+// as it is known when the turn is given, but at most twice the rate then,
+// so that a schedule far ahead does not fill on a rate foreseen for long;
+// max itself when st is nil.
+type pace struct {
+	st  *state
+	max float64
+}
+
+// pace returns the pace of the turns given at n.
+func (st *state) pace(n int64) pace { return pace{st, 2 * st.rate(n)} }
+
+// at returns the rate at slot.
+func (p pace) at(slot int64) float64 {
+	if p.st == nil {
+		return p.max
+	}
+	return min(p.st.rate(slot), p.max)
+}
+
+// stop forgets what the key learned: paced again, it starts afresh.
+func (st *state) stop() {
+	st.paced, st.pressure = false, 0
+	st.pacedNow.Store(false)
+	st.cut, st.cutAt, st.wMax, st.flat, st.roundEnd = false, 0, 0, 0, 0
+	st.cycleStart, st.accepted = 0, 0
+	st.quotaOK, st.quota, st.quotaUntil, st.policy = false, 0, 0, 0
+	st.refill, st.lack, st.lackIn, st.refillAt, st.creeping = 0, 0, 0, 0, false
+	st.sched = schedule{}
+}
+
+func stateUse(st *state) *lru.Use { return &st.used }
+
+// lookup returns the state of k, or nil.
+func (p *Pacer) lookup(k Key) *state {
+	st := (*p.keys.Load())[k]
+	if st != nil {
+		st.used.Touch(&p.clock)
+	}
+	return st
+}
+
+// add returns the state of k, making it at now, in the place of the key
+// least recently used when the table is full, if k has none.
+func (p *Pacer) add(k Key, now time.Time) *state {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := *p.keys.Load()
+	if st := m[k]; st != nil {
+		return st
+	}
+	// The base is well before any time the key is given, the send times of
+	// the responses that made it and the times of turns asked for a moment
+	// before, so that they count from 0 on.
+	st := &state{base: now.Add(-time.Hour)}
+	next, _, gone, evicted := lru.Insert(m, k, st, p.maxKeys, &p.clock, stateUse)
+	if evicted {
+		gone.mu.Lock()
+		gone.gone = true
+		if gone.paced {
+			gone.paced = false
+			gone.pacedNow.Store(false)
+			p.paced.Add(-1)
+		}
+		gone.mu.Unlock()
+	}
+	p.keys.Store(&next)
+	return st
+}
+
+// A Turn is a request's place in its key's schedule. The zero Turn is due
+// at once.
+type Turn struct {
+	st   *state
+	n    int64   // its number
+	at   int64   // its slot
+	rate float64 // the rate it was given at
+	gen  uint32  // the schedule's generation it knows
+}
+
+// Reserve gives a request to k, at now, its turn, and returns how long it
+// must wait for it. When that wait would exceed limit it gives nothing and
+// reports false, with the wait it would have been; the wait of a turn given
+// never exceeds limit. While no key is paced, Reserve is one atomic load;
+// for a key not paced, a lookup; neither locks nor allocates.
+func (p *Pacer) Reserve(k Key, now time.Time, limit time.Duration) (Turn, time.Duration, bool) {
+	if p.paced.Load() == 0 {
+		return Turn{}, 0, true
+	}
+	st := (*p.keys.Load())[k]
+	if st == nil || !st.pacedNow.Load() {
+		return Turn{}, 0, true
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := st.ns(now)
+	if !st.paced || st.gone || n-st.pressure > quiet {
+		return Turn{}, 0, true
+	}
+	num, slot, rate, ok := st.sched.reserve(n, int64(max(limit, 0)), st.pace(n))
+	if !ok {
+		return Turn{}, time.Duration(slot - n), false
+	}
+	return Turn{st: st, n: num, at: slot, rate: rate, gen: st.sched.gen}, time.Duration(slot - n), true
+}
+
+// Wait returns how long, from now, the turn must still wait: 0 when it is
+// due, more than Reserve said when a throttle, a Retry-After or a spent
+// quota has put it off since. A turn that a throttle took gets another, at
+// the back. The caller that Reserve told to wait calls Wait when it wakes,
+// and waits again, or Releases the turn when the wait now exceeds what the
+// request allows.
+func (t *Turn) Wait(now time.Time) time.Duration {
+	st := t.st
+	if st == nil {
+		return 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := st.ns(now)
+	if !st.paced || st.gone {
+		return 0
+	}
+	slot, rate, ok := st.sched.slot(t.n, t.at, t.rate, t.gen)
+	if !ok {
+		t.n, slot, rate, _ = st.sched.reserve(n, math.MaxInt64, st.pace(n))
+	}
+	t.at, t.rate, t.gen = slot, rate, st.sched.gen
+	return time.Duration(max(slot-n, 0))
+}
+
+// Release gives back at now a turn whose request was not sent. When it was
+// the last turn given, the next turn given takes its slot.
+func (t *Turn) Release(now time.Time) {
+	st := t.st
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.paced && !st.gone {
+		st.sched.release(st.ns(now), t.n, t.at, t.gen)
+	}
+}
+
+// An Event is a key's change of state.
+type Event uint8
+
+const (
+	// None: the key is paced as it was, or is still not paced.
+	None Event = iota
+	// Started: the key is paced from now on.
+	Started
+	// Stopped: the key is no longer paced.
+	Stopped
+)
+
+// A Change is what an exchange changed of its key's pacing.
+type Change struct {
+	Event Event
+	// Rate is the rate the key is paced at, in requests a second; 0 when
+	// it is not paced, or not at a known rate (only held until a
+	// Retry-After or the reset of a spent quota).
+	Rate float64
+}
+
+// Observe learns from the response to a request to k sent at sent, read
+// at now, with status and header h, and returns what changed: a throttle
+// (429, or 503 with Retry-After) or a low quota makes k paced; a throttle
+// cuts its rate, and a Retry-After holds its turns; a quota gives its rate,
+// and a spent window holds them; a key that has had neither throttle nor
+// low quota for 30 s is no longer paced.
+func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) Change {
+	throttle := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h)
+	q, hasQuota := readQuota(h, now)
+	var delay time.Duration
+	if throttle {
+		delay = retryAfter(h, now)
+	}
+	st := p.lookup(k)
+	if st == nil {
+		st = p.add(k, now)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.gone {
+		return Change{}
+	}
+	n, s := st.ns(now), st.ns(sent)
+	st.sent.add(s)
+	if !throttle && s >= st.cycleStart {
+		st.accepted++
+	}
+	// A quota low makes a key paced, and one at least half spent keeps it.
+	pressed := throttle || hasQuota && (q.low() || st.paced && q.Limit > 0 && q.Remaining >= 0 && q.Remaining <= q.Limit/2)
+	var c Change
+	switch {
+	case pressed && !st.paced:
+		st.paced = true
+		st.pacedNow.Store(true)
+		p.paced.Add(1)
+		c.Event = Started
+	case !pressed && st.paced && n-st.pressure > quiet:
+		st.stop()
+		p.paced.Add(-1)
+		return Change{Event: Stopped}
+	}
+	if !st.paced {
+		return c
+	}
+	if pressed {
+		st.pressure = max(st.pressure, n)
+	}
+	if hasQuota {
+		st.learnQuota(q, n, s)
+	}
+	if throttle {
+		st.throttled(n, s, addSat(n, int64(delay)))
+	}
+	if r := st.rate(n); r < maxRate {
+		c.Rate = r
+	}
+	return c
+}
+
+// retryAfter returns the delay a throttled response asks for: the longest
+// of its Retry-After values (measured against its Date when one is a date)
+// and of the millisecond headers some APIs send; 0 when none.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	for _, v := range h["Retry-After"] {
+		if len(v) > maxValueLen {
+			continue
+		}
+		v = wire.TrimOWS(v)
+		if ra, ok := classify.ParseRetryAfter(v, wire.ServerNow(h, v, now)); ok {
+			d = max(d, ra)
+		}
+	}
+	for _, key := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		for _, v := range h[key] {
+			if ms, ok := wire.ParseDelayMillis(wire.TrimOWS(v)); ok {
+				d = max(d, ms)
+			}
+		}
+	}
+	return d
+}
+
+// Paced returns how many keys are paced at now: those throttled, or low on
+// quota, within the last 30 s. It visits every key, for a gauge.
+func (p *Pacer) Paced(now time.Time) int {
+	n := 0
+	for _, st := range *p.keys.Load() {
+		st.mu.Lock()
+		if st.paced && !st.gone && st.ns(now)-st.pressure <= quiet {
+			n++
+		}
+		st.mu.Unlock()
+	}
+	return n
+}
