@@ -18,14 +18,18 @@
 // # Turns
 //
 // A key paced has a schedule of turns, one an interval after another at its
-// rate, given in the order asked for (see schedule.go). A turn is a caller
-// asleep until its slot, who asks again (Turn.Wait) when it wakes: a turn
-// can be put off, never brought forward. A throttle thins the turns to come
-// to its slower rate at once; a Retry-After, or a window spent, holds every
-// turn until it ends; a faster rate spaces the turns given from then on, as
-// far ahead as it is foreseen. A turn whose wait would exceed what its
-// request allows is not given (Reserve reports false), and a turn put off
-// past it is the caller's to Release.
+// rate, given in the order asked for (see schedule.go), at most a horizon
+// (250 ms) ahead; a request whose turn is further off waits in the key's
+// queue, in order, without a slot, and the head of the queue takes the next
+// slot once it comes within the horizon (see queue.go). So a rate that
+// changes reaches a backlog of any depth within the horizon. A turn is a
+// caller asleep (Turn.Nap) who asks again (Turn.Wait) when it wakes, or
+// when Turn.Woken wakes it. A throttle thins the turns to come to its
+// slower rate at once; a Retry-After of more than a second, or a window
+// spent, holds every turn until it ends; the rate given to a slot at most
+// doubles a second. A turn whose wait would exceed what its request allows
+// is not given (Reserve reports false), and a turn put off past it is the
+// caller's to Release.
 //
 // # The rate
 //
@@ -37,7 +41,13 @@
 // # Bounds
 //
 //   - A turn given never waits longer than the limit it was asked with.
-//   - Retry-After comes first: no turn is due before it ends.
+//   - A Retry-After of more than a second comes first: no turn is due
+//     before it ends. One of a second or less, the least the header says
+//     and what a bucket that refills many times a second answers, cuts the
+//     rate without holding the other turns; the throttled request's own
+//     retry waits it out (the Transport's rule).
+//   - A waiter costs one allocation and one channel, only while its key's
+//     backlog is past the horizon.
 //   - A key neither throttled nor low on quota for 30 s is no longer paced.
 //   - At most MaxHosts keys are known, the least recently used forgotten;
 //     a key takes about 700 bytes.

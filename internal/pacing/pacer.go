@@ -17,6 +17,14 @@ import (
 // throttle or low quota.
 const quiet = int64(30 * time.Second)
 
+// retryAfterGrain is the Retry-After that holds a key paced at a rate
+// known (learned from its throttles, or from its quota) no longer than the
+// cut does: a second, the least a whole number of seconds says, which is
+// what a bucket that refills many times a second answers when it is
+// empty. A longer one, or any while no rate is known, holds every turn of
+// the key until it ends.
+const retryAfterGrain = time.Second
+
 // A Pacer paces requests by key. It is safe for concurrent use.
 type Pacer struct {
 	maxKeys int
@@ -77,6 +85,10 @@ type state struct {
 	creeping   bool // refill has grown since a response that said it
 
 	sched schedule
+	q     queue
+	// epoch counts the times the key stopped being paced: a turn of an
+	// epoch before is not the schedule's any more.
+	epoch uint32
 }
 
 // ns returns t as nanoseconds from the state's base, at least 0 and
@@ -101,13 +113,17 @@ func (st *state) rate(n int64) float64 {
 }
 
 // A pace is the rate at which a key will be paced at a turn's slot, as far
-// as it is known when the turn is given, but at most twice the rate then,
-// so that a schedule far ahead does not fill on a rate foreseen for long;
-// max itself when st is nil.
+// as it is known when the turn is given, but at most twice the rate a
+// second before the slot (doubling), so that the rate at most doubles a
+// second however near its slots the turns are given; max itself when st
+// is nil.
 type pace struct {
 	st  *state
 	max float64
 }
+
+// doubling is the time in which a key's rate may at most double.
+const doubling = int64(time.Second)
 
 // pace returns the pace of the turns given at n.
 func (st *state) pace(n int64) pace { return pace{st, 2 * st.rate(n)} }
@@ -117,7 +133,7 @@ func (p pace) at(slot int64) float64 {
 	if p.st == nil {
 		return p.max
 	}
-	return min(p.st.rate(slot), p.max)
+	return min(p.st.rate(slot), p.max, 2*p.st.rate(slot-doubling))
 }
 
 // stop forgets what the key learned: paced again, it starts afresh.
@@ -129,6 +145,8 @@ func (st *state) stop() {
 	st.quotaOK, st.quota, st.quotaUntil, st.policy = false, 0, 0, 0
 	st.refill, st.lack, st.lackIn, st.refillAt, st.creeping = 0, 0, 0, 0, false
 	st.sched = schedule{}
+	st.q.wakeAll()
+	st.epoch++
 }
 
 func stateUse(st *state) *lru.Use { return &st.used }
@@ -178,7 +196,26 @@ type Turn struct {
 	at   int64   // its slot
 	rate float64 // the rate it was given at
 	gen  uint32  // the schedule's generation it knows
+	// w is the turn's place in the queue while it has no slot.
+	w     *waiter
+	epoch uint32
+	nap   int64 // how long its caller sleeps before it asks again
+	wake  <-chan struct{}
 }
+
+// Nap returns how long the caller should sleep before it calls Wait: the
+// wait Reserve or Wait returned, or, for the head of a key's queue, until
+// its slot comes within the horizon.
+func (t *Turn) Nap() time.Duration { return time.Duration(t.nap) }
+
+// Woken returns a channel closed when the caller should call Wait before
+// its nap is over: its turn became the head of its key's queue, or the key
+// stopped being paced. It is nil when nothing will wake the caller early.
+func (t *Turn) Woken() <-chan struct{} { return t.wake }
+
+// Pacing reports whether any key may be paced: one atomic load, false for
+// a nil Pacer.
+func (p *Pacer) Pacing() bool { return p != nil && p.paced.Load() != 0 }
 
 // Reserve gives a request to k, at now, its turn, and returns how long it
 // must wait for it. When that wait would exceed limit it gives nothing and
@@ -199,11 +236,48 @@ func (p *Pacer) Reserve(k Key, now time.Time, limit time.Duration) (Turn, time.D
 	if !st.paced || st.gone || n-st.pressure > quiet {
 		return Turn{}, 0, true
 	}
-	num, slot, rate, ok := st.sched.reserve(n, int64(max(limit, 0)), st.pace(n))
-	if !ok {
-		return Turn{}, time.Duration(slot - n), false
+	limitNs := int64(max(limit, 0))
+	front := st.front(n)
+	if st.q.head() == nil && front-n <= horizon {
+		num, slot, rate, ok := st.sched.reserve(n, limitNs, st.pace(n))
+		if !ok {
+			return Turn{}, time.Duration(slot - n), false
+		}
+		return Turn{st: st, n: num, at: slot, rate: rate, gen: st.sched.gen, epoch: st.epoch, nap: slot - n}, time.Duration(slot - n), true
 	}
-	return Turn{st: st, n: num, at: slot, rate: rate, gen: st.sched.gen}, time.Duration(slot - n), true
+	eta := st.eta(n, front, int64(st.q.waiting))
+	if eta > limitNs {
+		return Turn{}, time.Duration(eta), false
+	}
+	t := Turn{st: st, epoch: st.epoch}
+	w, head := st.q.join()
+	t.w = w
+	st.queued(&t, n, front, head)
+	return t, time.Duration(eta), true
+}
+
+// front returns, at n, the first slot the schedule could give.
+func (st *state) front(n int64) int64 { return max(n, st.sched.next, st.sched.held) }
+
+// eta returns, at n, the wait of a waiter with ahead waiters before it, if
+// the rate known at front holds.
+func (st *state) eta(n, front, ahead int64) int64 {
+	iv := interval(st.pace(n).at(front))
+	if ahead > 0 && iv > 0 && ahead > (math.MaxInt64-(front-n))/iv {
+		return math.MaxInt64
+	}
+	return front - n + ahead*iv
+}
+
+// queued sets the nap of t, a turn in the queue, and what wakes it: the
+// head sleeps until the front of the schedule is within the horizon, and
+// another waiter until its estimated turn, or until it becomes the head.
+func (st *state) queued(t *Turn, n, front int64, head bool) {
+	if head {
+		t.nap, t.wake = max(front-horizon-n, 0), nil
+		return
+	}
+	t.nap, t.wake = st.eta(n, front, st.q.ahead(t.w)), t.w.ch
 }
 
 // Wait returns how long, from now, the turn must still wait: 0 when it is
@@ -220,15 +294,33 @@ func (t *Turn) Wait(now time.Time) time.Duration {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	n := st.ns(now)
-	if !st.paced || st.gone {
+	if !st.paced || st.gone || t.epoch != st.epoch {
+		t.w, t.wake, t.nap = nil, nil, 0
 		return 0
+	}
+	if t.w != nil {
+		front := st.front(n)
+		head := st.q.head() == t.w
+		if !head || front-n > horizon {
+			st.queued(t, n, front, head)
+			return time.Duration(st.eta(n, front, st.q.ahead(t.w)))
+		}
+		// The head, its slot within the horizon: it takes it, and the
+		// waiter behind it becomes the head.
+		st.q.leave(t.w)
+		t.w, t.wake = nil, nil
+		t.n, t.at, t.rate, _ = st.sched.reserve(n, math.MaxInt64, st.pace(n))
+		t.gen = st.sched.gen
+		t.nap = max(t.at-n, 0)
+		return time.Duration(t.nap)
 	}
 	slot, rate, ok := st.sched.slot(t.n, t.at, t.rate, t.gen)
 	if !ok {
 		t.n, slot, rate, _ = st.sched.reserve(n, math.MaxInt64, st.pace(n))
 	}
 	t.at, t.rate, t.gen = slot, rate, st.sched.gen
-	return time.Duration(max(slot-n, 0))
+	t.nap = max(slot-n, 0)
+	return time.Duration(t.nap)
 }
 
 // Release gives back at now a turn whose request was not sent. When it was
@@ -240,10 +332,19 @@ func (t *Turn) Release(now time.Time) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.paced && !st.gone {
+	switch {
+	case !st.paced || st.gone || t.epoch != st.epoch:
+	case t.w != nil:
+		st.q.leave(t.w)
+		t.w, t.wake = nil, nil
+	default:
 		st.sched.release(st.ns(now), t.n, t.at, t.gen)
 	}
 }
+
+// knownRate bounds the rates a Change reports: a rate above it was cut
+// from none measured (a throttle of the first requests), and says nothing.
+const knownRate = 1e6
 
 // An Event is a key's change of state.
 type Event uint8
@@ -317,9 +418,16 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 		st.learnQuota(q, n, s)
 	}
 	if throttle {
-		st.throttled(n, s, addSat(n, int64(delay)))
+		until := addSat(n, int64(delay))
+		if delay <= retryAfterGrain {
+			// The wait asked for is the least the header says: the cut
+			// is the answer, and the throttled request's own retry waits
+			// the Retry-After out.
+			until = n
+		}
+		st.throttled(n, s, until)
 	}
-	if r := st.rate(n); r < maxRate {
+	if r := st.rate(n); r < knownRate {
 		c.Rate = r
 	}
 	return c

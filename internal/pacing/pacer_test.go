@@ -365,3 +365,29 @@ func ExamplePacer() {
 	// 2s true
 	// true false
 }
+
+// TestARetryAfterOfASecondOnlyCutsALearnedRate: once a key is paced at a
+// rate learned from its throttles, a Retry-After of a second cuts the rate
+// without holding every turn for the second; a longer one still holds
+// them.
+func TestARetryAfterOfASecondOnlyCutsALearnedRate(t *testing.T) {
+	for _, tt := range []struct {
+		retryAfter string
+		held       bool
+	}{{"1", false}, {"2", true}} {
+		t.Run("Retry-After "+tt.retryAfter, func(t *testing.T) {
+			p := newPacer()
+			sendAt(p, keyA, after(-2*time.Second), 20*time.Millisecond, 50, http.StatusOK, nil)
+			p.Observe(keyA, after(-time.Second), after(-time.Second), http.StatusTooManyRequests, nil) // a rate is learned
+			sendAt(p, keyA, after(-900*time.Millisecond), 20*time.Millisecond, 45, http.StatusOK, nil)
+			p.Observe(keyA, testNow, testNow, http.StatusTooManyRequests, header("Retry-After", tt.retryAfter))
+			_, wait, ok := p.Reserve(keyA, testNow, time.Minute)
+			require.True(t, ok)
+			if tt.held {
+				assert.GreaterOrEqual(t, wait, 2*time.Second)
+			} else {
+				assert.Less(t, wait, 500*time.Millisecond, "the cut, not the whole second")
+			}
+		})
+	}
+}

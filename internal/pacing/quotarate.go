@@ -29,7 +29,7 @@ import "time"
 // cut.
 const (
 	refillWeight = 0.1
-	levelGain    = 0.2
+	levelGain    = 0.5
 	refillCreep  = 0.5 // per second
 	// refillFor is how long a bucket's refill holds without a response
 	// that says it again.

@@ -55,6 +55,7 @@ type simEvent struct {
 	sent    time.Duration
 	rtt     time.Duration
 	turn    Turn
+	stale   *bool // set once its caller was woken before it
 	status  int
 	header  http.Header
 }
@@ -101,6 +102,26 @@ func simulate(c simConfig) simResult {
 		e.seq = seq
 		heap.Push(&q, e)
 	}
+	// asleep are the callers waiting for their turns, each woken at its
+	// nap's end, or at once when its turn's Woken channel closes, as a
+	// Transport's are.
+	asleep := map[*bool]*simEvent{}
+	sleep := func(e *simEvent) {
+		e.stale = new(bool)
+		asleep[e.stale] = e
+		push(e)
+	}
+	wakeEarly := func(at time.Duration) {
+		for stale, w := range asleep {
+			select {
+			case <-w.turn.Woken():
+				*stale = true
+				delete(asleep, stale)
+				sleep(&simEvent{at: at, kind: simWake, arrived: w.arrived, turn: w.turn})
+			default:
+			}
+		}
+	}
 	for at := time.Duration(0); at < c.duration; at += c.arrival {
 		push(&simEvent{at: at, kind: simArrive, arrived: at})
 	}
@@ -127,9 +148,13 @@ func simulate(c simConfig) simResult {
 			case wait == 0:
 				send(e, e.at)
 			default:
-				push(&simEvent{at: e.at + wait, kind: simWake, arrived: e.arrived, turn: turn})
+				sleep(&simEvent{at: e.at + turn.Nap(), kind: simWake, arrived: e.arrived, turn: turn})
 			}
 		case simWake:
+			if *e.stale {
+				continue
+			}
+			delete(asleep, e.stale)
 			wait := e.turn.Wait(now)
 			switch {
 			case wait == 0:
@@ -138,8 +163,9 @@ func simulate(c simConfig) simResult {
 				e.turn.Release(now)
 				res.refused++
 			default:
-				push(&simEvent{at: e.at + wait, kind: simWake, arrived: e.arrived, turn: e.turn})
+				sleep(&simEvent{at: e.at + e.turn.Nap(), kind: simWake, arrived: e.arrived, turn: e.turn})
 			}
+			wakeEarly(e.at)
 		case simServe:
 			rate := c.quota(e.at)
 			tokens = min(c.burst, tokens+rate*(e.at-filled).Seconds())
@@ -160,6 +186,7 @@ func simulate(c simConfig) simResult {
 			if ch := p.Observe(k, simBase.Add(e.sent), now, e.status, e.header); ch.Event != None {
 				res.changes = append(res.changes, ch)
 			}
+			wakeEarly(e.at)
 		}
 	}
 	return res
