@@ -14,6 +14,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/guard"
 	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/logline"
+	"github.com/retryhttp/retryhttp/internal/pacing"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/resume"
 )
@@ -76,6 +77,12 @@ const (
 	// GiveUpMisdirected: a 421 answered the retry of a 421, or the base
 	// cannot open a new connection for that retry (WithBase).
 	GiveUpMisdirected GiveUpReason = "no new connection for a misdirected request"
+	// GiveUpPaced: the request's turn to be sent to its paced host was
+	// further off than pace.MaxWait or its deadline allowed
+	// (WithPacing). Refused before any attempt, its Attempt is 0 and its
+	// Err a *pace.Error; the caller's error wraps the *pace.Error either
+	// way.
+	GiveUpPaced GiveUpReason = "pace wait too long"
 )
 
 // A GiveUpEvent describes a request whose retries ended although its last
@@ -449,4 +456,48 @@ func WithLogger(l *slog.Logger) Option {
 		panic("retryhttp: WithLogger: nil Logger")
 	}
 	return func(t *Transport) { t.logger = l }
+}
+
+// A PaceEvent describes an attempt that waited for its turn to a paced
+// host (WithPacing), for WithOnPace. An attempt whose host is not paced
+// waits for nothing and has no event.
+type PaceEvent struct {
+	// Request is the caller's request. Do not modify it.
+	Request *http.Request
+	// Attempt is the number of the attempt that waited, 1 for the first.
+	Attempt int
+	// Wait is how long the attempt waited for its turn; for one refused,
+	// how long it would have had to wait.
+	Wait time.Duration
+	// Refused reports that the turn was further off than allowed: the
+	// attempt was not sent, and the request was given up on with
+	// GiveUpPaced.
+	Refused bool
+}
+
+// WithOnPace calls fn after each attempt that waited for its turn to a
+// paced host, before it is sent, and for each attempt refused a turn, on
+// the goroutine making the request. fn must be fast and must not block.
+// Each WithOnPace adds a hook: several are called in the order of their
+// options.
+func WithOnPace(fn func(PaceEvent)) Option {
+	if fn == nil {
+		panic("retryhttp: WithOnPace: nil function")
+	}
+	return func(t *Transport) { t.onPace = both(t.onPace, fn) }
+}
+
+// logPaceChange logs at INFO that pacing started (with its rate, when
+// known) or ended for the host of req, as c says.
+func (t *Transport) logPaceChange(req *http.Request, c pacing.Change) {
+	switch c.Event {
+	case pacing.Started:
+		var attrs []slog.Attr
+		if c.Rate > 0 {
+			attrs = append(attrs, slog.Float64("rate", c.Rate))
+		}
+		t.log().Host(req.Context(), "retryhttp: pacing started", req.URL.Scheme, req.URL.Host, attrs...)
+	case pacing.Stopped:
+		t.log().Host(req.Context(), "retryhttp: pacing ended", req.URL.Scheme, req.URL.Host)
+	}
 }

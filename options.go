@@ -15,6 +15,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/pace"
 	"github.com/retryhttp/retryhttp/throttle"
 )
 
@@ -253,6 +254,7 @@ const (
 	givenNoResume
 	givenHedging
 	givenThrottling
+	givenPacing
 )
 
 // check panics, as an invalid value does, when options that were given
@@ -404,6 +406,34 @@ func WithHedging(opts ...hedge.Option) Option {
 	return func(t *Transport) {
 		t.given |= givenHedging
 		t.hedgeOpts = append(t.hedgeOpts, opts...)
+	}
+}
+
+// WithPacing paces the requests to each host that throttles them (a 429,
+// or a 503 with Retry-After) or announces that its quota is nearly spent:
+// each request, first attempt or retry, waits for its turn, at the rate the
+// host accepts, learned from its throttles and from the quotas it
+// announces, so that a client that sends faster than a quota allows sends
+// at the quota instead of collecting 429s. It is off by default.
+//
+// A host that has not throttled costs nothing: its requests wait for
+// nothing, and are paced only once it throttles, until it has not done so
+// for 30 s. A request whose turn is further off than pace.MaxWait (10 s by
+// default) or than its context's deadline leaves fails at once, never
+// sent: a first attempt with an *Error of no attempts wrapping a
+// *pace.Error, a retry as its give-up does, with reason GiveUpPaced. A
+// paced host is not hedged unless a turn is free at once. WithOnPace sees
+// each wait. Package pace says how the rate is learned, and how a fleet
+// splits a quota. Given more than once, its options add up.
+func WithPacing(opts ...pace.Option) Option {
+	for _, o := range opts {
+		if o == nil {
+			panic("retryhttp: WithPacing: nil pace.Option")
+		}
+	}
+	return func(t *Transport) {
+		t.given |= givenPacing
+		t.paceOpts = append(t.paceOpts, opts...)
 	}
 }
 

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"github.com/retryhttp/retryhttp/internal/evidence"
 	"github.com/retryhttp/retryhttp/internal/latency"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/pacing"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/pace"
 )
 
 // How a Transport sends an attempt: through its base (by default one of
@@ -41,7 +44,7 @@ func defaultBase() *http.Transport { return conns.DefaultBase() }
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
-	if t.answers == nil && t.attemptTimeout <= 0 {
+	if t.answers == nil && t.attemptTimeout <= 0 && t.pacer == nil {
 		resp, err = conns.CheckResult(t.base.RoundTrip(a)) // exchange's common case, without its call
 	} else {
 		resp, err = t.exchange(t.base, a)
@@ -58,15 +61,92 @@ func (t *Transport) send(a *http.Request) (*http.Response, error) {
 // check before a retry when the request has a deadline and the Transport
 // keeps its own table of answer times (answerTable: hedging keeps them
 // otherwise).
-func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
+func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (resp *http.Response, err error) {
+	var sent time.Time
+	if t.pacer != nil {
+		sent = t.now()
+	}
 	switch {
 	case t.answers != nil && hasDeadline(a.Context()):
-		return t.sendTimed(rt, a)
+		resp, err = t.sendTimed(rt, a)
 	case t.attemptTimeout <= 0:
-		return conns.CheckResult(rt.RoundTrip(a))
+		resp, err = conns.CheckResult(rt.RoundTrip(a))
 	default:
-		return t.sendWithTimeout(rt, a)
+		resp, err = t.sendWithTimeout(rt, a)
 	}
+	if t.pacer != nil && resp != nil {
+		c := t.pacer.Observe(t.paceKey(a), sent, t.now(), resp.StatusCode, resp.Header)
+		t.logPaceChange(a, c)
+	}
+	return resp, err
+}
+
+// paceKey returns the key req is paced by: its host, and its partition.
+func (t *Transport) paceKey(req *http.Request) pacing.Key {
+	return pacing.KeyOf(req, t.pace.PartitionHeader, t.paceSeed)
+}
+
+// awaitTurn waits, when the request's host is paced, for the turn of its
+// attempt n, and reports the wait to the pace hooks. It returns a
+// *pace.Error, having waited for nothing more, when the turn is further
+// off than pace.MaxWait or the time left before ctx's deadline, and ctx's
+// error when ctx is done first: the attempt is not sent then.
+func (s *retryState) awaitTurn(ctx context.Context, n int) error {
+	t := s.t
+	start := t.now()
+	limit := t.pace.MaxWait
+	if dl, ok := ctx.Deadline(); ok {
+		limit = max(min(limit, dl.Sub(start)), 0)
+	}
+	turn, d, ok := t.pacer.Reserve(t.paceKey(s.req), start, limit)
+	waited := time.Duration(0)
+	for ok && d > 0 {
+		if err := waitTurn(ctx, turn.Nap(), turn.Woken()); err != nil {
+			turn.Release(t.now())
+			return err
+		}
+		now := t.now()
+		waited = now.Sub(start)
+		if d = turn.Wait(now); d > 0 && waited+d > limit {
+			turn.Release(now)
+			ok = false
+		}
+	}
+	if !ok {
+		err := &pace.Error{Host: s.req.URL.Host, Wait: waited + d, Allowed: limit}
+		t.paceHooks(PaceEvent{Request: s.req, Attempt: n, Wait: err.Wait, Refused: true})
+		return err
+	}
+	if waited > 0 {
+		t.paceHooks(PaceEvent{Request: s.req, Attempt: n, Wait: waited})
+	}
+	return nil
+}
+
+// waitTurn sleeps for d, until woken is closed (the turn may have come
+// sooner), or until ctx is done, whichever comes first.
+func waitTurn(ctx context.Context, d time.Duration, woken <-chan struct{}) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	case <-woken:
+	}
+	return nil
+}
+
+// paceHooks calls the pace hooks, if any, with e, and logs it at DEBUG.
+func (t *Transport) paceHooks(e PaceEvent) {
+	if t.onPace != nil {
+		t.onPace(e)
+	}
+	msg := "retryhttp: paced"
+	if e.Refused {
+		msg = "retryhttp: not sending"
+	}
+	t.log().NotSent(e.Request, e.Attempt, msg, string(GiveUpPaced), slog.Duration("wait", e.Wait))
 }
 
 // sendWithTimeout is exchange with a per-attempt timeout, without
@@ -112,8 +192,12 @@ func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Re
 
 // waitReason is why a retry whose wait ended in err was given up on.
 func waitReason(err error) GiveUpReason {
-	if err == ErrNoTimeLeft {
+	var perr *pace.Error
+	switch {
+	case err == ErrNoTimeLeft:
 		return GiveUpDeadline
+	case errors.As(err, &perr):
+		return GiveUpPaced
 	}
 	return GiveUpCanceled
 }
@@ -206,6 +290,13 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxA
 	left, timely := t.hedgeTime(req, hl)
 	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
 		return nil, 0, false
+	}
+	if t.pacer.Pacing() {
+		// A paced host's hedge takes a turn that is free at once, or none.
+		if _, _, ok := t.pacer.Reserve(t.paceKey(req), t.now(), 0); !ok {
+			hl.Unhedge()
+			return nil, 0, false
+		}
 	}
 	var took budget.Millitokens
 	if t.budget != nil {

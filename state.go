@@ -299,10 +299,15 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 	err := wait(ctx, delay)
 	if err == nil {
 		var ok bool
-		if s.left, ok = s.t.timeToSend(ctx); !ok {
-			s.t.log().NotSent(s.req, s.attempt+1, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", s.left))
-			layer.MarkGaveUp(ctx)
-			err = ErrNoTimeLeft
+		if s.t.pacer != nil {
+			err = s.awaitTurn(ctx, s.attempt+1)
+		}
+		if err == nil {
+			if s.left, ok = s.t.timeToSend(ctx); !ok {
+				s.t.log().NotSent(s.req, s.attempt+1, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", s.left))
+				layer.MarkGaveUp(ctx)
+				err = ErrNoTimeLeft
+			}
 		}
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -19,9 +20,11 @@ import (
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/pacing"
 	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
+	"github.com/retryhttp/retryhttp/pace"
 	"github.com/retryhttp/retryhttp/resume"
 	"github.com/retryhttp/retryhttp/throttle"
 
@@ -73,9 +76,13 @@ type Transport struct {
 	onRetry         func(RetryEvent)
 	onGiveUp        func(GiveUpEvent)
 	onHedge         func(HedgeEvent)
+	onPace          func(PaceEvent)
 	resendable      func(*http.Request) bool
 	hedge           *hedging.Hedging // nil: no hedging
 	throttle        *throttling.Throttler
+	pacer           *pacing.Pacer // nil: no pacing
+	pace            config.Pace
+	paceSeed        maphash.Seed // of the partition header's hashes
 	logger          *slog.Logger
 	peers           bool               // attempts' connections can be traced
 	traceAll        bool               // every attempt is traced: hooks or a log report peers and the base's resends
@@ -90,6 +97,7 @@ type Transport struct {
 	resumeOpts   []resume.Option
 	hedgeOpts    []hedge.Option
 	throttleOpts []throttle.Option
+	paceOpts     []pace.Option
 
 	// now and rand are the clock and the random source of jitter, uniform in
 	// [0, 1). In-package tests replace them.
@@ -167,7 +175,14 @@ func (t *Transport) configure() {
 	if t.given&givenThrottling != 0 {
 		t.throttle = newThrottling(t, t.throttleOpts)
 	}
-	t.resumeOpts, t.hedgeOpts, t.throttleOpts = nil, nil, nil
+	if t.given&givenPacing != 0 {
+		t.pace = config.NewPace()
+		for _, o := range t.paceOpts {
+			o(&t.pace)
+		}
+		t.pacer, t.paceSeed = pacing.New(t.pace), maphash.MakeSeed()
+	}
+	t.resumeOpts, t.hedgeOpts, t.throttleOpts, t.paceOpts = nil, nil, nil, nil
 }
 
 // ready returns the Transport that does t's work: t itself when New made
@@ -187,6 +202,18 @@ func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.ready().base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// PacedHosts returns how many hosts (partitions, with pace.PartitionHeader)
+// are paced now (WithPacing), for a gauge: those that throttled, or
+// announced a quota nearly spent, within the last 30 s. It visits every
+// host remembered, at most pace.MaxHosts; 0 without WithPacing.
+func (t *Transport) PacedHosts() int {
+	t = t.ready()
+	if t.pacer == nil {
+		return 0
+	}
+	return t.pacer.Paced(t.now())
 }
 
 // Budget returns the budget the Transport's retries are paid from, nil after
@@ -255,6 +282,15 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 	}
 	s.left = left
 	next := s.body.First(req) // the next attempt's body
+	if !firstSent && t.pacer != nil {
+		if err := s.awaitTurn(req.Context(), 1); err != nil {
+			closeBody(next)
+			s.body.Done()
+			s.reportGiveUp(req, GiveUpEvent{Request: req, Reason: waitReason(err), Err: err}, 0)
+			layer.MarkGaveUp(req.Context())
+			return nil, &Error{Err: err}
+		}
+	}
 	for {
 		a, g := s.request(next)
 		var resp *http.Response
@@ -449,7 +485,7 @@ func (t *Transport) plain(req *http.Request) bool {
 	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && hasDeadline(req.Context())) {
 		return false
 	}
-	if t.conns.Traces(req) {
+	if t.conns.Traces(req) || t.pacer.Pacing() {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {
