@@ -121,6 +121,11 @@
 //	retryhttp.throttle.rejection_probability
 //	                              Gauge      1          probability of refusal
 //	                              (asynchronous)        per host
+//	retryhttp.client.pace.wait    Histogram  s          the wait of an attempt
+//	                                                    for its turn to a
+//	                                                    paced host
+//	retryhttp.pace.hosts          Gauge      {host}     hosts paced
+//	                              (asynchronous)
 //
 // Their attributes:
 //
@@ -141,6 +146,8 @@
 //	             with a bucket in a budget.PerHost; none for a
 //	             budget.Bucket
 //	throttled    http.request.method, server.address, server.port
+//	pace.wait    http.request.method, server.address, server.port
+//	pace.hosts   none
 //	rejection_probability
 //	             url.scheme, server.address, server.port, for each host
 //	             that retryhttp.WithAdaptiveThrottling counts (those that
@@ -150,10 +157,12 @@
 // not. error.type is the failed attempt's status code ("503"), or the type
 // of its error as the conventions name it ("*net.OpError"), as otelhttp sets
 // it on the span; a request not sent for lack of time
-// (retryhttp.ErrNoTimeLeft) has "timeout", the conventions' value for it. retryhttp.give_up.reason is one of attempts_exhausted,
-// budget_exhausted, not_resendable, body_not_replayable, retry_after_limit,
+// (retryhttp.ErrNoTimeLeft) has "timeout", the conventions' value for it.
+// retryhttp.give_up.reason is one of attempts_exhausted, budget_exhausted,
+// not_resendable, body_not_replayable, retry_after_limit,
 // rate_limit_reset_limit, deadline, canceled, throttled, not_resumable,
-// resume_limit and misdirected (see ReasonValue and retryhttp.GiveUpReason). A request refused by adaptive throttling is
+// resume_limit, misdirected and paced (see ReasonValue and
+// retryhttp.GiveUpReason). A request refused by adaptive throttling is
 // counted both in give_ups, with reason throttled and error.type
 // *errors.errorString, and in throttled; a retry it refused, in give_ups
 // only, with the last attempt's error.type.

@@ -30,6 +30,11 @@ const (
 	HedgesName     = "retryhttp.client.hedges"
 	ThrottledName  = "retryhttp.client.throttled"
 	RejectionName  = "retryhttp.throttle.rejection_probability"
+	// PaceWaitName is the histogram of the waits of attempts for their
+	// turn to a paced host (retryhttp.WithPacing).
+	PaceWaitName = "retryhttp.client.pace.wait"
+	// PacedHostsName is the gauge of the hosts paced.
+	PacedHostsName = "retryhttp.pace.hosts"
 )
 
 // Span event names.
@@ -92,7 +97,7 @@ const (
 // ReasonValue returns the value of the retryhttp.give_up.reason attribute
 // for r: attempts_exhausted, budget_exhausted, not_resendable,
 // body_not_replayable, retry_after_limit, rate_limit_reset_limit, deadline,
-// canceled, throttled, not_resumable, resume_limit, misdirected, or _OTHER
+// canceled, throttled, not_resumable, resume_limit, misdirected, paced, or _OTHER
 // for a reason this version does not know.
 func ReasonValue(r retryhttp.GiveUpReason) string {
 	switch r {
@@ -120,6 +125,8 @@ func ReasonValue(r retryhttp.GiveUpReason) string {
 		return "resume_limit"
 	case retryhttp.GiveUpMisdirected:
 		return "misdirected"
+	case retryhttp.GiveUpPaced:
+		return "paced"
 	}
 	return "_OTHER"
 }
@@ -158,6 +165,15 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 	_, _ = m.Float64ObservableGauge(RejectionName, metric.WithUnit("1"),
 		metric.WithDescription("The probability with which adaptive throttling refuses a request, per host that failed lately."),
 		metric.WithFloat64Callback(o.observeRejections))
+	o.paceWait, _ = m.Float64Histogram(PaceWaitName, metric.WithUnit("s"),
+		metric.WithDescription("The wait of an attempt for its turn to a paced host, before it is sent."),
+		metric.WithExplicitBucketBoundaries(delayBuckets...))
+	if o.paceWait == nil {
+		o.paceWait = noop.Float64Histogram{}
+	}
+	_, _ = m.Int64ObservableGauge(PacedHostsName, metric.WithUnit("{host}"),
+		metric.WithDescription("Hosts paced to the rate they accept: those that throttled, or announced a quota nearly spent, within 30 s."),
+		metric.WithInt64Callback(o.observePaced))
 	return o
 }
 
@@ -297,6 +313,25 @@ func (o *observer) hedge(e retryhttp.HedgeEvent) {
 			DelayKey.Float64(e.Delay.Seconds()),
 		))
 	}
+}
+
+// pace is the WithOnPace hook: the wait of an attempt sent after its turn.
+// A refusal is counted as a give-up, with reason paced.
+func (o *observer) pace(e retryhttp.PaceEvent) {
+	if e.Refused {
+		return
+	}
+	ctx := e.Request.Context()
+	var buf [4]attribute.KeyValue
+	o.paceWait.Record(ctx, e.Wait.Seconds(), metric.WithAttributes(requestAttrs(buf[:0], e.Request)...))
+}
+
+// observePaced reports the hosts paced, once the Transport is ready.
+func (o *observer) observePaced(_ context.Context, obs metric.Int64Observer) error {
+	if o.ready.Load() {
+		obs.Observe(int64(o.transport.PacedHosts()))
+	}
+	return nil
 }
 
 // giveUp is the WithOnGiveUp hook.

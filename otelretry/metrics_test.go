@@ -144,6 +144,7 @@ func TestReasonValues(t *testing.T) {
 		retryhttp.GiveUpNotResumable:        "not_resumable",
 		retryhttp.GiveUpResumeLimit:         "resume_limit",
 		retryhttp.GiveUpMisdirected:         "misdirected",
+		retryhttp.GiveUpPaced:               "paced",
 		"something new":                     "_OTHER",
 	}
 	for r, want := range reasons {
@@ -256,5 +257,45 @@ func TestThrottledCounterAndRejectionGauge(t *testing.T) {
 		assert.Equal(t, want, gauge.DataPoints[0].Value, "the host's rejection probability")
 		assert.True(t, gauge.DataPoints[0].Attributes.Equals(ptr(attribute.NewSet(
 			semconv.URLScheme("http"), semconv.ServerAddress("svc.test"), semconv.ServerPort(80)))))
+	})
+}
+
+func TestPaceWaitAndPacedHosts(t *testing.T) {
+	// A host that throttles with Retry-After: 5: the next request waits
+	// 5 s for its turn, recorded in the pace wait histogram; the host is
+	// counted as paced; a request whose turn is further off than allowed
+	// is a give-up with reason paced.
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		base := newScript(map[string][]step{"/": {
+			{status: 429, header: http.Header{"Retry-After": {"5"}}}, {status: 200},
+			{status: 429, header: http.Header{"Retry-After": {"60"}}}, {status: 200},
+		}})
+		tr := newTransport(tel, base, retryhttp.WithMaxAttempts(1), retryhttp.WithPacing())
+		for range 2 {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			_, err = do(t, tr, req)
+			require.NoError(t, err)
+		}
+		m := tel.metrics(t)
+		hist, ok := m[otelretry.PaceWaitName].Data.(metricdata.Histogram[float64])
+		require.True(t, ok)
+		require.Len(t, hist.DataPoints, 1)
+		assert.EqualValues(t, 1, hist.DataPoints[0].Count)
+		assert.InDelta(t, 5, hist.DataPoints[0].Sum, 0.01, "the wait, in seconds")
+		gauge, ok := m[otelretry.PacedHostsName].Data.(metricdata.Gauge[int64])
+		require.True(t, ok)
+		require.Len(t, gauge.DataPoints, 1)
+		assert.EqualValues(t, 1, gauge.DataPoints[0].Value)
+
+		for range 2 { // a 429 holding for 60 s, then a request refused
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://svc.test/", nil)
+			require.NoError(t, err)
+			_, _ = do(t, tr, req)
+		}
+		m = tel.metrics(t)
+		host := []attribute.KeyValue{semconv.HTTPRequestMethodGet, semconv.ServerAddress("svc.test"), semconv.ServerPort(80)}
+		assert.EqualValues(t, 1, sum(t, m[otelretry.GiveUpsName], append(host, otelretry.ReasonKey.String("paced"), semconv.ErrorTypeKey.String("*pace.Error"))...))
 	})
 }

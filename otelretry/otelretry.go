@@ -131,6 +131,7 @@ func Instrument(base http.RoundTripper, opts ...Option) retryhttp.Option {
 		retryhttp.WithOnRetry(o.retry)(t)
 		retryhttp.WithOnGiveUp(o.giveUp)(t)
 		retryhttp.WithOnHedge(o.hedge)(t)
+		retryhttp.WithOnPace(o.pace)(t)
 	}
 }
 
@@ -150,6 +151,7 @@ type observer struct {
 	hedges   metric.Int64Counter
 	shed     metric.Int64Counter // requests refused by adaptive throttling
 	delay    metric.Float64Histogram
+	paceWait metric.Float64Histogram
 
 	destinations destinations
 
