@@ -68,6 +68,8 @@ func BenchmarkOverhead(b *testing.B) {
 			{"retryhttp-hedging", New(WithBase(newStub()), WithHedging())},
 			{"retryhttp-traced", New(WithBase(tracedStub{newStub()}))},
 			{"retryhttp-hedging-traced", New(WithBase(tracedStub{newStub()}), WithHedging())},
+			{"retryhttp-pacing", New(WithBase(newStub()), WithPacing())},
+			{"retryhttp-pacing-traced", New(WithBase(tracedStub{newStub()}), WithPacing())},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()

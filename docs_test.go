@@ -43,6 +43,7 @@ var docNames = map[string]string{
 	"retryhttptest": "github.com/retryhttp/retryhttp/retryhttptest",
 	"server":        "github.com/retryhttp/retryhttp/server",
 	"throttle":      "github.com/retryhttp/retryhttp/throttle",
+	"pace":          "github.com/retryhttp/retryhttp/pace",
 }
 
 // TestDocs keeps the README, the guides in docs/ and the modules' READMEs

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/pace"
 )
 
@@ -383,4 +384,49 @@ func TestPacingOnLoopback(t *testing.T) {
 	resp, err = client.Get(other.URL)
 	require.NoError(t, err, "another host is not paced")
 	resp.Body.Close()
+}
+
+// TestPacingHedgesOnlyOnAFreeTurn: a slow request to a host paced at about
+// one request a second gets no hedge, since no turn is free at once, where
+// the same request to a host not paced is hedged.
+func TestPacingHedgesOnlyOnAFreeTurn(t *testing.T) {
+	for _, paced := range []bool{false, true} {
+		t.Run("paced="+strconv.FormatBool(paced), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var sent atomic.Int32
+				base := rtFunc(func(r *http.Request) (*http.Response, error) {
+					sent.Add(1)
+					h := http.Header{}
+					if paced {
+						// A bucket of 10 that refills in 10 s, spent.
+						h.Set("X-Ratelimit-Limit-Requests", "10")
+						h.Set("X-Ratelimit-Remaining-Requests", "0")
+						h.Set("X-Ratelimit-Reset-Requests", "10s")
+					}
+					if r.URL.Path == "/slow" {
+						select {
+						case <-time.After(time.Second):
+						case <-r.Context().Done():
+							return nil, r.Context().Err()
+						}
+					}
+					return &http.Response{StatusCode: 200, Header: h, Body: http.NoBody, Request: r}, nil
+				})
+				tr := New(WithBase(base), WithPacing(), WithHedging(hedge.Delay(100*time.Millisecond), hedge.MaxFraction(1)))
+				resp, err := tr.RoundTrip(get(t, "http://svc.test/fast"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				time.Sleep(5 * time.Second) // virtual: the quota's turn comes
+				sent.Store(0)
+				resp, err = tr.RoundTrip(get(t, "http://svc.test/slow"))
+				require.NoError(t, err)
+				resp.Body.Close()
+				if paced {
+					assert.EqualValues(t, 1, sent.Load(), "no hedge without a free turn")
+				} else {
+					assert.Greater(t, sent.Load(), int32(1), "hedged")
+				}
+			})
+		})
+	}
 }

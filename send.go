@@ -62,9 +62,15 @@ func (t *Transport) send(a *http.Request) (*http.Response, error) {
 // keeps its own table of answer times (answerTable: hedging keeps them
 // otherwise).
 func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (resp *http.Response, err error) {
+	// A host the pacer does not know has the send of its requests timed
+	// only once a response of its says something to the pacer.
 	var sent time.Time
-	if t.pacer != nil {
-		sent = t.now()
+	var k pacing.Key
+	known := false
+	if t.pacer != nil && t.pacer.KnowsAny() {
+		if k = t.paceKey(a); t.pacer.Knows(k) {
+			known, sent = true, t.now()
+		}
 	}
 	switch {
 	case t.answers != nil && hasDeadline(a.Context()):
@@ -74,9 +80,12 @@ func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (resp *http.
 	default:
 		resp, err = t.sendWithTimeout(rt, a)
 	}
-	if t.pacer != nil && resp != nil {
-		c := t.pacer.Observe(t.paceKey(a), sent, t.now(), resp.StatusCode, resp.Header)
-		t.logPaceChange(a, c)
+	if t.pacer != nil && resp != nil && (known || pacing.Signals(resp.StatusCode, resp.Header)) {
+		now := t.now()
+		if !known {
+			k, sent = t.paceKey(a), now
+		}
+		t.logPaceChange(a, t.pacer.Observe(k, sent, now, resp.StatusCode, resp.Header))
 	}
 	return resp, err
 }

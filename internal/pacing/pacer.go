@@ -213,6 +213,27 @@ func (t *Turn) Nap() time.Duration { return time.Duration(t.nap) }
 // stopped being paced. It is nil when nothing will wake the caller early.
 func (t *Turn) Woken() <-chan struct{} { return t.wake }
 
+// KnowsAny reports whether the Pacer has a state for any key: one atomic
+// load.
+func (p *Pacer) KnowsAny() bool { return len(*p.keys.Load()) > 0 }
+
+// Knows reports whether the Pacer has a state for k: k throttled, or
+// announced a quota, and was not forgotten since. A key it does not know
+// needs its responses observed only when they are throttles or announce
+// a quota (Signals). One atomic load when it knows no key; a lookup else.
+func (p *Pacer) Knows(k Key) bool {
+	m := *p.keys.Load()
+	return len(m) > 0 && m[k] != nil
+}
+
+// Signals reports whether a response of status with header h says
+// anything to a Pacer about a key it does not know: it is a throttle (a
+// 429, or a 503 with Retry-After), or its header has a field of a quota.
+func Signals(status int, h http.Header) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) ||
+		mayHaveQuota(h)
+}
+
 // Pacing reports whether any key may be paced: one atomic load, false for
 // a nil Pacer.
 func (p *Pacer) Pacing() bool { return p != nil && p.paced.Load() != 0 }

@@ -391,3 +391,22 @@ func TestARetryAfterOfASecondOnlyCutsALearnedRate(t *testing.T) {
 		})
 	}
 }
+
+func TestSignals(t *testing.T) {
+	assert.True(t, Signals(http.StatusTooManyRequests, nil))
+	assert.True(t, Signals(http.StatusServiceUnavailable, header("Retry-After", "1")))
+	assert.False(t, Signals(http.StatusServiceUnavailable, nil), "a 503 without Retry-After is a failure, not a throttle")
+	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "10")))
+	assert.True(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=1;t=1`)))
+	assert.False(t, Signals(http.StatusOK, header("Content-Type", "text/plain")))
+}
+
+func TestKnows(t *testing.T) {
+	p := newPacer()
+	assert.False(t, p.KnowsAny())
+	assert.False(t, p.Knows(keyA))
+	p.Observe(keyA, testNow, testNow, http.StatusTooManyRequests, nil)
+	assert.True(t, p.KnowsAny())
+	assert.True(t, p.Knows(keyA))
+	assert.False(t, p.Knows(keyB))
+}
