@@ -275,7 +275,7 @@ func TestDeadlineLogged(t *testing.T) {
 			time.Sleep(40 * time.Millisecond)
 			return base.RoundTrip(r)
 		})
-		tr.base = slow
+		tr.swapBase(slow)
 
 		resp, err := tr.RoundTrip(req)
 		require.NoError(t, err)
@@ -445,10 +445,10 @@ func TestTypicalAnswerFollowsASlowerHost(t *testing.T) {
 		req := withDeadline(t, "http://svc.test/", time.Minute)
 		warm(t, tr, 3*deadlines.Window)
 		// The median, to the precision of its bucket (12.5%).
-		assert.InDelta(t, 5*time.Millisecond, tr.typicalAnswer(req), float64(5*time.Millisecond)/8)
+		assert.InDelta(t, 5*time.Millisecond, tr.snd.Typical(req), float64(5*time.Millisecond)/8)
 		latency.Store(int64(40 * time.Millisecond))
 		warm(t, tr, 2*deadlines.Window)
-		assert.InDelta(t, 40*time.Millisecond, tr.typicalAnswer(req), float64(40*time.Millisecond)/8)
+		assert.InDelta(t, 40*time.Millisecond, tr.snd.Typical(req), float64(40*time.Millisecond)/8)
 	})
 }
 
@@ -490,12 +490,14 @@ func TestAnswerTimesOnlyWithADeadline(t *testing.T) {
 		_, err := tr.RoundTrip(get(t, "http://a.test/"))
 		require.NoError(t, err)
 	}
-	assert.Zero(t, tr.answers.Len(), "no host timed without a deadline")
+	assert.Zero(t, tr.snd.Answers.Len(), "no host timed without a deadline")
 	_, err := tr.RoundTrip(withDeadline(t, "http://b.test/", time.Minute))
 	require.NoError(t, err)
-	require.Equal(t, 1, tr.answers.Len())
-	assert.NotNil(t, tr.answers.Lookup(wire.HostKey{Scheme: "http", Host: "b.test"}))
-	assert.Nil(t, New(WithHedging()).answers, "hedging keeps answer times")
+	require.Equal(t, 1, tr.snd.Answers.Len())
+	assert.NotNil(t, tr.snd.Answers.Lookup(wire.HostKey{Scheme: "http", Host: "b.test"}))
+	hedged := New(WithHedging())
+	assert.False(t, hedged.snd.Records, "hedging keeps answer times")
+	assert.Same(t, hedged.hedge.Table(), hedged.snd.Answers)
 }
 
 func TestHedgeNeedsTheHostsTypicalAnswer(t *testing.T) {
@@ -595,7 +597,7 @@ func TestDeadlineCheckFigures(t *testing.T) {
 			})
 			tr := New(WithBase(counted), WithBudget(bucket))
 			tr.rand = rand.New(rand.NewPCG(3, 4)).Float64
-			tr.noFitCheck = !check
+			tr.snd.NoFitCheck = !check
 			for range 1000 {
 				resp, err := tr.RoundTrip(withDeadline(t, "http://svc.test/", 100*time.Millisecond))
 				if err == nil {

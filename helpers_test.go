@@ -143,3 +143,6 @@ func headerOf(fields map[string]string) http.Header {
 	}
 	return h
 }
+
+// swapBase makes rt the base of t, made by New, and of its sender.
+func (t *Transport) swapBase(rt http.RoundTripper) { t.base, t.snd.Base = rt, rt }

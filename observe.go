@@ -173,7 +173,7 @@ func (t *Transport) giveUpHooks(e GiveUpEvent) {
 		return
 	}
 	if e.Reason == GiveUpDeadline {
-		e.TimeLeft, e.HostLatency = t.deadlineFacts(e.Request)
+		e.TimeLeft, e.HostLatency = t.snd.LeftAfter(e.Request, 0), t.snd.Typical(e.Request)
 	}
 	t.onGiveUp(e)
 }
@@ -282,7 +282,7 @@ func (t *Transport) logGiveUp(req *http.Request, e GiveUpEvent, delay time.Durat
 	}
 	var late *logline.Late
 	if e.Reason == GiveUpDeadline {
-		late = &logline.Late{Delay: delay, Left: t.leftAfter(req, delay), Typical: t.typicalAnswer(req)}
+		late = &logline.Late{Delay: delay, Left: t.snd.LeftAfter(req, delay), Typical: t.snd.Typical(req)}
 	}
 	a := logline.Attempt{Req: req, N: e.Attempt, Status: e.StatusCode, Err: e.Err, Peer: e.Peer}
 	l.GiveUp(level, a, string(e.Reason), late, e.Resume, e.Offset)

@@ -200,7 +200,7 @@ func TestPacingCostsNothingUntilAThrottle(t *testing.T) {
 		}
 		assert.Zero(t, time.Since(start), "no request waited")
 		assert.Zero(t, events.Load())
-		assert.Zero(t, tr.pacer.Paced(time.Now()))
+		assert.Zero(t, tr.PacedHosts())
 	})
 }
 

@@ -12,20 +12,18 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
-	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/evidence"
 	"github.com/retryhttp/retryhttp/internal/latency"
 	"github.com/retryhttp/retryhttp/internal/layer"
-	"github.com/retryhttp/retryhttp/internal/pacing"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/pace"
 )
 
 // How a Transport sends an attempt: through its base (by default one of
-// its own, package conns), within the per-attempt timeout and the time
-// left before the request's deadline (package deadlines), with the
-// deadline headers, and, for a request that may be hedged, its hedges
-// (package hedging runs them).
+// its own, package conns) by package sender, which bounds it by the
+// per-attempt timeout, the request's deadline and its host's pace; and,
+// for a request that may be hedged, its hedges (package hedging runs
+// them).
 
 // newConns returns the transport of a retry that must not go down the
 // connection that failed, a misdirected request's (classify.Verdict's
@@ -39,15 +37,15 @@ func (t *Transport) newConns() *http.Transport {
 // defaultBase returns the base of a Transport given none (conns.DefaultBase).
 func defaultBase() *http.Transport { return conns.DefaultBase() }
 
-// send makes one attempt through the base transport, as exchange does,
-// and logs its outcome.
+// send makes one attempt through the base transport (sender.Send), and
+// logs its outcome.
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
-	if t.answers == nil && t.attemptTimeout <= 0 && t.pacer == nil {
-		resp, err = conns.CheckResult(t.base.RoundTrip(a)) // exchange's common case, without its call
+	if t.snd.Plain() {
+		resp, err = conns.CheckResult(t.base.RoundTrip(a)) // Send's common case, without its call
 	} else {
-		resp, err = t.exchange(t.base, a)
+		resp, err = t.snd.Exchange(t.base, a)
 	}
 	if t.logger != nil {
 		t.logAttempt(a, resp, err)
@@ -55,95 +53,22 @@ func (t *Transport) send(a *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// exchange makes one attempt through rt, the base or a transport made from
-// it, applying the per-attempt timeout, and never returns both a response
-// and an error. It records the attempt's time to response headers for the
-// check before a retry when the request has a deadline and the Transport
-// keeps its own table of answer times (answerTable: hedging keeps them
-// otherwise).
-func (t *Transport) exchange(rt http.RoundTripper, a *http.Request) (resp *http.Response, err error) {
-	// A host the pacer does not know has the send of its requests timed
-	// only once a response of its says something to the pacer.
-	var sent time.Time
-	var k pacing.Key
-	known := false
-	if t.pacer != nil && t.pacer.KnowsAny() {
-		if k = t.paceKey(a); t.pacer.Knows(k) {
-			known, sent = true, t.now()
-		}
-	}
-	switch {
-	case t.answers != nil && hasDeadline(a.Context()):
-		resp, err = t.sendTimed(rt, a)
-	case t.attemptTimeout <= 0:
-		resp, err = conns.CheckResult(rt.RoundTrip(a))
-	default:
-		resp, err = t.sendWithTimeout(rt, a)
-	}
-	if t.pacer != nil && resp != nil && (known || pacing.Signals(resp.StatusCode, resp.Header)) {
-		now := t.now()
-		if !known {
-			k, sent = t.paceKey(a), now
-		}
-		t.logPaceChange(a, t.pacer.Observe(k, sent, now, resp.StatusCode, resp.Header))
-	}
-	return resp, err
-}
-
-// paceKey returns the key req is paced by: its host, and its partition.
-func (t *Transport) paceKey(req *http.Request) pacing.Key {
-	return pacing.KeyOf(req, t.pace.PartitionHeader, t.paceSeed)
-}
-
 // awaitTurn waits, when the request's host is paced, for the turn of its
-// attempt n, and reports the wait to the pace hooks. It returns a
-// *pace.Error, having waited for nothing more, when the turn is further
-// off than pace.MaxWait or the time left before ctx's deadline, and ctx's
-// error when ctx is done first: the attempt is not sent then.
+// attempt n (sender.AwaitTurn), and reports the wait to the pace hooks and
+// the log. It returns a *pace.Error when the turn is further off than
+// allowed, and ctx's error when ctx is done first: the attempt is not sent
+// then.
 func (s *retryState) awaitTurn(ctx context.Context, n int) error {
 	t := s.t
-	start := t.now()
-	limit := t.pace.MaxWait
-	if dl, ok := ctx.Deadline(); ok {
-		limit = max(min(limit, dl.Sub(start)), 0)
-	}
-	turn, d, ok := t.pacer.Reserve(t.paceKey(s.req), start, limit)
-	waited := time.Duration(0)
-	for ok && d > 0 {
-		if err := waitTurn(ctx, turn.Nap(), turn.Woken()); err != nil {
-			turn.Release(t.now())
-			return err
-		}
-		now := t.now()
-		waited = now.Sub(start)
-		if d = turn.Wait(now); d > 0 && waited+d > limit {
-			turn.Release(now)
-			ok = false
-		}
-	}
-	if !ok {
-		err := &pace.Error{Host: s.req.URL.Host, Wait: waited + d, Allowed: limit}
-		t.paceHooks(PaceEvent{Request: s.req, Attempt: n, Wait: err.Wait, Refused: true})
-		return err
-	}
-	if waited > 0 {
+	waited, err := t.snd.AwaitTurn(ctx, s.req)
+	var perr *pace.Error
+	switch {
+	case errors.As(err, &perr):
+		t.paceHooks(PaceEvent{Request: s.req, Attempt: n, Wait: perr.Wait, Refused: true})
+	case err == nil && waited > 0:
 		t.paceHooks(PaceEvent{Request: s.req, Attempt: n, Wait: waited})
 	}
-	return nil
-}
-
-// waitTurn sleeps for d, until woken is closed (the turn may have come
-// sooner), or until ctx is done, whichever comes first.
-func waitTurn(ctx context.Context, d time.Duration, woken <-chan struct{}) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-	case <-woken:
-	}
-	return nil
+	return err
 }
 
 // paceHooks calls the pace hooks, if any, with e, and logs it at DEBUG.
@@ -156,35 +81,6 @@ func (t *Transport) paceHooks(e PaceEvent) {
 		msg = "retryhttp: not sending"
 	}
 	t.log().NotSent(e.Request, e.Attempt, msg, string(GiveUpPaced), slog.Duration("wait", e.Wait))
-}
-
-// sendWithTimeout is exchange with a per-attempt timeout, without
-// recording.
-func (t *Transport) sendWithTimeout(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
-	return conns.WithTimeout(rt, a, t.attemptTimeout)
-}
-
-// timeToSend returns the time left before the deadline of the request whose
-// context is ctx, for its next attempt's deadline headers, and whether the
-// attempt may be sent (deadlines.TimeToSend). Without deadline headers it
-// returns 0 and true.
-func (t *Transport) timeToSend(ctx context.Context) (time.Duration, bool) {
-	if t.deadlineHeaders == nil {
-		return 0, true
-	}
-	return deadlines.TimeToSend(ctx, t.now())
-}
-
-// hasDeadline reports whether ctx has a deadline.
-func hasDeadline(ctx context.Context) bool {
-	_, ok := ctx.Deadline()
-	return ok
-}
-
-// deadlineHeader returns h, an attempt's header, with the time left, left,
-// in every deadline header (deadlines.Header).
-func (t *Transport) deadlineHeader(h http.Header, own bool, left time.Duration) http.Header {
-	return deadlines.Header(h, own, t.deadlineHeaders, left)
 }
 
 // refuseFirst ends req, whose first attempt is not sent since only left
@@ -211,79 +107,6 @@ func waitReason(err error) GiveUpReason {
 	return GiveUpCanceled
 }
 
-// answerTable returns the table in which the Transport keeps its hosts'
-// answer times for the check: nil when hedging keeps them, in its own
-// table, for every request it may hedge; otherwise a table of its own,
-// which records the attempts of requests with a deadline only, so that a
-// request without one costs no clock reading.
-func answerTable(t *Transport) *latency.Table {
-	if t.hedge != nil {
-		return nil
-	}
-	return latency.NewTable(deadlines.Hosts)
-}
-
-// typicalAnswer returns the median of the recent times to response headers
-// of req's host (deadlines.Typical), in hedging's table when it keeps them.
-func (t *Transport) typicalAnswer(req *http.Request) time.Duration {
-	table := t.answers
-	if t.hedge != nil {
-		table = t.hedge.Table()
-	}
-	return deadlines.Typical(table, req)
-}
-
-// retryFits reports whether a retry of the failed attempt a, sent at now
-// after delay, would have time to finish before the request's deadline
-// (deadlines.RetryFits).
-func (t *Transport) retryFits(a *http.Request, now time.Time, delay time.Duration) bool {
-	if _, ok := a.Context().Deadline(); !ok {
-		return true
-	}
-	return deadlines.RetryFits(a.Context(), now, delay, t.typicalAnswer(a), !t.noFitCheck)
-}
-
-// hedgeTime returns the time left for a hedge of req to the host of hl,
-// and whether the hedge may be sent (deadlines.HedgeTime).
-func (t *Transport) hedgeTime(req *http.Request, hl *latency.Host) (time.Duration, bool) {
-	return deadlines.HedgeTime(req.Context(), t.now(), hl, !t.noFitCheck, t.deadlineHeaders != nil)
-}
-
-// sendTimed is exchange, recording the attempt's time to response
-// headers.
-func (t *Transport) sendTimed(rt http.RoundTripper, a *http.Request) (*http.Response, error) {
-	start := latency.Monotonic()
-	var resp *http.Response
-	var err error
-	if t.attemptTimeout <= 0 {
-		resp, err = conns.CheckResult(rt.RoundTrip(a))
-	} else {
-		resp, err = t.sendWithTimeout(rt, a)
-	}
-	t.recordAnswer(a, start, resp)
-	return resp, err
-}
-
-// recordAnswer records the time to response headers of attempt a, sent at
-// start (monotonic), when it has a response.
-func (t *Transport) recordAnswer(a *http.Request, start time.Duration, resp *http.Response) {
-	if resp != nil {
-		deadlines.Record(t.answers, a, start)
-	}
-}
-
-// deadlineFacts returns, for a request given up on for lack of time, the
-// time left before its deadline and its host's typical answer time.
-func (t *Transport) deadlineFacts(req *http.Request) (left, typical time.Duration) {
-	return t.leftAfter(req, 0), t.typicalAnswer(req)
-}
-
-// leftAfter returns the time that will be left before req's deadline once
-// delay has passed, 0 when req has no deadline.
-func (t *Transport) leftAfter(req *http.Request, delay time.Duration) time.Duration {
-	return deadlines.LeftAfter(req.Context(), t.now(), delay)
-}
-
 // hedgeable reports whether req, whose policy is p, may be hedged.
 func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 	return p.maxAttempts > 1 && !p.noHedge &&
@@ -296,16 +119,14 @@ func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 // allow one: its request, with its own body, attempt number, attempt and
 // deadline headers, and what the budget took.
 func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
-	left, timely := t.hedgeTime(req, hl)
+	left, timely := t.snd.HedgeTime(req, hl)
 	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
 		return nil, 0, false
 	}
-	if t.pacer.Pacing() {
+	if !t.snd.FreeTurn(req) {
 		// A paced host's hedge takes a turn that is free at once, or none.
-		if _, _, ok := t.pacer.Reserve(t.paceKey(req), t.now(), 0); !ok {
-			hl.Unhedge()
-			return nil, 0, false
-		}
+		hl.Unhedge()
+		return nil, 0, false
 	}
 	var took budget.Millitokens
 	if t.budget != nil {
@@ -325,7 +146,7 @@ func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxA
 		wire.SetField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
 	}
 	if left > 0 {
-		h.Header = t.deadlineHeader(h.Header, t.attemptHeader != "", left)
+		h.Header = t.snd.Header(h.Header, t.attemptHeader != "", left)
 	}
 	if a.Body != nil && a.Body != http.NoBody {
 		body, err := req.GetBody()

@@ -172,7 +172,7 @@ func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
 		wire.SetField(a.Header, s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
 	}
 	if s.left > 0 {
-		a.Header = s.t.deadlineHeader(a.Header, owned, s.left)
+		a.Header = s.t.snd.Header(a.Header, owned, s.left)
 	}
 }
 
@@ -209,7 +209,7 @@ func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *evid
 		// a clone that dials new connections.
 		rt, s.fresh = s.t.newConns(), false
 	}
-	resp, err := s.t.exchange(rt, a)
+	resp, err := s.t.snd.Exchange(rt, a)
 	pt.End()
 	pt.Settle()
 	s.countResends(pt)
@@ -299,11 +299,11 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 	err := wait(ctx, delay)
 	if err == nil {
 		var ok bool
-		if s.t.pacer != nil {
+		if s.t.snd.Pacer != nil {
 			err = s.awaitTurn(ctx, s.attempt+1)
 		}
 		if err == nil {
-			if s.left, ok = s.t.timeToSend(ctx); !ok {
+			if s.left, ok = s.t.snd.TimeToSend(ctx); !ok {
 				s.t.log().NotSent(s.req, s.attempt+1, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", s.left))
 				layer.MarkGaveUp(ctx)
 				err = ErrNoTimeLeft
@@ -325,7 +325,7 @@ func (s *retryState) next(delay time.Duration) {
 // retryEvent describes the retry about to be made after the failed attempt
 // whose outcome is resp or err, for the hooks.
 func (s *retryState) retryEvent(delay time.Duration, resp *http.Response, err error, v classify.Verdict, peer netip.AddrPort) RetryEvent {
-	return RetryEvent{Request: s.req, Attempt: s.attempt, Delay: delay, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer, TimeLeft: s.t.leftAfter(s.req, delay)}
+	return RetryEvent{Request: s.req, Attempt: s.attempt, Delay: delay, StatusCode: statusOf(resp), Err: err, Verdict: v, Peer: peer, TimeLeft: s.t.snd.LeftAfter(s.req, delay)}
 }
 
 // giveUpEvent describes the end of the retries after the failed attempt
@@ -404,7 +404,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 			}
 		}
 	}
-	if !t.retryFits(a, now, delay) {
+	if !t.snd.RetryFits(a, now, delay) {
 		return delay, GiveUpDeadline // the delay, for the log
 	}
 	return delay, ""

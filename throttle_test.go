@@ -378,7 +378,7 @@ func TestThrottleIgnoresTheCallersCancellation(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		canceled := rtFunc(func(r *http.Request) (*http.Response, error) { return nil, r.Context().Err() })
-		tr.base = canceled
+		tr.swapBase(canceled)
 		for range 10 {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
 			_, err := tr.RoundTrip(req)
@@ -494,11 +494,11 @@ func throttleCases() []struct {
 	fail := func(host string) func(*Transport) {
 		return func(tr *Transport) {
 			base := tr.base
-			tr.base = newHostBase(always(503))
+			tr.swapBase(newHostBase(always(503)))
 			for range 3 * throttling.DefaultMinRequests {
 				roundTrip(tr, "http://"+host+"/")
 			}
-			tr.base = base
+			tr.swapBase(base)
 		}
 	}
 	return []struct {
@@ -509,9 +509,9 @@ func throttleCases() []struct {
 		{"another-host-failing", fail("down.test")},
 		{"this-host-failed-once", func(tr *Transport) {
 			base := tr.base
-			tr.base = newHostBase(always(503))
+			tr.swapBase(newHostBase(always(503)))
 			roundTrip(tr, "http://svc.test/")
-			tr.base = base
+			tr.swapBase(base)
 		}},
 	}
 }

@@ -18,10 +18,12 @@ import (
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/pacing"
 	"github.com/retryhttp/retryhttp/internal/replay"
+	"github.com/retryhttp/retryhttp/internal/sender"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/pace"
@@ -80,16 +82,12 @@ type Transport struct {
 	resendable      func(*http.Request) bool
 	hedge           *hedging.Hedging // nil: no hedging
 	throttle        *throttling.Throttler
-	pacer           *pacing.Pacer // nil: no pacing
-	pace            config.Pace
-	paceSeed        maphash.Seed // of the partition header's hashes
 	logger          *slog.Logger
 	peers           bool               // attempts' connections can be traced
 	traceAll        bool               // every attempt is traced: hooks or a log report peers and the base's resends
 	conns           *evidence.Evidence // what traced connections showed; nil when none are
 	deadlineHeaders []deadline.Format  // nil: no deadline is sent
-	answers         *latency.Table     // hosts' answer times, when hedging does not keep them
-	noFitCheck      bool               // in-package tests turn the check before a retry off
+	snd             sender.Sender      // sends each attempt: made by New from the fields above
 	shaped          bool               // attempts are numbered, hedged, throttled or traced: none is plain
 	resumeLimit     int                // the most resumes of a body; 0: bodies are not resumed
 	stallTimeout    time.Duration
@@ -153,7 +151,16 @@ func New(opts ...Option) *Transport {
 		t.conns = evidence.New(func() time.Time { return t.now() })
 		t.traceAll = t.onRetry != nil || t.onGiveUp != nil || t.logger != nil
 	}
-	t.answers = answerTable(t)
+	t.snd.Base, t.snd.AttemptTimeout, t.snd.Headers, t.snd.Now = t.base, t.attemptTimeout, t.deadlineHeaders, func() time.Time { return t.now() }
+	if t.hedge != nil {
+		t.snd.Answers = t.hedge.Table() // hedging records every answer of a request it may hedge
+	} else {
+		// A table of the Transport's own records the attempts of requests
+		// with a deadline only, so that a request without one costs no
+		// clock reading.
+		t.snd.Answers, t.snd.Records = latency.NewTable(deadlines.Hosts), true
+	}
+	t.snd.PaceChanged = t.logPaceChange
 	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.traceAll
 	return t
 }
@@ -176,11 +183,11 @@ func (t *Transport) configure() {
 		t.throttle = newThrottling(t, t.throttleOpts)
 	}
 	if t.given&givenPacing != 0 {
-		t.pace = config.NewPace()
+		t.snd.Pace = config.NewPace()
 		for _, o := range t.paceOpts {
-			o(&t.pace)
+			o(&t.snd.Pace)
 		}
-		t.pacer, t.paceSeed = pacing.New(t.pace), maphash.MakeSeed()
+		t.snd.Pacer, t.snd.Seed = pacing.New(t.snd.Pace), maphash.MakeSeed()
 	}
 	t.resumeOpts, t.hedgeOpts, t.throttleOpts, t.paceOpts = nil, nil, nil, nil
 }
@@ -210,10 +217,10 @@ func (t *Transport) CloseIdleConnections() {
 // host remembered, at most pace.MaxHosts; 0 without WithPacing.
 func (t *Transport) PacedHosts() int {
 	t = t.ready()
-	if t.pacer == nil {
+	if t.snd.Pacer == nil {
 		return 0
 	}
-	return t.pacer.Paced(t.now())
+	return t.snd.Pacer.Paced(t.now())
 }
 
 // Budget returns the budget the Transport's retries are paid from, nil after
@@ -272,7 +279,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		return nil, &Error{Err: err}
 	}
-	left, timely := t.timeToSend(req.Context()) // the first attempt's deadline headers
+	left, timely := t.snd.TimeToSend(req.Context()) // the first attempt's deadline headers
 	if !timely {
 		return t.refuseFirst(req, left)
 	}
@@ -282,7 +289,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 	}
 	s.left = left
 	next := s.body.First(req) // the next attempt's body
-	if !firstSent && t.pacer != nil {
+	if !firstSent && t.snd.Pacer != nil {
 		if err := s.awaitTurn(req.Context(), 1); err != nil {
 			closeBody(next)
 			s.body.Done()
@@ -482,10 +489,10 @@ func (t *Transport) notify(e RetryEvent) {
 // failed lately), nor sends the request's deadline.
 func (t *Transport) plain(req *http.Request) bool {
 	// t.shaped: the attempts are numbered, hedged, throttled or all traced.
-	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && hasDeadline(req.Context())) {
+	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && sender.HasDeadline(req.Context())) {
 		return false
 	}
-	if t.conns.Traces(req) || t.pacer.Pacing() {
+	if t.conns.Traces(req) || t.snd.Pacer.Pacing() {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {
