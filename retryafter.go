@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -113,10 +112,4 @@ func rateLimitParams(v string) (reset, remaining string, ok bool) {
 		}
 	}
 	return reset, remaining, ok
-}
-
-// attemptHeaderValue is the value of the attempt header: the attempt's
-// number and the most there will be, as "2/3".
-func attemptHeaderValue(attempt, max int) string {
-	return strconv.Itoa(attempt) + "/" + strconv.Itoa(max)
 }

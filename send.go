@@ -9,12 +9,10 @@ import (
 
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
-	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/conns"
-	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/evidence"
-	"github.com/retryhttp/retryhttp/internal/latency"
 	"github.com/retryhttp/retryhttp/internal/layer"
+	"github.com/retryhttp/retryhttp/internal/sender"
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/pace"
 )
@@ -114,62 +112,6 @@ func hedgeable(req *http.Request, idempotent, hasBody bool, p policy) bool {
 		(!hasBody || req.GetBody != nil)
 }
 
-// prepareHedge returns hedge n of req, whose first attempt is a, if the
-// time left before the request's deadline, the host's cap and the budget
-// allow one: its request, with its own body, attempt number, attempt and
-// deadline headers, and what the budget took.
-func (t *Transport) prepareHedge(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
-	left, timely := t.snd.HedgeTime(req, hl)
-	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
-		return nil, 0, false
-	}
-	if !t.snd.FreeTurn(req) {
-		// A paced host's hedge takes a turn that is free at once, or none.
-		hl.Unhedge()
-		return nil, 0, false
-	}
-	var took budget.Millitokens
-	if t.budget != nil {
-		var err error
-		if took, err = t.budget.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
-			hl.Unhedge()
-			return nil, 0, false
-		}
-	}
-	hctx := attempt.WithNumber(a.Context(), n)
-	if left > 0 {
-		hctx = deadlinefmt.WithSent(hctx, left)
-	}
-	h := a.WithContext(hctx)
-	if t.attemptHeader != "" {
-		h.Header = a.Header.Clone()
-		wire.SetField(h.Header, t.attemptHeader, attemptHeaderValue(n, maxAttempts))
-	}
-	if left > 0 {
-		h.Header = t.snd.Header(h.Header, t.attemptHeader != "", left)
-	}
-	if a.Body != nil && a.Body != http.NoBody {
-		body, err := req.GetBody()
-		if err != nil || body == nil {
-			t.unprepareHedge(req, a, h, hl, took)
-			return nil, 0, false
-		}
-		h.Body = body
-	}
-	return h, took, true
-}
-
-// unprepareHedge undoes prepareHedge for a hedge h that will not be sent.
-func (t *Transport) unprepareHedge(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
-	if h.Body != nil && h.Body != a.Body {
-		h.Body.Close()
-	}
-	hl.Unhedge()
-	if t.budget != nil && took > 0 {
-		t.budget.Deposit(req, took)
-	}
-}
-
 // hedgeEnv is a Transport as the hedged call sees it (hedging.Env).
 type hedgeEnv Transport
 
@@ -179,13 +121,11 @@ func (e *hedgeEnv) Wins(a *http.Request, resp *http.Response, err error) bool {
 	return resp != nil && e.classifier.Classify(a, resp, err).Decision != classify.Retry
 }
 
-func (e *hedgeEnv) Prepare(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
-	return (*Transport)(e).prepareHedge(req, a, hl, n, maxAttempts)
-}
+func (e *hedgeEnv) Sender() *sender.Sender { return &e.snd }
 
-func (e *hedgeEnv) Unprepare(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
-	(*Transport)(e).unprepareHedge(req, a, h, hl, took)
-}
+func (e *hedgeEnv) Budget() budget.Budget { return e.budget }
+
+func (e *hedgeEnv) AttemptHeader() string { return e.attemptHeader }
 
 func (e *hedgeEnv) Hedging(req *http.Request, n int, waited time.Duration) {
 	t := (*Transport)(e)

@@ -169,7 +169,7 @@ func (s *retryState) prepare(a *http.Request, h http.Header, owned bool) {
 		if !owned {
 			a.Header, owned = h.Clone(), true
 		}
-		wire.SetField(a.Header, s.t.attemptHeader, attemptHeaderValue(s.attempt, s.p.maxAttempts))
+		wire.SetField(a.Header, s.t.attemptHeader, wire.AttemptValue(s.attempt, s.p.maxAttempts))
 	}
 	if s.left > 0 {
 		a.Header = s.t.snd.Header(a.Header, owned, s.left)

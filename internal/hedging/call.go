@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/budget"
+	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
+	"github.com/retryhttp/retryhttp/internal/sender"
+	"github.com/retryhttp/retryhttp/internal/wire"
 
 	"github.com/retryhttp/retryhttp/internal/evidence"
 
@@ -98,11 +102,13 @@ type Env interface {
 	// attempt may still answer, nor does a response that would be
 	// retried.
 	Wins(a *http.Request, resp *http.Response, err error) bool
-	// Prepare returns hedge n of req, whose first attempt is a, if the
-	// time left, the host's credit and the budget allow one, with what
-	// the budget took; Unprepare undoes it for a hedge not sent.
-	Prepare(req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool)
-	Unprepare(req, a, h *http.Request, hl *latency.Host, took budget.Millitokens)
+	// Sender is what a hedge's deadline and pace are checked against,
+	// and what gives it its deadline headers.
+	Sender() *sender.Sender
+	// Budget pays for each hedge, as for a retry; nil: hedges are free.
+	Budget() budget.Budget
+	// AttemptHeader is the header that numbers attempts; "": none.
+	AttemptHeader() string
 	// Hedging reports hedge n of req, sent after waited: the hook and
 	// the log.
 	Hedging(req *http.Request, n int, waited time.Duration)
@@ -304,7 +310,7 @@ func (c *hedgeCall) fire() {
 		c.mu.Unlock()
 		return
 	}
-	h, took, ok := c.env.Prepare(c.req, c.orig, c.hl, n, maxAttempts)
+	h, took, ok := prepare(c.env, c.req, c.orig, c.hl, n, maxAttempts)
 	if !ok {
 		return
 	}
@@ -314,7 +320,7 @@ func (c *hedgeCall) fire() {
 	if c.collecting || c.winner != 0 {
 		c.mu.Unlock()
 		cancel()
-		c.env.Unprepare(c.req, c.orig, h, c.hl, took)
+		unprepare(c.env, c.req, c.orig, h, c.hl, took)
 		return
 	}
 	c.sent = int32(n)
@@ -358,4 +364,62 @@ func (c *hedgeCall) run(h *http.Request, n int) {
 		c.win(n)
 	}
 	c.race.results <- hedgeOutcome{resp: resp, err: err, a: h, pt: pt, n: n}
+}
+
+// prepare returns hedge n of req, whose first attempt is a, if the time
+// left before the request's deadline, its host's pace and credit, and the
+// budget allow one: its request, with its own body, attempt number,
+// attempt and deadline headers, and what the budget took.
+func prepare(env Env, req, a *http.Request, hl *latency.Host, n, maxAttempts int) (*http.Request, budget.Millitokens, bool) {
+	snd := env.Sender()
+	left, timely := snd.HedgeTime(req, hl)
+	if req.Context().Err() != nil || !timely || !hl.MayHedge() {
+		return nil, 0, false
+	}
+	if !snd.FreeTurn(req) {
+		// A paced host's hedge takes a turn that is free at once, or none.
+		hl.Unhedge()
+		return nil, 0, false
+	}
+	var took budget.Millitokens
+	if b := env.Budget(); b != nil {
+		var err error
+		if took, err = b.Withdraw(req, classify.Verdict{Decision: classify.Retry}); err != nil {
+			hl.Unhedge()
+			return nil, 0, false
+		}
+	}
+	hctx := attempt.WithNumber(a.Context(), n)
+	if left > 0 {
+		hctx = deadlinefmt.WithSent(hctx, left)
+	}
+	h := a.WithContext(hctx)
+	name := env.AttemptHeader()
+	if name != "" {
+		h.Header = a.Header.Clone()
+		wire.SetField(h.Header, name, wire.AttemptValue(n, maxAttempts))
+	}
+	if left > 0 {
+		h.Header = snd.Header(h.Header, name != "", left)
+	}
+	if a.Body != nil && a.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil || body == nil {
+			unprepare(env, req, a, h, hl, took)
+			return nil, 0, false
+		}
+		h.Body = body
+	}
+	return h, took, true
+}
+
+// unprepare undoes prepare for a hedge h that will not be sent.
+func unprepare(env Env, req, a, h *http.Request, hl *latency.Host, took budget.Millitokens) {
+	if h.Body != nil && h.Body != a.Body {
+		h.Body.Close()
+	}
+	hl.Unhedge()
+	if b := env.Budget(); b != nil && took > 0 {
+		b.Deposit(req, took)
+	}
 }

@@ -2,12 +2,13 @@
 // attempt, and another copy of it, a hedge, each time no attempt has
 // answered within the host's delay, up to the attempts allowed. Given a
 // request the loop allows to be sent twice, the hosts' latencies and what
-// the Transport lends it (Env: its send, its classifier's verdict, the
-// budget and the deadline's say on each hedge, its hooks), it decides the
-// delay, whether the host's credit allows a hedge, and which attempt wins;
-// the others are cancelled or drained before it returns. It never hedges
-// what the loop did not allow, never sends past the attempts allowed,
-// never sends a hedge the Transport refused to prepare, and never logs.
+// the Transport lends it (Env: its send, its classifier's verdict, its
+// budget, its sender's say on each hedge's deadline and pace, its hooks),
+// it decides the delay, whether the host's credit allows a hedge, and
+// which attempt wins; the others are cancelled or drained before it
+// returns. It never hedges what the loop did not allow, never sends past
+// the attempts allowed, the deadline or the host's pace, never sends a
+// hedge the budget did not pay for, and never logs.
 package hedging
 
 import (

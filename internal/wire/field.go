@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -61,4 +62,10 @@ func ValidHeaderName(name string) bool {
 		}
 	}
 	return true
+}
+
+// AttemptValue is the value of an attempt header: the attempt's number and
+// the most there will be, as "2/3".
+func AttemptValue(attempt, max int) string {
+	return strconv.Itoa(attempt) + "/" + strconv.Itoa(max)
 }
