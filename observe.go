@@ -9,6 +9,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/evidence"
 	"github.com/retryhttp/retryhttp/internal/giveup"
 	"github.com/retryhttp/retryhttp/internal/guard"
@@ -181,41 +182,19 @@ func (t *Transport) giveUpHooks(e GiveUpEvent) {
 // stacked reports whether rt is a Transport of this package, or a
 // RoundTripper whose Unwrap method leads to one.
 func stacked(rt http.RoundTripper) bool {
-	for range 8 { // a bound, should wrappers unwrap to each other
-		switch b := rt.(type) {
-		case *Transport:
-			return true
-		case interface{ Unwrap() http.RoundTripper }:
-			rt = b.Unwrap()
-		default:
-			return false
-		}
-	}
-	return false
+	return conns.Under(rt, func(rt http.RoundTripper) bool { _, ok := rt.(*Transport); return ok })
 }
 
 // tracesPeers reports whether t learns each attempt's connection, and the
 // sends its base makes again on its own, through net/http/httptrace: when
-// its base is an *http.Transport (the default base is one), or a
-// RoundTripper whose Unwrap method leads to one, which reports them, and
-// whose base.Dialer, if it dials with one, sends a retry to another address. It
-// costs a traced attempt one allocation of 512 bytes beside net/http's own,
-// so other bases, which may report nothing, are not traced: their
-// RetryEvent.Peer is the zero AddrPort, and their own resends are not
-// counted. Which attempts are traced: retryState.traced.
+// its base is an *http.Transport (the default base is one), or leads to
+// one through Unwrap, which reports them. It costs a traced attempt one
+// allocation of 512 bytes beside net/http's own, so other bases, which may
+// report nothing, are not traced: their RetryEvent.Peer is the zero
+// AddrPort, and their own resends are not counted. Which attempts are
+// traced: retryState.traced.
 func tracesPeers(t *Transport) bool {
-	rt := t.base
-	for range 8 { // a bound, should wrappers unwrap to each other
-		switch b := rt.(type) {
-		case *http.Transport:
-			return true
-		case interface{ Unwrap() http.RoundTripper }:
-			rt = b.Unwrap()
-		default:
-			return false
-		}
-	}
-	return false
+	return conns.Under(t.base, func(rt http.RoundTripper) bool { _, ok := rt.(*http.Transport); return ok })
 }
 
 // The Transport logs by slog's levels (WithLogger). INFO is for what an
@@ -324,7 +303,7 @@ func (t *Transport) logThrottleChange(ctx context.Context, c throttling.Change) 
 // to the give-up hooks, tells a server.Handler serving the request that a
 // dependency was given up on, and returns the last result.
 func (s *retryState) giveUp(a *http.Request, pt *evidence.Trace, reason GiveUpReason, delay time.Duration, resp *http.Response, err error, v classify.Verdict, g *guard.Guard) (*http.Response, error) {
-	if err != nil || instanceFailure(resp, v) {
+	if err != nil || evidence.InstanceFailure(resp, v.Misdirected, v.Throttle) {
 		s.t.conns.FailedLast(s.req, pt, resp, err)
 	}
 	s.announceGiveUp(a, s.giveUpEvent(reason, resp, err, v, pt.Peer()), delay)

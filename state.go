@@ -257,28 +257,14 @@ func (s *retryState) plan(a *http.Request, resp *http.Response, err error, v cla
 }
 
 // release lets go of the failed attempt's response, if any, whose body is
-// body: closed unread when the retry should leave its connection, which
-// then goes with it (connEvidence.failed says when), and otherwise drained
-// a little so that the connection is reused. It records where the attempt
-// failed, when the retry leaves it, for the retry to avoid.
+// body: closed unread when the retry should leave its connection
+// (evidence.Leave says when), which then goes with it, and otherwise
+// drained a little so that the connection is reused. It records where the
+// attempt failed, when the retry leaves it, for the retry to avoid.
 func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error, v classify.Verdict, pt *evidence.Trace) {
-	// An attempt whose connection was not traced leaves it: there is no
-	// evidence to weigh (connEvidence.failedUntraced says when it stays).
-	failure := err != nil || instanceFailure(resp, v)
-	leave := failure && (pt == nil || s.t.conns.Failed(pt, resp, err))
-	if failure && pt == nil && s.t.conns != nil {
-		var first bool
-		// Over HTTP/2, or maybe (an error over TLS).
-		multiplexed := resp != nil && resp.ProtoMajor == 2 || resp == nil && s.req.URL.Scheme == "https"
-		leave, first = s.t.conns.FailedUntraced(s.req, multiplexed)
-		if leave && first && resp != nil && resp.ProtoMajor == 2 && s.t.newConns() != nil {
-			// Closing the response leaves the HTTP/2 connection, which
-			// carries others' streams, pooled: the retry dials one of
-			// its own, as a misdirected request's does.
-			s.fresh = true
-		}
-		leave = leave || err != nil
-	}
+	failure := err != nil || evidence.InstanceFailure(resp, v.Misdirected, v.Throttle)
+	leave, fresh := s.t.conns.Leave(s.req, pt, resp, err, failure, func() bool { return s.t.newConns() != nil })
+	s.fresh = s.fresh || fresh
 	switch {
 	case resp != nil && leave:
 		body.Close()

@@ -441,21 +441,6 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 	return resp, nil
 }
 
-// instanceFailure reports whether resp, an attempt about to be retried
-// with verdict v, failed in a way that may belong to the instance of the
-// service that served it (a 5xx), or to its connection (a 421,
-// misdirected, which always leaves it), so that the retry may have to go
-// elsewhere: behind a balancer that pins each connection to one instance (a
-// Kubernetes Service, a network load balancer) a retry sent down the same
-// connection meets the same instance. Whether it does is the connection's
-// evidence (connEvidence). A throttled response (429, 503 with Retry-After)
-// keeps its connection: the server answered as it meant to and asked for
-// less load, not for another connection, and its quota is seldom the
-// instance's alone.
-func instanceFailure(resp *http.Response, v classify.Verdict) bool {
-	return resp != nil && (v.Misdirected || resp.StatusCode >= 500 && !v.Throttle)
-}
-
 // wait sleeps for d or until ctx is done, whichever comes first.
 func wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

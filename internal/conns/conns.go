@@ -193,3 +193,19 @@ func (e *TimeoutError) Unwrap() []error { return []error{wire.ErrAttemptTimeout,
 
 // Timeout reports true: the attempt timed out.
 func (e *TimeoutError) Timeout() bool { return true }
+
+// Under reports whether is holds for rt, or for a RoundTripper its Unwrap
+// method leads to, within 8 steps, should wrappers unwrap to each other.
+func Under(rt http.RoundTripper, is func(http.RoundTripper) bool) bool {
+	for range 8 {
+		if is(rt) {
+			return true
+		}
+		u, ok := rt.(interface{ Unwrap() http.RoundTripper })
+		if !ok {
+			return false
+		}
+		rt = u.Unwrap()
+	}
+	return false
+}

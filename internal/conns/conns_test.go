@@ -59,3 +59,19 @@ func TestCheckResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.NoBody, resp.Body)
 }
+
+type wrapper struct{ http.RoundTripper }
+
+func (w wrapper) Unwrap() http.RoundTripper { return w.RoundTripper }
+
+type loop struct{ http.RoundTripper }
+
+func (l *loop) Unwrap() http.RoundTripper { return l }
+
+func TestUnder(t *testing.T) {
+	isTransport := func(rt http.RoundTripper) bool { _, ok := rt.(*http.Transport); return ok }
+	assert.True(t, Under(&http.Transport{}, isTransport))
+	assert.True(t, Under(wrapper{wrapper{&http.Transport{}}}, isTransport))
+	assert.False(t, Under(wrapper{http.NewFileTransport(http.Dir("."))}, isTransport))
+	assert.False(t, Under(&loop{}, isTransport), "wrappers that unwrap to each other end")
+}

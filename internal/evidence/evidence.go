@@ -492,3 +492,38 @@ func (h *hostEvidence) add(k connKey, c *connRecord) {
 	}
 	h.conns[k] = c
 }
+
+// InstanceFailure reports whether resp, an attempt about to be retried,
+// failed in a way that may belong to the instance of the service that
+// served it (a 5xx), or to its connection (misdirected: a 421, which
+// always leaves it), so that the retry may have to go elsewhere: behind a
+// balancer that pins each connection to one instance (a Kubernetes
+// Service, a network load balancer) a retry sent down the same connection
+// meets the same instance. A throttled response (429, 503 with
+// Retry-After) keeps its connection: the server answered as it meant to
+// and asked for less load, not for another connection, and its quota is
+// seldom the instance's alone.
+func InstanceFailure(resp *http.Response, misdirected, throttle bool) bool {
+	return resp != nil && (misdirected || resp.StatusCode >= 500 && !throttle)
+}
+
+// Leave decides whether the retry after the attempt of req traced by p
+// (nil: not traced), which failed with resp or err, leaves its connection:
+// an attempt that failed (failure: an error, or InstanceFailure) on a
+// connection traced leaves it as Failed says, and on one not traced as
+// FailedUntraced says, since there is no evidence to weigh. It also
+// reports whether the retry should dial a connection of its own (fresh):
+// the first failure of an untraced host over HTTP/2, whose connection
+// carries others' streams and stays pooled, when canFresh says the base
+// can dial one.
+func (e *Evidence) Leave(req *http.Request, p *Trace, resp *http.Response, err error, failure bool, canFresh func() bool) (leave, fresh bool) {
+	leave = failure && (p == nil || e.Failed(p, resp, err))
+	if !failure || p != nil || e == nil {
+		return leave, false
+	}
+	// Over HTTP/2, or maybe (an error over TLS).
+	multiplexed := resp != nil && resp.ProtoMajor == 2 || resp == nil && req.URL.Scheme == "https"
+	leave, first := e.FailedUntraced(req, multiplexed)
+	fresh = leave && first && resp != nil && resp.ProtoMajor == 2 && canFresh()
+	return leave || err != nil, fresh
+}

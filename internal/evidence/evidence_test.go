@@ -290,3 +290,22 @@ func BenchmarkEvidence(b *testing.B) {
 		})
 	})
 }
+
+func TestInstanceFailure(t *testing.T) {
+	resp := func(code int) *http.Response { return &http.Response{StatusCode: code} }
+	assert.True(t, InstanceFailure(resp(503), false, false))
+	assert.False(t, InstanceFailure(resp(503), false, true), "a throttle keeps its connection")
+	assert.False(t, InstanceFailure(resp(429), false, true))
+	assert.True(t, InstanceFailure(resp(421), true, false), "misdirected always leaves")
+	assert.False(t, InstanceFailure(nil, false, false), "an error is judged apart")
+}
+
+func TestLeaveWithoutEvidence(t *testing.T) {
+	var e *Evidence // the base cannot be traced
+	req, _ := http.NewRequest(http.MethodGet, "https://svc.test/", nil)
+	leave, fresh := e.Leave(req, nil, &http.Response{StatusCode: 503}, nil, true, func() bool { return true })
+	assert.True(t, leave, "a failure with no evidence to weigh leaves")
+	assert.False(t, fresh)
+	leave, _ = e.Leave(req, nil, &http.Response{StatusCode: 200}, nil, false, nil)
+	assert.False(t, leave)
+}
