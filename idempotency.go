@@ -1,17 +1,13 @@
 package retryhttp
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"syscall"
 
 	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/guard"
-	"github.com/retryhttp/retryhttp/internal/replay"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -51,42 +47,4 @@ func neverSent(err error) bool {
 	// A refused connection cannot happen once a connection exists, and a
 	// proxy that refused the CONNECT made none to the destination.
 	return errors.Is(err, syscall.ECONNREFUSED) || conns.ProxyRefusal(err) != nil
-}
-
-// newIdempotencyKey returns a random version 4 UUID, the form servers that
-// honour Idempotency-Key most often expect.
-func newIdempotencyKey() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:]) // crypto/rand.Read never returns an error.
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:36], u[10:16])
-	return string(s[:])
-}
-
-// rewindBody returns a GetBody for a guarded attempt of a request whose
-// body r replays and whose GetBody is getBody, for the resends of
-// net/http's that the attempt's guard lets through, or nil when there is
-// no body to give. A GetBody of http.NewRequest's is given as it is:
-// whoever calls it, its body shares nothing with the one it replaces. Any
-// other comes through rewindOnly, as does a body copied as it is sent.
-func rewindBody(r *replay.Replay, getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
-	switch {
-	case r.Source() != nil:
-		return guard.RewindOnly(r.Source())
-	case r.None() || getBody == nil:
-		return nil
-	case replay.FreshBodies(getBody):
-		return getBody
-	}
-	return guard.RewindOnly(replay.GetBody(getBody))
 }

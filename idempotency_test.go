@@ -83,7 +83,7 @@ func TestMayResendWithGuard(t *testing.T) {
 func TestNewIdempotencyKey(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		k := newIdempotencyKey()
+		k := wire.NewIdempotencyKey()
 		assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, k)
 		assert.False(t, seen[k], "duplicate key %s", k)
 		seen[k] = true

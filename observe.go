@@ -406,30 +406,15 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 	return func(t *Transport) { t.onRetry = both(t.onRetry, fn) }
 }
 
-// WithLogger logs what the Transport does to l, by slog's levels.
-//
-// INFO is for what an operator acts on, at most one line a call: a call
-// given up on ("retryhttp: not retrying", with its GiveUpReason, the last
-// attempt's number and status or error) when its attempts, budget or time
-// ran out, the server asked for too long a wait, its request body could
-// not be sent again (GiveUpBodyNotReplayable: over WithBodyBufferLimit
-// without GetBody, or GetBody failed), a 421 found no new connection for
-// its retry (GiveUpMisdirected), or its response body could not be
-// resumed; a body whose reader gets a *resume.Error for another cause
-// ("retryhttp: response body failed"); and adaptive throttling that starts
-// or ends refusing a host's requests ("retryhttp: throttling started",
-// "retryhttp: throttling ended"), once a change.
-//
-// DEBUG is for each attempt ("retryhttp: attempt"), each send the base made
-// again on its own ("retryhttp: resent by the base"), each decision (a
-// retry, a resume, a hedge, an attempt not sent for lack of time, a request
-// refused by throttling), and the give-ups that are no operator's concern:
-// the caller's context done, a request that is not idempotent
-// (GiveUpNotResendable), a call allowed one attempt. A final outcome (a
-// 404, a TLS error) is no give-up, and is in its attempt's line only. A give-up for lack of time
-// carries delay, time_left and host_latency, the host's typical answer
-// time. The messages name the method, scheme, host and path, never
-// headers, user information or query strings.
+// WithLogger logs what the Transport does to l, by slog's levels. INFO is
+// for what an operator acts on, at most one line a call: a call given up
+// on ("retryhttp: not retrying") when its attempts, budget or time ran
+// out, or its body could not be replayed or resumed; a response body that
+// could not be made whole; adaptive throttling and pacing that start or
+// end for a host. DEBUG is for each attempt, each send the base made again
+// on its own, each decision, and the give-ups that are no operator's
+// concern. Lines name the method, scheme, host and path, never headers,
+// user information or query strings. docs/observability.md lists them.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		panic("retryhttp: WithLogger: nil Logger")

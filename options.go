@@ -39,34 +39,19 @@ const (
 type Option func(*Transport)
 
 // WithBase sets the transport that makes each attempt: an SDK's transport,
-// an instrumented one (otelhttp), an authenticating one (oauth2). The default
-// is go-cleanhttp's pooled transport, a fresh *http.Transport with the
-// standard library's defaults, not shared with other packages, that keeps up
-// to 100 idle connections per host, so that concurrent callers reuse their
-// connections instead of opening new ones, and a TLS session cache of 64
-// hosts (give a base of yours a ClientSessionCache too). A 421's retry
-// dials a new connection through a clone of an *http.Transport base
-// without keep-alives; through another base, or one with x/net/http2's
-// HTTP/2, a 421 is returned.
+// an instrumented one (otelhttp), an authenticating one (oauth2). The
+// default is go-cleanhttp's pooled transport, keeping up to 100 idle
+// connections per host, with a TLS session cache of 64 hosts. A 421's
+// retry dials a new connection through a clone of an *http.Transport base;
+// through another base, a 421 is returned.
 //
-// The base must not be an *http.Client's follow-redirects machinery: wrap
-// the client's Transport instead. Nor may it be a Transport of this
-// package, directly or under wrappers whose Unwrap method leads to one (as
-// otelretry.Instrument's base does): its retries would multiply this one's
-// (3 attempts over 3 send a GET 9 times), so WithBase panics, naming the
-// problem; give one Transport every option instead. A request then reaches
-// the server at most as many times as the Transport's attempts, and the
-// sends its base makes again on its own, which Attempts counts. A wrapper
-// without an Unwrap method hides what it wraps: never put one over a
-// Transport under another.
-//
-// An *http.Transport with a Proxy is used through a clone of it
-// (http.Transport.Clone) whose OnProxyConnectResponse also reports a proxy's
-// refusal of a CONNECT as a *ProxyConnectError, so that a proxy that is
-// overloaded for a moment is retried; the clone keeps its own connections,
-// which the Transport's CloseIdleConnections closes, and the caller's
-// transport is left as it is. Any other base is used as it is, and a
-// proxy's refusal it reports as an error without a type stays final.
+// It panics if rt is a Transport of this package, directly or under
+// wrappers whose Unwrap method leads to one: its retries would multiply
+// this one's (3 attempts over 3 send a GET 9 times). Wrap an
+// *http.Client's Transport, never the client. An *http.Transport with a
+// Proxy is used through a clone of it that reports a proxy's refusal of a
+// CONNECT as a *classify.ProxyConnectError, retried; the caller's
+// transport is never modified.
 func WithBase(rt http.RoundTripper) Option {
 	if rt == nil {
 		panic("retryhttp: WithBase: nil RoundTripper")
@@ -215,23 +200,17 @@ func WithRateLimitHints() Option {
 
 // WithAdaptiveThrottling refuses, at once and without sending them, a share
 // of the requests to a host that has been failing, so that callers fail
-// fast instead of waiting on a dependency that is down, and the dependency
-// is not sent every request while it is down. It is off by default.
+// fast and the host is not sent every request while it is down: the
+// client-side throttling of Google's SRE book, over a sliding window (10 s
+// by default), refusing at most 90% by default (package throttle). It is
+// off by default.
 //
-// It is the client-side throttling of Google's SRE book: the more of a
-// host's requests have ended in failure over a sliding window (10 s by
-// default), the more of its new ones are refused, at most 90% by default;
-// a request that its retries rescued counts for its host, and a success
-// ends the refusals. Package throttle explains what is counted and how,
-// and its options change it.
-//
-// A refused request gets an *Error with no attempts wrapping ErrThrottled,
-// so that the caller can fall back; the WithOnGiveUp hooks see it with
-// reason GiveUpThrottled, and a server.Handler serving the request answers a 5xx
-// as 503 with "X-Should-Retry: false". Transport.Rejections reports the
-// probabilities, for a gauge. Each Transport has counts of its own, even
-// when several share the Option. Given more than once, its options add up,
-// field by field, a later one overriding an earlier one.
+// A refused request gets an *Error with no attempts wrapping ErrThrottled;
+// the WithOnGiveUp hooks see it with reason GiveUpThrottled.
+// Transport.Rejections reports the probabilities, for a gauge. Each
+// Transport has counts of its own, unless shared with throttle.Shared.
+// docs/throttling.md says the rest. Given more than once, its options add
+// up, a later one overriding an earlier one.
 func WithAdaptiveThrottling(opts ...throttle.Option) Option {
 	for _, o := range opts {
 		if o == nil {
@@ -338,26 +317,17 @@ func WithResendable(fn func(*http.Request) bool) Option {
 }
 
 // WithDeadlineHeader sends, with every attempt of a request whose context
-// has a deadline, the time left before that deadline at the moment the
-// attempt is sent, in each of the given formats, so that the service called
-// can stop working when its caller stops waiting, and pass the rest of the
-// time on to its own dependencies (server.Deadline reads it). Each attempt
-// carries its own time left: a retry, sent later, carries less. It is off
-// by default: a new header on every request is not something a caller
-// expects unasked.
+// has a deadline, the time left before it when the attempt is sent, in
+// each of the given formats, so that the service called can stop when its
+// caller stops waiting (server.Deadline reads it). A retry, sent later,
+// carries less. It is off by default. The caller's request is never
+// modified, and a request without a deadline is sent as it is.
 //
-// An attempt with less than 1 ms left is not sent at all: nothing could
-// answer in time, Envoy would read 0 ms as no timeout, and Connect would
-// omit the header, so that the server saw no deadline. A first attempt not
-// sent ends the request with an *Error of no attempts wrapping
-// ErrNoTimeLeft; the WithOnGiveUp hooks see it with reason GiveUpDeadline.
-// A request without a deadline is sent as it is, with nothing added and
-// nothing allocated. The caller's request is never modified: an attempt
-// with a deadline has a header of its own. deadline.Sent reads, in a base
-// under the Transport, the time an attempt carries.
-//
-// It panics if no format is given or a format is not a valid header name.
-// Given more than once, the formats add up: each is sent once.
+// An attempt with less than 1 ms left is not sent: a first attempt so
+// refused ends the request with an *Error of no attempts wrapping
+// ErrNoTimeLeft, given up on as GiveUpDeadline. docs/deadlines.md says the
+// rest. It panics if no format is given or a format is not a valid header
+// name. Given more than once, the formats add up: each is sent once.
 func WithDeadlineHeader(formats ...deadline.Format) Option {
 	formats = deadlinefmt.Check("retryhttp: WithDeadlineHeader", formats)
 	return func(t *Transport) {
@@ -370,33 +340,20 @@ func WithDeadlineHeader(formats ...deadline.Format) Option {
 }
 
 // WithHedging sends another copy of a request, a hedge, when no attempt has
-// had a response within a delay, and returns whichever response comes
-// first, so that a request that is merely slow, not failed, does not hold
-// its caller up. It is off by default.
+// had a response within a delay (by default the 95th percentile of the
+// host's recent times to response headers, at most 5% of its requests
+// hedged: package hedge), and returns whichever response comes first, so
+// that a request that is merely slow does not hold its caller up. It is off
+// by default.
 //
-// The delay is, by default, the 95th percentile of the host's recent time to
-// response headers, and a host's hedges are capped at 5% of its requests;
-// package hedge explains the delay and the cap, and its options change
-// them.
-//
-// Only a request that may be sent twice is hedged: an idempotent method, an
-// idempotency key, or declared resendable; and without a body or with
-// GetBody, since the hedge needs its own copy of the body while the first
-// may still be sending it. A key-less POST is never hedged. While no
-// attempt has answered, another hedge goes out after each further delay,
-// up to the attempts allowed: every hedge counts as an attempt
-// (WithMaxAttempts, 3 by default; a Transport allowing one attempt never
-// hedges). Each hedge is paid from the retry budget, as a retry is; an
-// empty budget or a spent cap sends no hedge and never fails the request.
-//
-// The first response that is a success or final wins; a response that
-// would be retried does not win while another attempt is in flight. The
-// others are cancelled if still waiting for their response, or drained a
-// little and closed, before RoundTrip returns; the base transport must
-// honour cancellation. When every attempt fails, the retries go on, if
-// attempts remain, as after any failed attempt. NoHedge turns hedging off
-// for one call. WithOnHedge sees each hedge. Given more than once, its
-// options add up, field by field, a later one overriding an earlier one.
+// Only a request that may be sent twice is hedged, without a body or with
+// GetBody: never a key-less POST. Every hedge counts as an attempt
+// (WithMaxAttempts) and is paid from the retry budget; an empty budget or a
+// spent cap sends no hedge and never fails the request. The first response
+// that is a success or final wins; the others are cancelled, or drained a
+// little and closed, before RoundTrip returns. NoHedge turns it off for one
+// call; WithOnHedge sees each hedge; docs/hedging.md says the rest. Given
+// more than once, its options add up, a later one overriding an earlier one.
 func WithHedging(opts ...hedge.Option) Option {
 	for _, o := range opts {
 		if o == nil {
@@ -409,22 +366,17 @@ func WithHedging(opts ...hedge.Option) Option {
 	}
 }
 
-// WithPacing paces the requests to each host that throttles them (a 429,
-// or a 503 with Retry-After) or announces that its quota is nearly spent:
-// each request, first attempt or retry, waits for its turn, at the rate the
-// host accepts, learned from its throttles and from the quotas it
-// announces, so that a client that sends faster than a quota allows sends
-// at the quota instead of collecting 429s. It is off by default.
+// WithPacing sends each host that throttles (a 429, or a 503 with
+// Retry-After) or announces a quota nearly spent the requests it accepts,
+// at the rate it accepts them, learned from its throttles and read from
+// the quota it announces, instead of collecting 429s. Each request, first
+// attempt or retry, waits for its turn. It is off by default.
 //
-// A host that has not throttled costs nothing: its requests wait for
-// nothing, and are paced only once it throttles, until it has not done so
-// for 30 s. A request whose turn is further off than pace.MaxWait (10 s by
-// default) or than its context's deadline leaves fails at once, never
-// sent: a first attempt with an *Error of no attempts wrapping a
-// *pace.Error, a retry as its give-up does, with reason GiveUpPaced. A
-// paced host is not hedged unless a turn is free at once. WithOnPace sees
-// each wait. Package pace says how the rate is learned, and how a fleet
-// splits a quota. Given more than once, its options add up.
+// A host that has not throttled waits for nothing. A request whose turn is
+// further off than pace.MaxWait (10 s by default) or its deadline fails at
+// once, never sent, with an *Error wrapping a *pace.Error, given up on as
+// GiveUpPaced. WithOnPace sees each wait; package pace and docs/pacing.md
+// say the rest. Given more than once, its options add up.
 func WithPacing(opts ...pace.Option) Option {
 	for _, o := range opts {
 		if o == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/layer"
 	"github.com/retryhttp/retryhttp/internal/replay"
+	"github.com/retryhttp/retryhttp/internal/sender"
 	"github.com/retryhttp/retryhttp/internal/throttling"
 	"github.com/retryhttp/retryhttp/internal/wire"
 
@@ -95,7 +96,7 @@ func (s *retryState) start(t *Transport, req *http.Request) (float64, bool) {
 	}
 	if t.autoKeys && !s.p.resendable && !idempotent && !wire.HasIdempotencyKey(s.header) {
 		s.header, s.keyed = s.header.Clone(), true
-		s.header.Set(idempotencyKeyHeader, newIdempotencyKey())
+		s.header.Set(idempotencyKeyHeader, wire.NewIdempotencyKey())
 	}
 	// A request that may not be sent twice is guarded on every attempt:
 	// the base must not resend it on its own, and only a guard can prove
@@ -139,7 +140,7 @@ func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard.Guard) {
 		// net/http resends a request with a body by itself only
 		// through GetBody: give it one for the resend that proves
 		// nothing was sent, and none after any other failure.
-		a.GetBody = rewindBody(&s.body, req.GetBody)
+		a.GetBody = guard.GetBody(&s.body, req.GetBody)
 	}
 	return a, g
 }
@@ -282,7 +283,7 @@ func (s *retryState) release(resp *http.Response, body io.ReadCloser, err error,
 // late; the error is then ErrNoTimeLeft), the retry is not made, and the
 // budget gets back what it took for it.
 func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
-	err := wait(ctx, delay)
+	err := sender.Sleep(ctx, delay, nil)
 	if err == nil {
 		var ok bool
 		if s.t.snd.Pacer != nil {
@@ -382,7 +383,7 @@ func (t *Transport) plan(a *http.Request, resp *http.Response, err error, attemp
 		}
 		delay = max(delay, floor)
 		if t.rateLimitHints && v.Throttle {
-			if reset, ok := rateLimitReset(h, now); ok {
+			if reset, ok := wire.RateLimitReset(h, now); ok {
 				if reset > t.retryAfterLimit {
 					return 0, GiveUpRateLimitResetLimit
 				}

@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"context"
 	"errors"
 	"hash/maphash"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/retryhttp/retryhttp/hedge"
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
+	"github.com/retryhttp/retryhttp/internal/conns"
 	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/retryhttp/retryhttp/internal/layer"
@@ -273,7 +273,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // roundTrip is RoundTrip; when firstSent is true, the first attempt was
 // req itself, and ended in resp0 or err0.
 func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 error, firstSent bool) (*http.Response, error) {
-	if err := checkRequest(req); err != nil {
+	if err := conns.CheckRequest(req); err != nil {
 		if req != nil && req.Body != nil {
 			req.Body.Close()
 		}
@@ -402,19 +402,6 @@ func (t *Transport) policy(req *http.Request) policy {
 	return p
 }
 
-// checkRequest rejects requests no transport can send, before any attempt.
-func checkRequest(req *http.Request) error {
-	switch {
-	case req == nil:
-		return errors.New("nil Request")
-	case req.URL == nil:
-		return errors.New("nil Request.URL")
-	case req.Header == nil:
-		return errors.New("nil Request.Header")
-	}
-	return nil
-}
-
 // finish returns the last attempt's result to the caller, releasing the
 // request's body and the attempt's guard once they are no longer used, and
 // offering to resume the response body, if it may be resumed, should it
@@ -439,21 +426,6 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 		s.offerResume(a, pt, resp)
 	}
 	return resp, nil
-}
-
-// wait sleeps for d or until ctx is done, whichever comes first.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // notify tells the hook and the logger about a retry about to be made, or

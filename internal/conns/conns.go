@@ -209,3 +209,17 @@ func Under(rt http.RoundTripper, is func(http.RoundTripper) bool) bool {
 	}
 	return false
 }
+
+// CheckRequest rejects a request no transport can send, before any
+// attempt.
+func CheckRequest(req *http.Request) error {
+	switch {
+	case req == nil:
+		return errors.New("nil Request")
+	case req.URL == nil:
+		return errors.New("nil Request.URL")
+	case req.Header == nil:
+		return errors.New("nil Request.Header")
+	}
+	return nil
+}

@@ -188,7 +188,7 @@ func (s *Sender) AwaitTurn(ctx context.Context, req *http.Request) (time.Duratio
 	turn, d, ok := s.Pacer.Reserve(s.Key(req), start, limit)
 	var waited time.Duration
 	for ok && d > 0 {
-		if err := sleep(ctx, turn.Nap(), turn.Woken()); err != nil {
+		if err := Sleep(ctx, turn.Nap(), turn.Woken()); err != nil {
 			turn.Release(s.Now())
 			return waited, err
 		}
@@ -205,9 +205,12 @@ func (s *Sender) AwaitTurn(ctx context.Context, req *http.Request) (time.Duratio
 	return waited, nil
 }
 
-// sleep sleeps for d, until woken is closed, or until ctx is done,
-// whichever comes first.
-func sleep(ctx context.Context, d time.Duration, woken <-chan struct{}) error {
+// Sleep sleeps for d, until woken is closed (nil: never), or until ctx is
+// done, whichever comes first, and returns ctx's error if it is done.
+func Sleep(ctx context.Context, d time.Duration, woken <-chan struct{}) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

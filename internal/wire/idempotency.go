@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"strings"
 )
@@ -55,4 +57,24 @@ func NotBlank(vs []string) bool {
 		}
 	}
 	return false
+}
+
+// NewIdempotencyKey returns a random version 4 UUID, the form servers that
+// honour Idempotency-Key most often expect.
+func NewIdempotencyKey() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never returns an error.
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], u[10:16])
+	return string(s[:])
 }
