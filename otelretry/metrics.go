@@ -151,12 +151,9 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 		metric.WithDescription("Requests whose last attempt failed in a way worth retrying but that were not retried, by reason.")))
 	o.hedges = counter(m.Int64Counter(HedgesName, metric.WithUnit("{hedge}"),
 		metric.WithDescription("Hedges sent: further attempts of requests that had no response within the hedge delay.")))
-	o.delay, _ = m.Float64Histogram(RetryDelayName, metric.WithUnit("s"),
+	o.delay = histogram(m.Float64Histogram(RetryDelayName, metric.WithUnit("s"),
 		metric.WithDescription("The wait before each retry."),
-		metric.WithExplicitBucketBoundaries(delayBuckets...))
-	if o.delay == nil {
-		o.delay = noop.Float64Histogram{}
-	}
+		metric.WithExplicitBucketBoundaries(delayBuckets...)))
 	_, _ = m.Float64ObservableGauge(BalanceName, metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens left in the retry budget, per destination for a per-host budget."),
 		metric.WithFloat64Callback(o.observeBudget))
@@ -165,16 +162,21 @@ func newObserver(mp metric.MeterProvider, t *retryhttp.Transport) *observer {
 	_, _ = m.Float64ObservableGauge(RejectionName, metric.WithUnit("1"),
 		metric.WithDescription("The probability with which adaptive throttling refuses a request, per host that failed lately."),
 		metric.WithFloat64Callback(o.observeRejections))
-	o.paceWait, _ = m.Float64Histogram(PaceWaitName, metric.WithUnit("s"),
+	o.paceWait = histogram(m.Float64Histogram(PaceWaitName, metric.WithUnit("s"),
 		metric.WithDescription("The wait of an attempt for its turn to a paced host, before it is sent."),
-		metric.WithExplicitBucketBoundaries(delayBuckets...))
-	if o.paceWait == nil {
-		o.paceWait = noop.Float64Histogram{}
-	}
+		metric.WithExplicitBucketBoundaries(delayBuckets...)))
 	_, _ = m.Int64ObservableGauge(PacedHostsName, metric.WithUnit("{host}"),
 		metric.WithDescription("Hosts paced to the rate they accept: those that throttled, or announced a quota nearly spent, within 30 s."),
 		metric.WithInt64Callback(o.observePaced))
 	return o
+}
+
+// histogram returns h, or a no-op histogram if the meter returned none.
+func histogram(h metric.Float64Histogram, _ error) metric.Float64Histogram {
+	if h == nil {
+		return noop.Float64Histogram{}
+	}
+	return h
 }
 
 // counter returns c, or a no-op counter if the meter returned none.
