@@ -241,7 +241,7 @@ func TestPacingRefusesAWaitBeyondTheLimit(t *testing.T) {
 		allowed time.Duration
 	}{
 		{"MaxWait", []pace.Option{pace.MaxWait(10 * time.Second)}, 0, 10 * time.Second},
-		{"deadline", nil, 2 * time.Second, 2 * time.Second},
+		{"deadline, less 1 ms for the answer", nil, 2 * time.Second, 2*time.Second - time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

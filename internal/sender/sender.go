@@ -131,8 +131,11 @@ func (s *Sender) Header(h http.Header, own bool, left time.Duration) http.Header
 }
 
 // Typical returns the median of the recent times to response headers of
-// req's host (deadlines.Typical).
+// req's host (deadlines.Typical); 0 without a table.
 func (s *Sender) Typical(req *http.Request) time.Duration {
+	if s.Answers == nil {
+		return 0
+	}
 	return deadlines.Typical(s.Answers, req)
 }
 
@@ -176,14 +179,18 @@ func (s *Sender) FreeTurn(req *http.Request) bool {
 
 // AwaitTurn waits, when req's host is paced, for the turn of an attempt of
 // req under ctx, and returns how long it waited. When the turn is further
-// off than pace.MaxWait or the time left before ctx's deadline, it waits
-// no more and returns a *pace.Error with the wait it would have had; when
-// ctx is done first, ctx's error. The attempt is not to be sent then.
+// off than pace.MaxWait, or than ctx's deadline less the time an answer
+// from the host typically takes (at least 1 ms), it waits no more and
+// returns a *pace.Error with the wait it would have had; when ctx is done
+// first, ctx's error. The attempt is not to be sent then.
 func (s *Sender) AwaitTurn(ctx context.Context, req *http.Request) (time.Duration, error) {
 	start := s.Now()
 	limit := s.Pace.MaxWait
 	if dl, ok := ctx.Deadline(); ok {
-		limit = max(min(limit, dl.Sub(start)), 0)
+		// The turn must leave the attempt time to be answered: what an
+		// answer from its host typically takes, and at least 1 ms.
+		answer := max(s.Typical(req), deadlines.MinTimeLeft)
+		limit = max(min(limit, dl.Sub(start)-answer), 0)
 	}
 	turn, d, ok := s.Pacer.Reserve(s.Key(req), start, limit)
 	var waited time.Duration
