@@ -201,7 +201,9 @@ func (s *Sender) AwaitTurn(ctx context.Context, req *http.Request) (time.Duratio
 		}
 		now := s.Now()
 		waited = now.Sub(start)
-		if d = turn.Wait(now); d > 0 && waited+d > limit {
+		// A caller woken late (a loaded machine) is held to the limit
+		// too, its turn come or not.
+		if d = turn.Wait(now); waited+d > limit {
 			turn.Release(now)
 			ok = false
 		}
