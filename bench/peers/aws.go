@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
@@ -42,7 +43,12 @@ func NewAWS(base http.RoundTripper, c Config) http.RoundTripper {
 	if base == nil {
 		base = OwnBase(AWS, nil)
 	}
-	r := retry.NewStandard(func(o *retry.StandardOptions) {
+	return &awsTransport{base: base, retryer: retry.NewStandard(standardOptions(c))}
+}
+
+// standardOptions configures the SDK's Standard retryer as NewAWS says.
+func standardOptions(c Config) func(*retry.StandardOptions) {
+	return func(o *retry.StandardOptions) {
 		o.MaxAttempts = c.attempts()
 		o.Retryables = append(o.Retryables, retry.RetryableHTTPStatusCode{
 			Codes: map[int]struct{}{http.StatusTooManyRequests: {}},
@@ -56,8 +62,7 @@ func NewAWS(base http.RoundTripper, c Config) http.RoundTripper {
 		if c.NoBudget {
 			o.RateLimiter = ratelimit.None
 		}
-	})
-	return &awsTransport{base: base, retryer: r}
+	}
 }
 
 // fullJitter returns a delay uniform in [0, min(base·2ⁿ⁻¹, limit)).
@@ -69,9 +74,11 @@ func fullJitter(base, limit time.Duration, n int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
+// awsTransport drives an SDK retryer, the Standard one or the adaptive
+// mode, around base, as the SDK's retry middleware does.
 type awsTransport struct {
 	base    http.RoundTripper
-	retryer *retry.Standard
+	retryer aws.RetryerV2
 }
 
 var errStatus = errors.New("unsuccessful HTTP status")

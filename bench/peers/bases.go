@@ -16,9 +16,9 @@ import (
 // with 100 idle connections per host, dialling through base.NewDialer,
 // with a TLS client session cache of 64 hosts; for go-retryablehttp
 // go-cleanhttp's pooled transport as it is (GOMAXPROCS+1 idle connections
-// per host); for the AWS SDK its BuildableClient's (10, TLS 1.2 at least);
-// for the others a clone of http.DefaultTransport (2). Only retryhttp's
-// keeps TLS sessions. With roots, the TLS config trusts roots alone and is
+// per host); for the AWS SDK, either retry mode, its BuildableClient's
+// (10, TLS 1.2 at least); for the others a clone of http.DefaultTransport
+// (2). Only retryhttp's keeps TLS sessions. With roots, the TLS config trusts roots alone and is
 // otherwise the library's own.
 //
 // retryhttp's is rebuilt here as its New builds it, since a Transport's own
@@ -36,7 +36,7 @@ func OwnBase(name string, roots *x509.CertPool) *http.Transport {
 		tr.TLSClientConfig = &tls.Config{ClientSessionCache: tls.NewLRUClientSessionCache(0)}
 	case RetryableHTTP:
 		tr = cleanhttp.DefaultPooledTransport()
-	case AWS:
+	case AWS, AWSAdaptive:
 		tr = awshttp.NewBuildableClient().GetTransport()
 	default:
 		return nil

@@ -27,6 +27,14 @@ func NewRetryHTTPHedging(base http.RoundTripper, c Config) http.RoundTripper {
 	return newRetryHTTP(base, c, retryhttp.WithHedging(), retryhttp.WithOnHedge(func(retryhttp.HedgeEvent) { HedgesSent.Add(1) }))
 }
 
+// NewRetryHTTPPacing is NewRetryHTTP with pacing on (WithPacing(), at its
+// defaults): each host that throttles is sent requests at the rate it
+// accepts, and a request whose turn is further off than 10 s or its
+// deadline fails at once with a *pace.Error.
+func NewRetryHTTPPacing(base http.RoundTripper, c Config) http.RoundTripper {
+	return newRetryHTTP(base, c, retryhttp.WithPacing())
+}
+
 // HedgesSent counts the hedges every Transport NewRetryHTTPHedging made has
 // sent: over HTTP/1 each needs a connection of its own, and a loser
 // cancelled in flight closes its.

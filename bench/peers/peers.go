@@ -21,9 +21,12 @@ const (
 	// RetryHTTPHedging is retryhttp with WithHedging(), which is not part
 	// of its default configuration.
 	RetryHTTPHedging = "retryhttp + hedging"
-	RetryableHTTP    = "go-retryablehttp"
-	AWS              = "aws-sdk-go-v2 retry"
-	Failsafe         = "failsafe-go"
+	// RetryHTTPPacing is retryhttp with WithPacing(), which is not part
+	// of its default configuration.
+	RetryHTTPPacing = "retryhttp + pacing"
+	RetryableHTTP   = "go-retryablehttp"
+	AWS             = "aws-sdk-go-v2 retry"
+	Failsafe        = "failsafe-go"
 	// FailsafeBudget is failsafe-go with its optional retry budget
 	// (budget.New()), which is not part of its default configuration.
 	FailsafeBudget = "failsafe-go + budget"

@@ -153,6 +153,7 @@ func All() []Scenario {
 		{"rescue", Rescue},
 		{"deadline", Deadline},
 		{"throughput", Throughput},
+		{"quota", Quota},
 	}
 }
 
