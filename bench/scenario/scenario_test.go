@@ -182,10 +182,12 @@ func TestThrottlingShedsNothingAtTenPercentFailures(t *testing.T) {
 // failures until its window passed would refuse most of the 400 requests
 // started after healing.
 func TestThrottlingRecoveryCountsSuccessesAfterHealing(t *testing.T) {
+	// Whether any request is refused after healing depends on a race: a
+	// retry of a request started during the outage may succeed the moment
+	// the host heals, which ends the refusals before a request started
+	// after healing asks (1 run in 40 here). What holds is the bound.
 	r := RunRecovery(context.Background(), throttler(t, peers.RetryHTTPThrottling), fast, 1000, 200*time.Millisecond, 400*time.Millisecond)
 	assert.Positive(t, r.ToSuccesses)
-	assert.NotEqual(t, "100.00%", r.AfterOK, "requests refused until the host answered 5 in a row")
-	assert.Positive(t, r.RefusedAfter)
 	assert.Less(t, r.RefusedAfter, 200, "requests refused after healing")
 }
 
