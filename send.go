@@ -40,7 +40,7 @@ func defaultBase() *http.Transport { return conns.DefaultBase() }
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
-	if t.snd.Plain() {
+	if t.snd.Direct(a) {
 		resp, err = conns.CheckResult(t.base.RoundTrip(a)) // Send's common case, without its call
 	} else {
 		resp, err = t.snd.Exchange(t.base, a)

@@ -90,9 +90,13 @@ func TestExchangeRecordsRequestsWithADeadline(t *testing.T) {
 	assert.Equal(t, 1, s.Answers.Len())
 }
 
-func TestPlain(t *testing.T) {
-	assert.True(t, (&Sender{}).Plain())
-	assert.False(t, (&Sender{AttemptTimeout: time.Second}).Plain())
-	assert.False(t, (&Sender{Records: true}).Plain())
+func TestDirect(t *testing.T) {
+	req := get(t, context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	assert.True(t, (&Sender{}).Direct(req))
+	assert.False(t, (&Sender{AttemptTimeout: time.Second}).Direct(req))
+	assert.True(t, (&Sender{Records: true}).Direct(req), "no deadline: nothing to record")
+	assert.False(t, (&Sender{Records: true}).Direct(get(t, ctx)))
 	assert.True(t, (&Sender{}).FreeTurn(nil), "no pacer: every turn is free")
 }
