@@ -212,11 +212,7 @@ func WithRateLimitHints() Option {
 // docs/throttling.md says the rest. Given more than once, its options add
 // up, a later one overriding an earlier one.
 func WithAdaptiveThrottling(opts ...throttle.Option) Option {
-	for _, o := range opts {
-		if o == nil {
-			panic("retryhttp: WithAdaptiveThrottling: nil throttle.Option")
-		}
-	}
+	noNil("WithAdaptiveThrottling", "throttle.Option", opts)
 	return func(t *Transport) {
 		t.throttleOpts = append(t.throttleOpts, opts...)
 		t.given |= givenThrottling
@@ -355,11 +351,7 @@ func WithDeadlineHeader(formats ...deadline.Format) Option {
 // call; WithOnHedge sees each hedge; docs/hedging.md says the rest. Given
 // more than once, its options add up, a later one overriding an earlier one.
 func WithHedging(opts ...hedge.Option) Option {
-	for _, o := range opts {
-		if o == nil {
-			panic("retryhttp: WithHedging: nil hedge.Option")
-		}
-	}
+	noNil("WithHedging", "hedge.Option", opts)
 	return func(t *Transport) {
 		t.given |= givenHedging
 		t.hedgeOpts = append(t.hedgeOpts, opts...)
@@ -378,11 +370,7 @@ func WithHedging(opts ...hedge.Option) Option {
 // GiveUpPaced. WithOnPace sees each wait; package pace and docs/pacing.md
 // say the rest. Given more than once, its options add up.
 func WithPacing(opts ...pace.Option) Option {
-	for _, o := range opts {
-		if o == nil {
-			panic("retryhttp: WithPacing: nil pace.Option")
-		}
-	}
+	noNil("WithPacing", "pace.Option", opts)
 	return func(t *Transport) {
 		t.given |= givenPacing
 		t.paceOpts = append(t.paceOpts, opts...)
@@ -392,4 +380,14 @@ func WithPacing(opts ...pace.Option) Option {
 // NoHedge returns a copy of ctx under which requests are never hedged.
 func NoHedge(ctx context.Context) context.Context {
 	return withCallOptions(ctx, func(co *callOptions) { co.noHedge = true })
+}
+
+// noNil panics, naming the option fn and the type of its options, if one
+// of opts is nil.
+func noNil[C any, O ~func(*C)](fn, typ string, opts []O) {
+	for _, o := range opts {
+		if o == nil {
+			panic("retryhttp: " + fn + ": nil " + typ)
+		}
+	}
 }

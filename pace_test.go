@@ -430,3 +430,7 @@ func TestPacingHedgesOnlyOnAFreeTurn(t *testing.T) {
 		})
 	}
 }
+
+func TestWithPacingRefusesANilOption(t *testing.T) {
+	assert.PanicsWithValue(t, "retryhttp: WithPacing: nil pace.Option", func() { WithPacing(nil) })
+}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
@@ -21,20 +20,7 @@ import (
 // response's Date header when it has a valid one, so that a client whose
 // clock is off still waits as long as the server asked.
 func retryAfterFloor(h http.Header, now time.Time, limit time.Duration) (floor time.Duration, tooLong bool) {
-	// Canonical keys, read directly: no allocation.
-	for _, v := range h["Retry-After"] {
-		v = wire.TrimOWS(v)
-		if d, ok := classify.ParseRetryAfter(v, wire.ServerNow(h, v, now)); ok {
-			floor = max(floor, d)
-		}
-	}
-	for _, key := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
-		for _, v := range h[key] {
-			if d, ok := wire.ParseDelayMillis(wire.TrimOWS(v)); ok {
-				floor = max(floor, d)
-			}
-		}
-	}
+	floor = wire.RetryAfter(h, now, 0)
 	if floor > max(limit, 0) {
 		return 0, true
 	}

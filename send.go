@@ -35,8 +35,9 @@ func (t *Transport) newConns() *http.Transport {
 // defaultBase returns the base of a Transport given none (conns.DefaultBase).
 func defaultBase() *http.Transport { return conns.DefaultBase() }
 
-// send makes one attempt through the base transport (sender.Send), and
-// logs its outcome.
+// send makes one attempt through the base transport (sender.Exchange,
+// or the base itself when the sender has nothing to add), and logs its
+// outcome.
 func (t *Transport) send(a *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error

@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -22,23 +21,5 @@ import (
 //
 // The returned delay is never negative, and ParseRetryAfter never panics.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
-	value = wire.TrimOWS(value)
-	if value == "" {
-		return 0, false
-	}
-	if d, ok := wire.ParseDelaySeconds(value); ok {
-		return d, d > 0
-	}
-	if value[0] >= '0' && value[0] <= '9' {
-		// Not delay-seconds, and every HTTP-date starts with a day name.
-		return 0, false
-	}
-	date, err := http.ParseTime(value)
-	if err != nil {
-		return 0, false
-	}
-	if d := date.Sub(now); d > 0 { // Sub saturates: d cannot wrap negative
-		return d, true
-	}
-	return 0, false
+	return wire.ParseRetryAfter(value, now)
 }

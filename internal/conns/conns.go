@@ -24,9 +24,9 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// IdlePerHost is how many idle connections the default base keeps per
+// idlePerHost is how many idle connections the default base keeps per
 // host.
-const IdlePerHost = 100
+const idlePerHost = 100
 
 // DefaultBase returns go-cleanhttp's pooled transport, keeping as many
 // idle connections per host as in all (100). Its own per-host default,
@@ -37,7 +37,7 @@ const IdlePerHost = 100
 // sessions (ResumeTLS).
 func DefaultBase() *http.Transport {
 	tr := cleanhttp.DefaultPooledTransport()
-	tr.MaxIdleConnsPerHost = IdlePerHost
+	tr.MaxIdleConnsPerHost = idlePerHost
 	tr.DialContext = base.NewDialer().DialContext
 	ResumeTLS(tr)
 	ReportProxyRefusals(tr, true)

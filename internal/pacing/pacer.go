@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/lru"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -399,7 +398,7 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 	q, hasQuota := readQuota(h, now)
 	var delay time.Duration
 	if throttle {
-		delay = retryAfter(h, now)
+		delay = wire.RetryAfter(h, now, maxValueLen)
 	}
 	st := p.lookup(k)
 	if st == nil {
@@ -452,30 +451,6 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 		c.Rate = r
 	}
 	return c
-}
-
-// retryAfter returns the delay a throttled response asks for: the longest
-// of its Retry-After values (measured against its Date when one is a date)
-// and of the millisecond headers some APIs send; 0 when none.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	var d time.Duration
-	for _, v := range h["Retry-After"] {
-		if len(v) > maxValueLen {
-			continue
-		}
-		v = wire.TrimOWS(v)
-		if ra, ok := classify.ParseRetryAfter(v, wire.ServerNow(h, v, now)); ok {
-			d = max(d, ra)
-		}
-	}
-	for _, key := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
-		for _, v := range h[key] {
-			if ms, ok := wire.ParseDelayMillis(wire.TrimOWS(v)); ok {
-				d = max(d, ms)
-			}
-		}
-	}
-	return d
 }
 
 // Paced returns how many keys are paced at now: those throttled, or low on

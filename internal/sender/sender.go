@@ -48,20 +48,12 @@ type Sender struct {
 	PaceChanged func(a *http.Request, c pacing.Change)
 }
 
-// Direct reports whether Send sends a through the base at once, with
-// nothing to bound, to observe or to time: no per-attempt timeout, no
+// Direct reports whether a may be sent through the base at once, without
+// Exchange, with nothing to bound, to observe or to time: no per-attempt timeout, no
 // pacing, and no answer time to record (a request without a deadline
 // records none).
 func (s *Sender) Direct(a *http.Request) bool {
 	return s.AttemptTimeout <= 0 && s.Pacer == nil && (!s.Records || !HasDeadline(a.Context()))
-}
-
-// Send makes one attempt through the base (Exchange).
-func (s *Sender) Send(a *http.Request) (*http.Response, error) {
-	if s.Direct(a) {
-		return conns.CheckResult(s.Base.RoundTrip(a)) // Exchange's common case, without its call
-	}
-	return s.Exchange(s.Base, a)
 }
 
 // Exchange makes one attempt through rt, the base or a transport made from

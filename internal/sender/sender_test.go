@@ -52,7 +52,7 @@ func get(t *testing.T, ctx context.Context) *http.Request {
 func TestAwaitTurnWaitsOutAHoldAndRefusesPastTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, changes := pacedSender(throttling())
-		resp, err := s.Send(get(t, t.Context()))
+		resp, err := s.Exchange(s.Base, get(t, t.Context()))
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 		require.Len(t, *changes, 1)
@@ -80,12 +80,12 @@ func TestExchangeRecordsRequestsWithADeadline(t *testing.T) {
 		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
 	})
 	s := &Sender{Base: ok, Answers: latency.NewTable(deadlines.Hosts), Records: true, Now: time.Now}
-	_, err := s.Send(get(t, context.Background()))
+	_, err := s.Exchange(s.Base, get(t, context.Background()))
 	require.NoError(t, err)
 	assert.Zero(t, s.Answers.Len(), "no clock read without a deadline")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = s.Send(get(t, ctx))
+	_, err = s.Exchange(s.Base, get(t, ctx))
 	require.NoError(t, err)
 	assert.Equal(t, 1, s.Answers.Len())
 }
