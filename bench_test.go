@@ -31,10 +31,13 @@ func newStub() *stubBase {
 
 // tracedStub is a stub that unwraps to an *http.Transport, which it never
 // uses: the Transport traces each attempt as it traces those of its default
-// base, so that the cost of the trace is measured without a network.
+// base, an *http.Transport, with pooled hooks (returnsLast), so that the
+// cost of the trace is measured without a network.
 type tracedStub struct{ *stubBase }
 
 func (tracedStub) Unwrap() http.RoundTripper { return unusedTransport }
+
+func (tracedStub) returnsLast() {}
 
 var unusedTransport = &http.Transport{}
 

@@ -189,12 +189,26 @@ func stacked(rt http.RoundTripper) bool {
 // sends its base makes again on its own, through net/http/httptrace: when
 // its base is an *http.Transport (the default base is one), or leads to
 // one through Unwrap, which reports them. It costs a traced attempt one
-// allocation of 512 bytes beside net/http's own, so other bases, which may
+// allocation of 512 bytes beside net/http's own (through a wrapper, the
+// attempt's hooks besides: returnsLast), so other bases, which may
 // report nothing, are not traced: their RetryEvent.Peer is the zero
 // AddrPort, and their own resends are not counted. Which attempts are
 // traced: retryState.traced.
 func tracesPeers(t *Transport) bool {
 	return conns.Under(t.base, func(rt http.RoundTripper) bool { _, ok := rt.(*http.Transport); return ok })
+}
+
+// returnsLast reports whether rt is done with an attempt's trace hooks
+// when its RoundTrip returns, so that they may be pooled: an
+// *http.Transport, whose later WroteRequest a trace counts, and the stubs
+// in-package tests stand for one with. A wrapper may return while the
+// round trip it started goes on (evidence.New).
+func returnsLast(rt http.RoundTripper) bool {
+	switch rt.(type) {
+	case *http.Transport, interface{ returnsLast() }:
+		return true
+	}
+	return false
 }
 
 // The Transport logs by slog's levels (WithLogger). INFO is for what an

@@ -148,7 +148,7 @@ func New(opts ...Option) *Transport {
 	}
 	t.peers = tracesPeers(t)
 	if t.peers {
-		t.conns = evidence.New(func() time.Time { return t.now() })
+		t.conns = evidence.New(func() time.Time { return t.now() }, returnsLast(t.base))
 		t.traceAll = t.onRetry != nil || t.onGiveUp != nil || t.logger != nil
 	}
 	t.snd.Base, t.snd.AttemptTimeout, t.snd.Headers, t.snd.Now = t.base, t.attemptTimeout, t.deadlineHeaders, func() time.Time { return t.now() }

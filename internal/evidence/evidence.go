@@ -89,6 +89,10 @@ type Evidence struct {
 	// that traces answers without the lock.
 	filter [filterSlots]atomic.Int32
 	now    func() time.Time
+	// direct reports that the base is an *http.Transport itself, whose
+	// RoundTrip returns only once its own round trip has: only then may a
+	// trace's hooks be pooled (Trace.End).
+	direct bool
 
 	mu    sync.Mutex
 	hosts map[wire.HostKey]*hostEvidence
@@ -178,9 +182,14 @@ func (s *servedConns) has(k connKey) bool {
 	return s.slots[h&(servedSlots-1)].Load() == h
 }
 
-// New returns an empty table whose clock is now.
-func New(now func() time.Time) *Evidence {
-	return &Evidence{hosts: make(map[wire.HostKey]*hostEvidence), now: now}
+// New returns an empty table whose clock is now. pool reports that the
+// base is done with an attempt's hooks when its RoundTrip returns, as an
+// *http.Transport is: only then do traces pool their hooks. A base that
+// only unwraps to one may return before the round trip it started inside
+// has called them (a timeout of its own, say), so each of its attempts has
+// hooks of its own, which no other attempt can reach.
+func New(now func() time.Time, pool bool) *Evidence {
+	return &Evidence{hosts: make(map[wire.HostKey]*hostEvidence), now: now, direct: pool}
 }
 
 // hostSeed seeds the hash of the filter of hosts with a record.

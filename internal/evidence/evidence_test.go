@@ -64,7 +64,7 @@ func TestEvidenceConnection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := New(time.Now)
+			e := New(time.Now, true)
 			if tt.warmed {
 				e.Failed(traced("svc.test", 9), unavailable(), nil)
 				e.Succeeded(traced("svc.test", 8)) // the host serves
@@ -89,7 +89,7 @@ func TestEvidenceConnection(t *testing.T) {
 // the host ends it.
 func TestEvidenceOutage(t *testing.T) {
 	now := time.Unix(0, 0)
-	e := New(func() time.Time { return now })
+	e := New(func() time.Time { return now }, true)
 	port := 1000
 	next := func() *Trace { port++; return traced("svc.test", port) }
 	for i := range HostLeaveLimit {
@@ -114,7 +114,7 @@ func TestEvidenceOutage(t *testing.T) {
 // within ProbeInterval of the host healing.
 func TestEvidenceOutageProbesInTime(t *testing.T) {
 	now := time.Unix(0, 0)
-	e := New(func() time.Time { return now })
+	e := New(func() time.Time { return now }, true)
 	port := 1000
 	next := func() *Trace { port++; return traced("svc.test", port) }
 	for range HostLeaveLimit {
@@ -132,7 +132,7 @@ func TestEvidenceOutageProbesInTime(t *testing.T) {
 // successes, as concurrent requests' do, do not make the host down: a
 // success among its last downWindow outcomes says it serves.
 func TestEvidenceBurst(t *testing.T) {
-	e := New(time.Now)
+	e := New(time.Now, true)
 	port := 3000
 	next := func() *Trace { port++; return traced("svc.test", port) }
 	e.Failed(next(), unavailable(), nil)
@@ -149,7 +149,7 @@ func TestEvidenceBurst(t *testing.T) {
 // dials another, until every address has failed.
 func TestEvidenceAnotherAddress(t *testing.T) {
 	addrs := []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.4")}
-	e := New(time.Now)
+	e := New(time.Now, true)
 	port := 4000
 	dialled := func(remote netip.Addr) *Trace {
 		port++
@@ -171,7 +171,7 @@ func TestEvidenceAnotherAddress(t *testing.T) {
 // connection leaves it at once, without counting towards the host's
 // outage: an error over HTTP/1, a response that closes.
 func TestEvidenceWholeConnection(t *testing.T) {
-	e := New(time.Now)
+	e := New(time.Now, true)
 	port := 2000
 	next := func() *Trace { port++; return traced("svc.test", port) }
 	for range 2 * HostLeaveLimit {
@@ -187,7 +187,7 @@ func TestEvidenceWholeConnection(t *testing.T) {
 // TestEvidenceWithoutConnection proves that an attempt that got no
 // connection leaves nothing, and records nothing.
 func TestEvidenceWithoutConnection(t *testing.T) {
-	e := New(time.Now)
+	e := New(time.Now, true)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 	p := &Trace{Context: req.Context(), req: req}
 	assert.False(t, e.Failed(p, nil, errors.New("connection refused")))
@@ -201,7 +201,7 @@ func TestEvidenceWithoutConnection(t *testing.T) {
 // stop (a host's record goes after calmLimit successes) and holds at most
 // maxEvidenceHosts hosts.
 func TestEvidenceForgets(t *testing.T) {
-	e := New(time.Now)
+	e := New(time.Now, true)
 	p := traced("svc.test", 1)
 	e.Failed(p, unavailable(), nil)
 	require.EqualValues(t, 1, e.live.Load())
@@ -225,7 +225,7 @@ func TestEvidenceForgets(t *testing.T) {
 // full leaves a connection that never served only after ConnFailLimit
 // failures in a row, and the retry after an attempt not traced stays.
 func TestEvidenceCrowdedHostsStay(t *testing.T) {
-	e := New(time.Now)
+	e := New(time.Now, true)
 	for i := range maxEvidenceHosts {
 		e.Failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
 	}
@@ -238,7 +238,7 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 	leave, _ := e.FailedUntraced(other, false)
 	assert.False(t, leave, "an attempt not traced, at a crowded host")
 
-	fresh := New(time.Now)
+	fresh := New(time.Now, true)
 	assert.True(t, fresh.Failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
 	leave, _ = fresh.FailedUntraced(other, false)
 	assert.True(t, leave, "and so does an attempt not traced")
@@ -248,7 +248,7 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 // are traced exactly while it has a record: from its first failure, traced
 // or not, until calmLimit successes in a row.
 func TestEvidenceTracesHostsWithARecord(t *testing.T) {
-	e := New(time.Now)
+	e := New(time.Now, true)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 	assert.False(t, e.Traces(req), "before any failure")
 	e.FailedUntraced(req, false)
@@ -266,7 +266,7 @@ func TestEvidenceTracesHostsWithARecord(t *testing.T) {
 // record (the steady state), and while its host has one.
 func BenchmarkEvidence(b *testing.B) {
 	b.Run("no record", func(b *testing.B) {
-		e := New(time.Now)
+		e := New(time.Now, true)
 		p := traced("svc.test", 1)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -274,7 +274,7 @@ func BenchmarkEvidence(b *testing.B) {
 		}
 	})
 	b.Run("host recorded", func(b *testing.B) {
-		e := New(time.Now)
+		e := New(time.Now, true)
 		p := traced("svc.test", 1)
 		e.Failed(traced("svc.test", 2), unavailable(), nil)
 		e.mu.Lock()

@@ -31,8 +31,9 @@ func Multiplexed(c net.Conn) bool {
 // its own, and it holds the attempt's request: tracing an attempt costs
 // one allocation.
 //
-// Its hooks are pooled (traceHooks) unless they must be composed with a
-// trace already in the context (the caller's, a guard's).
+// Its hooks are pooled (traceHooks) when its base is an *http.Transport
+// itself, unless they must be composed with a trace already in the context
+// (the caller's, a guard's).
 type Trace struct {
 	context.Context
 	// tr is the trace net/http finds in the context: the pooled hooks'
@@ -61,7 +62,9 @@ type Trace struct {
 // traceHooks are the hooks of one Trace at a time, reused through a
 // pool so that tracing an attempt allocates none: each hook finds its
 // Trace through p. They go back to the pool only once no hook of the
-// attempt can run any more: GotConn runs on the goroutine of RoundTrip, and
+// attempt can run any more, which only an *http.Transport's own RoundTrip
+// lets the Transport know (a wrapper may return while the round trip it
+// started goes on): GetConn and GotConn run on the goroutine of RoundTrip, and
 // WroteRequest, which may run on a connection's goroutine after RoundTrip
 // returned, once per send that got a connection, so that a count of each
 // tells. Hooks whose counts differ when RoundTrip returns are left to the
@@ -123,10 +126,18 @@ func (p *Trace) Begin(a *http.Request, refuse []netip.AddrPort, g *guard.Guard, 
 		old = httptrace.ContextClientTrace(p.Context)
 	}
 	if old == nil && guard.TraceKey() != nil {
-		// The context answers for the trace itself, with pooled hooks.
+		// The context answers for the trace itself, with hooks from the
+		// pool when the base is one that is done with them when its
+		// RoundTrip returns (Evidence.direct), and of its own otherwise.
 		p.carries = true
-		h := hooksPool.Get().(*traceHooks)
-		h.p, p.hooks = p, h
+		var h *traceHooks
+		if ev != nil && ev.direct {
+			h = hooksPool.Get().(*traceHooks)
+			p.hooks = h
+		} else {
+			h = newTraceHooks()
+		}
+		h.p = p
 		if turn {
 			p.tr = &h.turn
 		} else {
