@@ -98,7 +98,8 @@ func parseResetDuration(s string) (time.Duration, bool) {
 // readAnthropic reads Anthropic's anthropic-ratelimit-requests-remaining,
 // anthropic-ratelimit-requests-limit and anthropic-ratelimit-requests-reset,
 // when the limit is whole again as an RFC 3339 time, measured against the
-// response's Date when it has a valid one: a bucket that refills
+// client's clock when the response's Date agrees with it, and otherwise
+// against the Date (wire.ServerClock): a bucket that refills
 // continuously.
 func readAnthropic(h http.Header, now time.Time) (quota, bool) {
 	q := quota{Remaining: count(h, "Anthropic-Ratelimit-Requests-Remaining"), Limit: max(count(h, "Anthropic-Ratelimit-Requests-Limit"), 0), Bucket: true}
@@ -107,7 +108,7 @@ func readAnthropic(h http.Header, now time.Time) (quota, bool) {
 	}
 	if v, ok := value(h, "Anthropic-Ratelimit-Requests-Reset"); ok {
 		if at, err := time.Parse(time.RFC3339, v); err == nil {
-			q.Reset = max(at.Sub(wire.ResponseDate(h, now)), 0) // Sub saturates
+			q.Reset = max(at.Sub(wire.ServerClock(h, now)), 0) // Sub saturates
 		}
 	}
 	return q, true

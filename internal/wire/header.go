@@ -98,6 +98,27 @@ func ResponseDate(h http.Header, now time.Time) time.Time {
 	return date
 }
 
+// dateAgrees bounds how far the client's clock, at the response, may be
+// from its Date, before it and after the second the Date names, for the
+// two clocks to be taken to agree.
+const dateAgrees = 250 * time.Millisecond
+
+// ServerClock returns the time, now by the client's clock, against which
+// a time the server wrote finer than a Date can (a quota's reset in RFC
+// 3339 with milliseconds) is measured: now itself when the response's Date
+// agrees with it, to the second the Date names and a quarter of a second
+// either side, and otherwise the middle of that second on the server's
+// clock. The Date has whole seconds: measured against it, a reset a
+// fraction of a second away read as up to a second longer. Without a
+// single valid Date, it is now.
+func ServerClock(h http.Header, now time.Time) time.Time {
+	date := ResponseDate(h, now)
+	if d := now.Sub(date); date.Equal(now) || d >= -dateAgrees && d < time.Second+dateAgrees {
+		return now
+	}
+	return date.Add(time.Second / 2)
+}
+
 // ServerNow returns the time against which a Retry-After value is measured:
 // for an HTTP-date, the server's clock when it answered, from a single valid
 // Date header; otherwise now. An HTTP-date names an instant on the server's

@@ -3,6 +3,7 @@ package wire
 import (
 	"math"
 	"math/big"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,4 +243,32 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+func TestServerClock(t *testing.T) {
+	at := func(sec, ms int) time.Time {
+		return time.Date(2026, time.March, 4, 12, 0, sec, ms*1_000_000, time.UTC)
+	}
+	const date = "Wed, 04 Mar 2026 12:00:10 GMT"
+	for _, tt := range []struct {
+		name, date string
+		now, want  time.Time
+	}{
+		{"no Date", "", at(10, 700), at(10, 700)},
+		{"an invalid Date", "soon", at(10, 700), at(10, 700)},
+		{"the client in the second the Date names", date, at(10, 700), at(10, 700)},
+		{"the client a fifth of a second past it", date, at(11, 200), at(11, 200)},
+		{"the client a fifth of a second before it", date, at(9, 800), at(9, 800)},
+		{"the client 10 s behind", date, at(0, 700), at(10, 500)},
+		{"the client 2 s ahead", date, at(12, 0), at(10, 500)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.date != "" {
+				h.Set("Date", tt.date)
+			}
+			got := ServerClock(h, tt.now)
+			assert.True(t, tt.want.Equal(got), "got %v, want %v", got, tt.want)
+		})
+	}
 }
