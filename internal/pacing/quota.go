@@ -90,11 +90,19 @@ func tighter(a, b quota) bool {
 	return aok && ap < bp
 }
 
+// maxReset is the furthest reset believed: a day, the longest window of
+// the quotas APIs announce. One further off (year 9999, a century of
+// seconds) is a server's mistake, which would hold a key for good on what
+// remains of it, however many requests the server accepts: it is read as
+// a reset not said, and the key's rate is learned from its throttles.
+const maxReset = 24 * time.Hour
+
 // readQuota reads the quota a response's header h announces, at now by
 // the client's clock, in any of the forms this package knows (the IETF
 // RateLimit fields and their older drafts, GitHub's, OpenAI's, Anthropic's
 // and Shopify's), and reports false when it announces none. When several
-// forms are present, the one that restricts most counts.
+// forms are present, the one that restricts most counts. A reset beyond
+// maxReset is not believed.
 func readQuota(h http.Header, now time.Time) (quota, bool) {
 	if !mayHaveQuota(h) {
 		return noQuota, false
@@ -103,7 +111,11 @@ func readQuota(h http.Header, now time.Time) (quota, bool) {
 	for _, read := range [...]func(http.Header, time.Time) (quota, bool){
 		readXRateLimit, readOpenAI, readAnthropic, readShopify, readRateLimitFields,
 	} {
-		if q, ok := read(h, now); ok && (!found || tighter(q, best)) {
+		q, ok := read(h, now)
+		if q.Reset > maxReset {
+			q.Reset = 0 // said, but not believed
+		}
+		if ok && (!found || tighter(q, best)) {
 			best, found = q, true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rateLimitFieldsTests is shared by TestReadRateLimitFields and the seed
@@ -138,5 +139,28 @@ func TestQuotaLow(t *testing.T) {
 		{quota{Remaining: -1, Limit: 100}, false},
 	} {
 		assert.Equal(t, tt.want, tt.q.low(), "%+v.low()", tt.q)
+	}
+}
+
+// TestReadQuotaDisbelievesAFarReset: a reset more than a day off is read
+// as none said, in every form; one within a day is kept.
+func TestReadQuotaDisbelievesAFarReset(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+		want time.Duration
+	}{
+		{"GitHub, year 2286", header("X-Ratelimit-Remaining", "2", "X-Ratelimit-Limit", "50", "X-Ratelimit-Reset", "9999999999"), 0},
+		{"OpenAI, a century", header("X-Ratelimit-Remaining-Requests", "2", "X-Ratelimit-Limit-Requests", "50", "X-Ratelimit-Reset-Requests", "876000h0m0s"), 0},
+		{"Anthropic, year 9999", header("Anthropic-Ratelimit-Requests-Remaining", "2", "Anthropic-Ratelimit-Requests-Limit", "50", "Anthropic-Ratelimit-Requests-Reset", "9999-12-31T23:59:59Z"), 0},
+		{"IETF, 31 years", header("RateLimit", `"default";r=2;t=999999999`), 0},
+		{"OpenAI, a day", header("X-Ratelimit-Remaining-Requests", "2", "X-Ratelimit-Limit-Requests", "50", "X-Ratelimit-Reset-Requests", "24h"), 24 * time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q, ok := readQuota(tt.h, testNow)
+			require.True(t, ok)
+			assert.Equal(t, int64(2), q.Remaining)
+			assert.Equal(t, tt.want, q.Reset)
+		})
 	}
 }
