@@ -30,9 +30,13 @@ func (t *Transport) deposit(req *http.Request, spent budget.Millitokens) {
 }
 
 // pay withdraws the cost of a retry with verdict v from the budget, and
-// reports false when the budget refuses it.
+// reports false when the budget refuses it. The retry of a throttle from a
+// host that pacing paces is paid by its turn instead (WithPacing): it
+// waits until the host accepts it, and spends nothing the retries of
+// other failures need. Its number is still bounded by the attempts
+// allowed, and its rate by the host's pace.
 func (s *retryState) pay(v classify.Verdict) bool {
-	if s.t.budget == nil {
+	if s.t.budget == nil || v.Throttle && s.t.snd.Paces(s.req) {
 		return true
 	}
 	took, err := s.t.budget.Withdraw(s.req, v)

@@ -37,6 +37,11 @@ type quotaServer struct {
 	last     time.Time
 	start    time.Time
 	announce bool
+	// anthropic announces the bucket as Anthropic does, its reset an RFC
+	// 3339 time in milliseconds beside a Date in whole seconds.
+	anthropic bool
+	// extra is set on every answer, whatever the bucket holds.
+	extra    http.Header
 	admitted []time.Duration // since start
 	refused  []time.Duration
 }
@@ -69,13 +74,22 @@ func (q *quotaServer) RoundTrip(r *http.Request) (*http.Response, error) {
 		h.Set("Retry-After", "1")
 		q.refused = append(q.refused, at)
 	}
-	if q.announce {
+	if q.announce && q.anthropic {
+		full := time.Duration(math.Ceil((q.burst-q.tokens)/rate*1000)) * time.Millisecond
+		h.Set("Date", now.UTC().Format(http.TimeFormat))
+		h.Set("Anthropic-Ratelimit-Requests-Limit", strconv.Itoa(int(q.burst)))
+		h.Set("Anthropic-Ratelimit-Requests-Remaining", strconv.Itoa(int(q.tokens)))
+		h.Set("Anthropic-Ratelimit-Requests-Reset", now.Add(full).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	} else if q.announce {
 		// As OpenAI announces a bucket: its size, the whole requests it
 		// holds, and the time until it is full again.
 		full := time.Duration(math.Ceil((q.burst-q.tokens)/rate*1000)) * time.Millisecond
 		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(int(q.burst)))
 		h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(int(q.tokens)))
 		h.Set("X-Ratelimit-Reset-Requests", full.String())
+	}
+	for k, v := range q.extra {
+		h[k] = v
 	}
 	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
 }
@@ -144,10 +158,12 @@ func openLoop(t *testing.T, rt http.RoundTripper, perSecond int, d time.Duration
 // headers and none with them, and the server admits at least 95% of its
 // quota.
 func TestPacingSendsAtTheQuota(t *testing.T) {
-	for _, announce := range []bool{false, true} {
-		t.Run("announced="+strconv.FormatBool(announce), func(t *testing.T) {
+	for _, form := range []string{"none", "OpenAI", "Anthropic"} {
+		announce := form != "none"
+		t.Run("announced="+form, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newQuotaServer(50, 10, announce)
+				srv.anthropic = form == "Anthropic"
 				tr := New(WithBase(srv), WithPacing(), WithoutBudget(), WithMaxAttempts(3))
 				openLoop(t, tr, 200, 10*time.Second)
 				admitted, refused, throughput := srv.figures()

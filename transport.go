@@ -187,6 +187,7 @@ func (t *Transport) configure() {
 		for _, o := range t.paceOpts {
 			o(&t.snd.Pace)
 		}
+		t.snd.Pace.RetryAfterLimit = t.retryAfterLimit
 		t.snd.Pacer, t.snd.Seed = pacing.New(t.snd.Pace), maphash.MakeSeed()
 	}
 	t.resumeOpts, t.hedgeOpts, t.throttleOpts, t.paceOpts = nil, nil, nil, nil

@@ -9,13 +9,17 @@
 //
 //	retryhttp.New(retryhttp.WithPacing())                                      // the defaults below
 //	retryhttp.New(retryhttp.WithPacing(pace.PartitionHeader("Authorization"))) // a quota per token
+//	retryhttp.New(retryhttp.WithPacing(pace.Quota("api.example.com", 500, time.Minute))) // a quota known
 //
 // # When a host is paced
 //
 // A host is not paced, and its requests wait for nothing, until it
 // throttles one (a 429, or a 503 with Retry-After) or announces a quota
 // with a tenth or less of it left. It stops being paced when it has done
-// neither for 30 s. Hosts, or the partitions of PartitionHeader, are paced
+// neither for 30 s, counted from the end of a Retry-After. A host with a
+// Quota declared is paced from its first request, and always. The retry
+// of a throttle from a paced host is paid by its turn, not by the retry
+// budget. Hosts, or the partitions of PartitionHeader, are paced
 // apart, at most 1024 of them (MaxHosts), about 700 bytes each.
 //
 // # The rate
@@ -40,8 +44,10 @@
 //
 // # A fleet
 //
-// Each process paces alone, as if it were the host's only client. Processes
-// that share a quota spend it together, and share the throttles that end
-// it: split it, a key or token per process with its share of the quota
-// (quota/N), and give PartitionHeader the header that carries it.
+// Each Transport paces alone, as if it were the host's only client: the
+// workers of a process share one pace when they share one Transport.
+// Processes that share a quota spend it together, and share the throttles
+// that end it: give each its share, Quota(host, quota/N, per), or a key or
+// token of its own with its own quota, and give PartitionHeader the header
+// that carries it.
 package pace

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/config"
@@ -47,6 +48,38 @@ func MaxHosts(n int) Option {
 		panic(fmt.Sprintf("pace: MaxHosts: must be at least 1, got %d", n))
 	}
 	return func(c *config.Pace) { c.MaxHosts = n }
+}
+
+// Quota declares the quota of host (as a request's URL names it, with its
+// port when not the default), requests per the given time, so that its
+// requests are paced from the first one on instead of from its first 429:
+// a batch fired at once is sent at the quota, and none of it is refused.
+// The host is paced at the quota, or slower when it throttles or announces
+// less; never faster. With PartitionHeader, each partition of host is
+// paced at the quota, as each API key of a vendor has a quota of its own.
+// requests and per must be positive. Quotas of different hosts add up; a
+// quota given again for the same host replaces the one before. By default
+// no quota is declared.
+func Quota(host string, requests int, per time.Duration) Option {
+	if host == "" || requests < 1 || per <= 0 {
+		panic(fmt.Sprintf("pace: Quota: needs a host and a positive number of requests per a positive time, got %q, %d per %v", host, requests, per))
+	}
+	key := quotaHost(host)
+	rate := float64(requests) / per.Seconds()
+	return func(c *config.Pace) {
+		if c.Quotas == nil {
+			c.Quotas = map[string]float64{}
+		}
+		c.Quotas[key] = rate
+	}
+}
+
+// quotaHost returns host as requests to it are keyed: in lower case, its
+// scheme's default port removed.
+func quotaHost(host string) string {
+	host = strings.ToLower(host)
+	host = strings.TrimSuffix(host, ":443")
+	return strings.TrimSuffix(host, ":80")
 }
 
 // ErrWaitTooLong is what every *Error is: errors.Is(err, ErrWaitTooLong)

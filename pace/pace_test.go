@@ -21,6 +21,9 @@ func TestOptionsSetTheirField(t *testing.T) {
 		{"PartitionHeader", PartitionHeader("Authorization"), config.Pace{PartitionHeader: "Authorization"}},
 		{"PartitionHeader in canonical form", PartitionHeader("x-api-key"), config.Pace{PartitionHeader: "X-Api-Key"}},
 		{"MaxHosts", MaxHosts(1), config.Pace{MaxHosts: 1}},
+		{"Quota", Quota("API.Example.com", 500, time.Minute), config.Pace{Quotas: map[string]float64{"api.example.com": 500.0 / 60}}},
+		{"Quota with the default port", Quota("api.example.com:443", 20, time.Second), config.Pace{Quotas: map[string]float64{"api.example.com": 20}}},
+		{"Quota with a port", Quota("localhost:8080", 1, time.Second), config.Pace{Quotas: map[string]float64{"localhost:8080": 1}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got config.Pace
@@ -40,11 +43,22 @@ func TestOptionsPanicOnInvalidValues(t *testing.T) {
 		{func() { PartitionHeader("X-Key:") }, `pace: PartitionHeader: must be a valid header name, got "X-Key:"`},
 		{func() { PartitionHeader("X Key") }, `pace: PartitionHeader: must be a valid header name, got "X Key"`},
 		{func() { MaxHosts(0) }, "pace: MaxHosts: must be at least 1, got 0"},
+		{func() { Quota("", 1, time.Second) }, `pace: Quota: needs a host and a positive number of requests per a positive time, got "", 1 per 1s`},
+		{func() { Quota("h", 0, time.Second) }, `pace: Quota: needs a host and a positive number of requests per a positive time, got "h", 0 per 1s`},
+		{func() { Quota("h", 1, 0) }, `pace: Quota: needs a host and a positive number of requests per a positive time, got "h", 1 per 0s`},
 	} {
 		t.Run(tt.want, func(t *testing.T) {
 			assert.PanicsWithValue(t, tt.want, tt.f)
 		})
 	}
+}
+
+func TestQuotasAddUpAndTheLaterReplaces(t *testing.T) {
+	var got config.Pace
+	for _, o := range []Option{Quota("a.test", 1, time.Second), Quota("b.test", 2, time.Second), Quota("a.test", 3, time.Second)} {
+		o(&got)
+	}
+	assert.Equal(t, map[string]float64{"a.test": 3, "b.test": 2}, got.Quotas)
 }
 
 func TestError(t *testing.T) {

@@ -14,6 +14,13 @@ type Pace struct {
 	PartitionHeader string
 	// MaxHosts is how many hosts (partitions) are remembered at most.
 	MaxHosts int
+	// Quotas holds the quotas declared in advance, in requests a second,
+	// by host as wire.MakeKey writes it; nil when none is.
+	Quotas map[string]float64
+	// RetryAfterLimit is the longest a Retry-After holds a host's turns:
+	// the Transport's limit on a Retry-After it waits for (a minute when
+	// not positive).
+	RetryAfterLimit time.Duration
 }
 
 // NewPace returns the configuration of pacing before any option: a wait of

@@ -48,7 +48,10 @@
 //     retry waits it out (the Transport's rule).
 //   - A waiter costs one allocation and one channel, only while its key's
 //     backlog is past the horizon.
-//   - A key neither throttled nor low on quota for 30 s is no longer paced.
+//   - A key neither throttled nor low on quota for 30 s, counted from the
+//     end of a Retry-After that holds it (at most the Retry-After limit),
+//     is no longer paced; a key whose host has a quota declared is paced
+//     from its first request, and for as long as it is known.
 //   - At most MaxHosts keys are known, the least recently used forgotten;
 //     a key takes about 700 bytes.
 //   - Every reader of a peer's header reads a bounded prefix of a value,

@@ -27,19 +27,35 @@ const retryAfterGrain = time.Second
 // A Pacer paces requests by key. It is safe for concurrent use.
 type Pacer struct {
 	maxKeys int
-	paced   atomic.Int64                   // keys paced, gone ones aside
-	keys    atomic.Pointer[map[Key]*state] // never modified once stored
-	clock   lru.Clock
-	mu      sync.Mutex // serialises changes to keys
+	// declared holds the quotas declared in advance, in requests a
+	// second, by host; nil when none is. Never modified.
+	declared map[string]float64
+	// holdLimit is the longest a Retry-After holds a key's turns.
+	holdLimit int64
+	paced     atomic.Int64                   // keys paced, gone ones aside
+	keys      atomic.Pointer[map[Key]*state] // never modified once stored
+	clock     lru.Clock
+	mu        sync.Mutex // serialises changes to keys
 }
 
 // New returns a Pacer that remembers c.MaxHosts keys at most (1024 when
 // not positive). It reads nothing else of c: the wait allowed is the
 // caller's to pass to Reserve.
 func New(c config.Pace) *Pacer {
-	p := &Pacer{maxKeys: c.MaxHosts}
+	p := &Pacer{maxKeys: c.MaxHosts, holdLimit: int64(c.RetryAfterLimit)}
 	if p.maxKeys <= 0 {
 		p.maxKeys = config.NewPace().MaxHosts
+	}
+	if p.holdLimit <= 0 {
+		p.holdLimit = int64(time.Minute)
+	}
+	if len(c.Quotas) > 0 {
+		p.declared = make(map[string]float64, len(c.Quotas))
+		for h, r := range c.Quotas {
+			if r > 0 {
+				p.declared[h] = r
+			}
+		}
 	}
 	p.keys.Store(&map[Key]*state{})
 	return p
@@ -57,6 +73,10 @@ type state struct {
 	base  time.Time
 	gone  bool // forgotten by the table
 	paced bool
+	// declared is the quota declared for the key's host, in requests a
+	// second; 0 when none is. A key with one is paced from its first
+	// request on, and for as long as it is known.
+	declared float64
 	// pressure is the time of the key's last throttle or low quota.
 	pressure int64
 	// sent measures the rate at which requests were sent, from the send
@@ -108,7 +128,17 @@ func (st *state) rate(n int64) float64 {
 	if st.policy > 0 {
 		r = min(r, st.policy)
 	}
+	if st.declared > 0 {
+		r = min(r, st.declared)
+	}
 	return r
+}
+
+// expired reports whether the key, paced, is due to stop being paced at
+// n: its last throttle or low quota was more than 30 s ago, and it has no
+// quota declared.
+func (st *state) expired(n int64) bool {
+	return st.declared == 0 && n-st.pressure > quiet
 }
 
 // A pace is the rate at which a key will be paced at a turn's slot, as far
@@ -135,7 +165,8 @@ func (p pace) at(slot int64) float64 {
 	return min(p.st.rate(slot), p.max, 2*p.st.rate(slot-doubling))
 }
 
-// stop forgets what the key learned: paced again, it starts afresh.
+// stop forgets what the key learned: paced again, it starts afresh. A key
+// with a quota declared is never stopped.
 func (st *state) stop() {
 	st.paced, st.pressure = false, 0
 	st.pacedNow.Store(false)
@@ -171,7 +202,12 @@ func (p *Pacer) add(k Key, now time.Time) *state {
 	// The base is well before any time the key is given, the send times of
 	// the responses that made it and the times of turns asked for a moment
 	// before, so that they count from 0 on.
-	st := &state{base: now.Add(-time.Hour)}
+	st := &state{base: now.Add(-time.Hour), declared: p.declared[k.Host.Host]}
+	if st.declared > 0 {
+		st.paced = true
+		st.pacedNow.Store(true)
+		p.paced.Add(1)
+	}
 	next, _, gone, evicted := lru.Insert(m, k, st, p.maxKeys, &p.clock, stateUse)
 	if evicted {
 		gone.mu.Lock()
@@ -233,9 +269,19 @@ func Signals(status int, h http.Header) bool {
 		mayHaveQuota(h)
 }
 
+// Paces reports whether k is paced: its requests wait for their turns.
+// One atomic load while no key is paced; a lookup else.
+func (p *Pacer) Paces(k Key) bool {
+	if !p.Pacing() {
+		return false
+	}
+	st := (*p.keys.Load())[k]
+	return st != nil && st.pacedNow.Load()
+}
+
 // Pacing reports whether any key may be paced: one atomic load, false for
-// a nil Pacer.
-func (p *Pacer) Pacing() bool { return p != nil && p.paced.Load() != 0 }
+// a nil Pacer; always true once a quota is declared.
+func (p *Pacer) Pacing() bool { return p != nil && (p.paced.Load() != 0 || p.declared != nil) }
 
 // Reserve gives a request to k, at now, its turn, and returns how long it
 // must wait for it. When that wait would exceed limit it gives nothing and
@@ -243,17 +289,20 @@ func (p *Pacer) Pacing() bool { return p != nil && p.paced.Load() != 0 }
 // never exceeds limit. While no key is paced, Reserve is one atomic load;
 // for a key not paced, a lookup; neither locks nor allocates.
 func (p *Pacer) Reserve(k Key, now time.Time, limit time.Duration) (Turn, time.Duration, bool) {
-	if p.paced.Load() == 0 {
+	if p.paced.Load() == 0 && p.declared == nil {
 		return Turn{}, 0, true
 	}
 	st := (*p.keys.Load())[k]
+	if st == nil && p.declared[k.Host.Host] > 0 {
+		st = p.add(k, now)
+	}
 	if st == nil || !st.pacedNow.Load() {
 		return Turn{}, 0, true
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	n := st.ns(now)
-	if !st.paced || st.gone || n-st.pressure > quiet {
+	if !st.paced || st.gone || st.expired(n) {
 		return Turn{}, 0, true
 	}
 	limitNs := int64(max(limit, 0))
@@ -398,7 +447,7 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 	q, hasQuota := readQuota(h, now)
 	var delay time.Duration
 	if throttle {
-		delay = wire.RetryAfter(h, now, maxValueLen)
+		delay = min(wire.RetryAfter(h, now, maxValueLen), time.Duration(p.holdLimit))
 	}
 	st := p.lookup(k)
 	if st == nil {
@@ -423,7 +472,7 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 		st.pacedNow.Store(true)
 		p.paced.Add(1)
 		c.Event = Started
-	case !pressed && st.paced && n-st.pressure > quiet:
+	case !pressed && st.paced && st.expired(n):
 		st.stop()
 		p.paced.Add(-1)
 		return Change{Event: Stopped}
@@ -432,7 +481,13 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 		return c
 	}
 	if pressed {
-		st.pressure = max(st.pressure, n)
+		// A Retry-After that holds the key's turns keeps it paced for
+		// the whole of the hold, and 30 s after.
+		hold := int64(delay)
+		if delay <= retryAfterGrain {
+			hold = 0
+		}
+		st.pressure = max(st.pressure, addSat(n, hold))
 	}
 	if hasQuota {
 		st.learnQuota(q, n, s)
@@ -459,7 +514,7 @@ func (p *Pacer) Paced(now time.Time) int {
 	n := 0
 	for _, st := range *p.keys.Load() {
 		st.mu.Lock()
-		if st.paced && !st.gone && st.ns(now)-st.pressure <= quiet {
+		if st.paced && !st.gone && !st.expired(st.ns(now)) {
 			n++
 		}
 		st.mu.Unlock()

@@ -410,3 +410,31 @@ func TestKnows(t *testing.T) {
 	assert.True(t, p.Knows(keyA))
 	assert.False(t, p.Knows(keyB))
 }
+
+// TestADeclaredQuotaPacesFromTheFirstRequest: a key whose host has a quota
+// declared is paced at it from its first Reserve, each partition apart,
+// never faster whatever its responses say, and for as long as it is known;
+// another host waits for nothing.
+func TestADeclaredQuotaPacesFromTheFirstRequest(t *testing.T) {
+	c := config.NewPace()
+	c.Quotas = map[string]float64{"a.example.com": 10}
+	p := New(c)
+	require.True(t, p.Pacing())
+	for i := range 5 {
+		_, wait, ok := p.Reserve(keyA, testNow, time.Minute)
+		require.True(t, ok)
+		assert.Equal(t, time.Duration(i)*100*time.Millisecond, wait, "turn %d at 10 a second", i)
+	}
+	_, wait, _ := p.Reserve(Key{Host: keyA.Host, Partition: 7}, testNow, time.Minute)
+	assert.Zero(t, wait, "another partition has a pace of its own")
+	_, wait, _ = p.Reserve(keyB, testNow, time.Minute)
+	assert.Zero(t, wait, "a host without a quota declared")
+
+	p.Observe(keyA, testNow, after(time.Millisecond), http.StatusOK, header("X-Ratelimit-Remaining", "1000", "X-Ratelimit-Limit", "1000", "X-Ratelimit-Reset", "1"))
+	later := after(time.Hour)
+	assert.Equal(t, None, p.Observe(keyA, later, later, http.StatusOK, nil).Event, "a declared key is never stopped")
+	assert.Equal(t, 2, p.Paced(later), "both partitions")
+	_, w1, _ := p.Reserve(keyA, later, time.Minute)
+	_, w2, _ := p.Reserve(keyA, later, time.Minute)
+	assert.Equal(t, 100*time.Millisecond, w2-w1, "at the quota declared, though a larger one was announced")
+}

@@ -146,3 +146,36 @@ func TestAStoppedKeyWakesItsQueue(t *testing.T) {
 	}
 	assert.Zero(t, last.Wait(after(31*time.Second)))
 }
+
+// TestCancelledTurnsAreGivenBack: 200 callers who took turns of a key paced
+// at 5 a second, some with slots and the rest in the queue, all give them
+// back (their requests were cancelled): the next caller's turn comes within
+// one interval, as if they had never asked.
+func TestCancelledTurnsAreGivenBack(t *testing.T) {
+	for _, order := range []string{"in order", "last first"} {
+		t.Run(order, func(t *testing.T) {
+			p := newPacer()
+			p.Observe(keyA, testNow, testNow, http.StatusOK, http.Header{
+				"X-Ratelimit-Limit-Requests":     {"10"},
+				"X-Ratelimit-Remaining-Requests": {"0"},
+				"X-Ratelimit-Reset-Requests":     {"2s"},
+			})
+			var turns []Turn
+			start := after(time.Millisecond)
+			for range 200 {
+				turn, _, ok := p.Reserve(keyA, start, time.Hour)
+				require.True(t, ok)
+				turns = append(turns, turn)
+			}
+			for i := range turns {
+				if order == "last first" {
+					i = len(turns) - 1 - i
+				}
+				turns[i].Release(start.Add(10 * time.Millisecond))
+			}
+			_, wait, ok := p.Reserve(keyA, start.Add(20*time.Millisecond), time.Hour)
+			require.True(t, ok)
+			assert.LessOrEqual(t, wait, 200*time.Millisecond, "the next turn, 5 a second")
+		})
+	}
+}

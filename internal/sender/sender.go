@@ -160,6 +160,12 @@ func (s *Sender) Key(req *http.Request) pacing.Key {
 	return pacing.KeyOf(req, s.Pace.PartitionHeader, s.Seed)
 }
 
+// Paces reports whether req's host is paced now: its attempts wait for
+// their turns. False without pacing.
+func (s *Sender) Paces(req *http.Request) bool {
+	return s.Pacer.Pacing() && s.Pacer.Paces(s.Key(req))
+}
+
 // FreeTurn takes a turn of req's host that is free at once, and reports
 // false when there is none: true when pacing is off or the host is not
 // paced.
