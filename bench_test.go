@@ -7,6 +7,10 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/internal/pacing"
+	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // stubBase answers every request with a canned 200 and no body, closing the
@@ -73,6 +77,8 @@ func BenchmarkOverhead(b *testing.B) {
 			{"retryhttp-hedging-traced", New(WithBase(tracedStub{newStub()}), WithHedging())},
 			{"retryhttp-pacing", New(WithBase(newStub()), WithPacing())},
 			{"retryhttp-pacing-traced", New(WithBase(tracedStub{newStub()}), WithPacing())},
+			{"retryhttp-pacing-quota-far", New(WithBase(quotaStub()), WithPacing())},
+			{"retryhttp-pacing-another-paced", pacedElsewhere()},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()
@@ -86,6 +92,23 @@ func BenchmarkOverhead(b *testing.B) {
 			})
 		}
 	}
+}
+
+// quotaStub is a stub whose answers announce a quota far from spent, as
+// GitHub's, OpenAI's and Anthropic's do on every answer.
+func quotaStub() *stubBase {
+	s := newStub()
+	s.resp.Header = http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"4999"}, "X-Ratelimit-Reset": {"1767225600"}}
+	return s
+}
+
+// pacedElsewhere returns a Transport with pacing over a stub, whose pacer
+// paces another host than the one the benchmarks send to.
+func pacedElsewhere() *Transport {
+	tr := New(WithBase(newStub()), WithPacing())
+	now := time.Now()
+	tr.snd.Pacer.Observe(pacing.Key{Host: wire.MakeKey("http", "other.test")}, now, now, http.StatusTooManyRequests, nil)
+	return tr
 }
 
 // post makes a POST of payload, with the GetBody that http.NewRequest

@@ -36,8 +36,9 @@
 //   - classify: which outcomes are retried; awsretry, githubretry and
 //     googleretry read those vendors' errors
 //   - budget: how many retries a client may spend, per host or in all
-//   - hedge, throttle, resume: the options of hedging, adaptive throttling
-//     and body resumption, and what they report
+//   - hedge, throttle, resume, pace: the options of hedging, adaptive
+//     throttling, body resumption and pacing to a quota, and what they
+//     report
 //   - deadline: the formats a deadline travels in; server: the middleware
 //     of a service that calls others (retry at one layer, incoming deadlines)
 //   - base: for authors of the transport a Transport sends attempts through
@@ -49,7 +50,8 @@
 // was measured and the commands that reproduce it: [How each decision is
 // made], [What is safe to resend], [What servers say about retrying], [Under
 // an SDK], [Hedging], [Failing fast], [Budgets], [Retrying at one layer],
-// [Deadlines across a chain], [Resuming response bodies], [Observability],
+// [Deadlines across a chain], [Resuming response bodies], [Pacing to a
+// quota], [Observability],
 // [Testing your own retries], [Performance] and [against other Go retry
 // libraries].
 //
@@ -58,6 +60,7 @@
 // [What servers say about retrying]: https://github.com/retryhttp/retryhttp/blob/main/docs/signals.md
 // [Under an SDK]: https://github.com/retryhttp/retryhttp/blob/main/docs/sdk.md
 // [Hedging]: https://github.com/retryhttp/retryhttp/blob/main/docs/hedging.md
+// [Pacing to a quota]: https://github.com/retryhttp/retryhttp/blob/main/docs/pacing.md
 // [Failing fast]: https://github.com/retryhttp/retryhttp/blob/main/docs/throttling.md
 // [Budgets]: https://github.com/retryhttp/retryhttp/blob/main/docs/budgets.md
 // [Retrying at one layer]: https://github.com/retryhttp/retryhttp/blob/main/docs/chains.md

@@ -63,7 +63,7 @@ func ExampleWithAttemptTimeout() {
 	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Hang()))
 	defer srv.Close()
 
-	client := &http.Client{Transport: retryhttp.New(retryhttp.WithAttemptTimeout(50 * time.Millisecond))}
+	client := &http.Client{Transport: retryhttp.New(retryhttp.WithAttemptTimeout(250 * time.Millisecond))}
 	status, attempts := get(client, srv.URL)
 	fmt.Println(status, "after", attempts, "attempts:", srv.Request("GET /").Outcomes)
 	// Output:

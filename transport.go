@@ -444,13 +444,13 @@ func (t *Transport) notify(e RetryEvent) {
 // without a body or with a GetBody of http.NewRequest's, through a
 // Transport that neither numbers, hedges nor throttles attempts, nor
 // traces their connections (every attempt's, or those of a host that
-// failed lately), nor sends the request's deadline.
+// failed lately), nor sends the request's deadline, to a host not paced.
 func (t *Transport) plain(req *http.Request) bool {
 	// t.shaped: the attempts are numbered, hedged, throttled or all traced.
 	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && sender.HasDeadline(req.Context())) {
 		return false
 	}
-	if t.conns.Traces(req) || t.snd.Pacer.Pacing() {
+	if t.conns.Traces(req) || t.snd.Paces(req) {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {

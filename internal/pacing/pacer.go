@@ -261,22 +261,35 @@ func (p *Pacer) Knows(k Key) bool {
 	return len(m) > 0 && m[k] != nil
 }
 
-// Signals reports whether a response of status with header h says
-// anything to a Pacer about a key it does not know: it is a throttle (a
-// 429, or a 503 with Retry-After), or its header has a field of a quota.
-func Signals(status int, h http.Header) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) ||
-		mayHaveQuota(h)
+// Signals reports whether a response of status with header h, read at
+// now(), says anything to a Pacer about a key it does not know: it is a
+// throttle (a 429, or a 503 with Retry-After), or it announces a quota
+// spent or nearly spent. A quota far from spent says nothing yet, so that
+// a host that announces its quota on every answer costs no state and no
+// lock until it nears the end of it.
+func Signals(status int, h http.Header, now func() time.Time) bool {
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) {
+		return true
+	}
+	if !mayHaveQuota(h) {
+		return false
+	}
+	q, ok := readQuota(h, now())
+	return ok && q.low()
 }
 
-// Paces reports whether k is paced: its requests wait for their turns.
-// One atomic load while no key is paced; a lookup else.
+// Paces reports whether k is paced, or is to be from its first request
+// (its host has a quota declared): its requests wait for their turns. One
+// atomic load while no key is paced; a lookup else. Neither locks nor
+// allocates.
 func (p *Pacer) Paces(k Key) bool {
 	if !p.Pacing() {
 		return false
 	}
-	st := (*p.keys.Load())[k]
-	return st != nil && st.pacedNow.Load()
+	if st := (*p.keys.Load())[k]; st != nil {
+		return st.pacedNow.Load()
+	}
+	return p.declared[k.Host.Host] > 0
 }
 
 // Pacing reports whether any key may be paced: one atomic load, false for

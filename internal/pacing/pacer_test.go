@@ -393,12 +393,16 @@ func TestARetryAfterOfASecondOnlyCutsALearnedRate(t *testing.T) {
 }
 
 func TestSignals(t *testing.T) {
-	assert.True(t, Signals(http.StatusTooManyRequests, nil))
-	assert.True(t, Signals(http.StatusServiceUnavailable, header("Retry-After", "1")))
-	assert.False(t, Signals(http.StatusServiceUnavailable, nil), "a 503 without Retry-After is a failure, not a throttle")
-	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "10")))
-	assert.True(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=1;t=1`)))
-	assert.False(t, Signals(http.StatusOK, header("Content-Type", "text/plain")))
+	now := func() time.Time { return testNow }
+	assert.True(t, Signals(http.StatusTooManyRequests, nil, now))
+	assert.True(t, Signals(http.StatusServiceUnavailable, header("Retry-After", "1"), now))
+	assert.False(t, Signals(http.StatusServiceUnavailable, nil, now), "a 503 without Retry-After is a failure, not a throttle")
+	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "0"), now), "a quota spent")
+	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "10", "X-Ratelimit-Limit", "100"), now), "a tenth left")
+	assert.True(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=0;t=1`), now))
+	assert.False(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "4000", "X-Ratelimit-Limit", "5000"), now), "a quota far from spent says nothing yet")
+	assert.False(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=1;t=1`), now), "nor one without a limit, not spent")
+	assert.False(t, Signals(http.StatusOK, header("Content-Type", "text/plain"), now))
 }
 
 func TestKnows(t *testing.T) {

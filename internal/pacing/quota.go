@@ -102,15 +102,20 @@ const maxReset = 24 * time.Hour
 // RateLimit fields and their older drafts, GitHub's, OpenAI's, Anthropic's
 // and Shopify's), and reports false when it announces none. When several
 // forms are present, the one that restricts most counts. A reset beyond
-// maxReset is not believed.
+// maxReset is not believed. Only the readers of the forms whose fields h
+// has are asked.
 func readQuota(h http.Header, now time.Time) (quota, bool) {
-	if !mayHaveQuota(h) {
+	forms := quotaForms(h)
+	if forms == 0 {
 		return noQuota, false
 	}
 	best, found := noQuota, false
-	for _, read := range [...]func(http.Header, time.Time) (quota, bool){
+	for i, read := range [...]func(http.Header, time.Time) (quota, bool){
 		readXRateLimit, readOpenAI, readAnthropic, readShopify, readRateLimitFields,
 	} {
+		if forms&(1<<i) == 0 {
+			continue
+		}
 		q, ok := read(h, now)
 		if q.Reset > maxReset {
 			q.Reset = 0 // said, but not believed
@@ -122,16 +127,40 @@ func readQuota(h http.Header, now time.Time) (quota, bool) {
 	return best, found
 }
 
-// mayHaveQuota reports whether h has a field of a name that the readers of
-// quotas read: one pass over its names, cheaper than looking each up.
-func mayHaveQuota(h http.Header) bool {
+// The forms of quota fields, as quotaForms reports them, in the order of
+// readQuota's readers.
+const (
+	formXRateLimit = 1 << iota // GitHub's
+	formOpenAI
+	formAnthropic
+	formShopify
+	formRateLimit // the IETF fields and their older drafts
+)
+
+// quotaForms reports which forms of quota h has fields of, by their
+// names: one pass over its names, cheaper than looking each up.
+func quotaForms(h http.Header) uint8 {
+	var forms uint8
 	for k := range h {
 		switch {
 		case len(k) < 9:
-		case strings.HasPrefix(k, "X-Ratelimit-"), strings.HasPrefix(k, "Ratelimit"),
-			strings.HasPrefix(k, "Anthropic-Ratelimit-"), k == "X-Shopify-Shop-Api-Call-Limit":
-			return true
+		case strings.HasPrefix(k, "X-Ratelimit-"):
+			if strings.HasSuffix(k, "-Requests") {
+				forms |= formOpenAI
+			} else {
+				forms |= formXRateLimit
+			}
+		case strings.HasPrefix(k, "Ratelimit"):
+			forms |= formRateLimit
+		case strings.HasPrefix(k, "Anthropic-Ratelimit-"):
+			forms |= formAnthropic
+		case k == "X-Shopify-Shop-Api-Call-Limit":
+			forms |= formShopify
 		}
 	}
-	return false
+	return forms
 }
+
+// mayHaveQuota reports whether h has a field of a name that the readers of
+// quotas read.
+func mayHaveQuota(h http.Header) bool { return quotaForms(h) != 0 }

@@ -82,7 +82,7 @@ func (s *Sender) Exchange(rt http.RoundTripper, a *http.Request) (resp *http.Res
 	default:
 		resp, err = s.timed(rt, a)
 	}
-	if s.Pacer != nil && resp != nil && (known || pacing.Signals(resp.StatusCode, resp.Header)) {
+	if s.Pacer != nil && resp != nil && (known || pacing.Signals(resp.StatusCode, resp.Header, s.Now)) {
 		now := s.Now()
 		if !known {
 			k, sent = s.Key(a), now
