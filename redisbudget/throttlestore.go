@@ -4,9 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,14 +53,9 @@ var (
 // A ThrottleStore must be created with NewThrottleStore and is safe for
 // concurrent use. It has no goroutine of its own and nothing to close.
 type ThrottleStore struct {
-	client   redis.UniversalClient
-	name     string
-	prefix   string // of its Redis keys
-	cfg      config
-	inflight atomic.Int64 // scripts running
-	mu       sync.Mutex   // guards status
-	status   Status
-	keys     atomic.Pointer[throttleKeys] // those of the last window exchanged
+	scripts
+	prefix string                       // of its Redis keys
+	keys   atomic.Pointer[throttleKeys] // those of the last window exchanged
 }
 
 // throttleKeys are the Redis keys of one step width, in milliseconds.
@@ -90,11 +83,10 @@ var _ throttle.Store = (*ThrottleStore)(nil)
 func NewThrottleStore(client redis.UniversalClient, name string, opts ...Option) *ThrottleStore {
 	cfg := newConfig("NewThrottleStore", client, name, opts)
 	return &ThrottleStore{
-		client: client,
-		name:   name,
+		scripts: newScripts(client, name, cfg,
+			"redisbudget: Redis unavailable, throttling counts in each process alone",
+			"redisbudget: Redis answers again, throttling counts for the fleet"),
 		prefix: "{retryhttp:throttle:" + name + "}:",
-		cfg:    cfg,
-		status: Status{Shared: true, Since: cfg.now()},
 	}
 }
 
@@ -162,76 +154,19 @@ func (s *ThrottleStore) keysOf(width int64) []string {
 	return k.keys
 }
 
-// run runs the exchange script and returns its reply, waiting no longer
-// than the timeout, nor once ctx is done. The script runs in a goroutine
-// of its own, so that a client that ignores deadlines or retries for
-// seconds cannot hold the caller; at most maxInflight are left running.
+// run runs the exchange script and returns its reply (scripts.run).
 func (s *ThrottleStore) run(ctx context.Context, keys []string, args ...any) (string, error) {
-	if s.inflight.Add(1) > maxInflight {
-		s.inflight.Add(-1)
-		return "", errBusy
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.timeout, errTimeout)
-	defer cancel()
-	var (
-		done  = make(chan struct{})
-		reply string
-		err   error
-	)
-	go func() {
-		defer s.inflight.Add(-1)
-		reply, err = exchangeScript.Run(ctx, s.client, keys, args...).Text()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return reply, err
-	case <-ctx.Done():
-		select {
-		case <-done: // answered just now
-			return reply, err
-		default:
-			return "", context.Cause(ctx)
-		}
-	}
+	return s.scripts.run(ctx, exchangeScript, keys, args...)
 }
 
 // Status reports whether the last exchange succeeded: Shared is false from
 // an exchange that failed, for any reason but its caller giving up, until
 // one succeeds, and Since is when that last changed, or when
 // NewThrottleStore made the store. LastError is the last exchange's error.
-func (s *ThrottleStore) Status() Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
-}
+func (s *ThrottleStore) Status() Status { return s.scripts.Status() }
 
 // failed records the error of an exchange.
-func (s *ThrottleStore) failed(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.cfg.now()
-	s.status.LastError, s.status.LastErrorAt = err, now
-	if !s.status.Shared {
-		return
-	}
-	s.status.Shared, s.status.Since = false, now
-	if s.cfg.logger != nil {
-		s.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redisbudget: Redis unavailable, throttling counts in each process alone",
-			slog.String("store", s.name), slog.String("error", err.Error()))
-	}
-}
+func (s *ThrottleStore) failed(err error) { s.scripts.failed(err) }
 
 // answered records an exchange that succeeded.
-func (s *ThrottleStore) answered() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.status.Shared {
-		return
-	}
-	s.status.Shared, s.status.Since = true, s.cfg.now()
-	if s.cfg.logger != nil {
-		s.cfg.logger.LogAttrs(context.Background(), slog.LevelInfo, "redisbudget: Redis answers again, throttling counts for the fleet",
-			slog.String("store", s.name))
-	}
-}
+func (s *ThrottleStore) answered() { s.scripts.answered() }
