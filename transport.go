@@ -189,6 +189,10 @@ func (t *Transport) configure() {
 		}
 		t.snd.Pace.RetryAfterLimit = t.retryAfterLimit
 		t.snd.Pacer, t.snd.Seed = pacing.New(t.snd.Pace), maphash.MakeSeed()
+		if st, ok := t.snd.Pace.Store.(pace.Store); ok {
+			t.snd.Pacer.Shared(st, func() time.Time { return t.now() },
+				func(r any) { t.log().Panic("retryhttp: pace store panicked; pacing alone", r) })
+		}
 	}
 	t.resumeOpts, t.hedgeOpts, t.throttleOpts, t.paceOpts = nil, nil, nil, nil
 }

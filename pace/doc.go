@@ -46,8 +46,11 @@
 //
 // Each Transport paces alone, as if it were the host's only client: the
 // workers of a process share one pace when they share one Transport.
-// Processes that share a quota spend it together, and share the throttles
-// that end it: give each its share, Quota(host, quota/N, per), or a key or
-// token of its own with its own quota, and give PartitionHeader the header
-// that carries it.
+// Transports that share a Store (Shared) pace together: what one learns of
+// a host reaches the others, and a quota is split among them by what each
+// asks of it. NewMemoryStore serves the Transports of a process,
+// redisbudget.NewPaceStore the processes of a fleet. Without a Store, give
+// each process its share, Quota(host, quota/N, per), or a key or token of
+// its own with its own quota, and give PartitionHeader the header that
+// carries it.
 package pace

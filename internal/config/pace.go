@@ -21,6 +21,9 @@ type Pace struct {
 	// the Transport's limit on a Retry-After it waits for (a minute when
 	// not positive).
 	RetryAfterLimit time.Duration
+	// Store, if not nil, is the pace.Store the pace is shared through
+	// (package pace imports this one).
+	Store any
 }
 
 // NewPace returns the configuration of pacing before any option: a wait of

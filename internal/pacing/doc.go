@@ -14,6 +14,10 @@
 // it never sends, never sleeps, never logs, starts no goroutine and reads
 // no clock: every time is given. Observe returns what changed (a key
 // started or stopped being paced, and its rate), for the caller to log.
+// A Pacer made Shared is the exception: it exchanges what it knows with
+// the other members of a pace.Store from a goroutine of its own, on the
+// clock it is given, while keys are paced (see share.go); no call of
+// Reserve, Wait or Observe waits for it.
 //
 // # Turns
 //

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -56,4 +57,65 @@ func BenchmarkKeyOf(b *testing.B) {
 	for b.Loop() {
 		KeyOf(r, "Authorization", seed)
 	}
+}
+
+// parseKeyTests is shared by TestParseKey and the seed corpus of
+// FuzzParseKey.
+var parseKeyTests = []struct {
+	in string
+	ok bool
+}{
+	{"https://api.example.com", true},
+	{"http://localhost:8080", true},
+	{"https://api.example.com#1f", true},
+	{"https://api.example.com:443", false}, // the default port is dropped
+	{"HTTPS://api.example.com", false},
+	{"https://Api.example.com", false},
+	{"https://api.example.com#", false},
+	{"https://api.example.com#0", false},
+	{"https://api.example.com#01f", false},
+	{"https://api.example.com#zz", false},
+	{"https://a/b", false},
+	{"api.example.com", false},
+	{"://x", false},
+	{"https://", false},
+	{"", false},
+}
+
+func TestParseKey(t *testing.T) {
+	for _, tt := range parseKeyTests {
+		t.Run(tt.in, func(t *testing.T) {
+			k, ok := ParseKey(tt.in)
+			assert.Equal(t, tt.ok, ok)
+			if ok {
+				assert.Equal(t, tt.in, k.String(), "String reads back")
+			}
+		})
+	}
+	k := StableKeyOf(&http.Request{URL: &url.URL{Scheme: "https", Host: "API.example.com"}, Header: http.Header{"Authorization": {"Bearer a"}}}, "Authorization")
+	got, ok := ParseKey(k.String())
+	assert.True(t, ok)
+	assert.Equal(t, k, got)
+}
+
+// FuzzParseKey checks that a key a Store returns is read without a panic,
+// and only as String would have written it.
+func FuzzParseKey(f *testing.F) {
+	for _, tt := range parseKeyTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, ok := ParseKey(s)
+		if ok && k.String() != s {
+			t.Fatalf("ParseKey(%q) = %+v, which String writes %q", s, k, k.String())
+		}
+	})
+}
+
+func TestStableKeyOfIsTheSameInEveryProcess(t *testing.T) {
+	req := &http.Request{URL: &url.URL{Scheme: "https", Host: "api.example.com"}, Header: http.Header{"Authorization": {"Bearer a"}}}
+	// A SHA-256 of "Bearer a\x00": the same in every process, whatever
+	// its seed.
+	assert.Equal(t, "https://api.example.com#9969fddee9b6bce4", StableKeyOf(req, "Authorization").String())
+	assert.Equal(t, "https://api.example.com", StableKeyOf(req, "").String())
 }

@@ -32,10 +32,13 @@ type Pacer struct {
 	declared map[string]float64
 	// holdLimit is the longest a Retry-After holds a key's turns.
 	holdLimit int64
-	paced     atomic.Int64                   // keys paced, gone ones aside
-	keys      atomic.Pointer[map[Key]*state] // never modified once stored
-	clock     lru.Clock
-	mu        sync.Mutex // serialises changes to keys
+	// sh links the Pacer to the other members of its pace.Store; nil
+	// when it paces alone.
+	sh    *sharing
+	paced atomic.Int64                   // keys paced, gone ones aside
+	keys  atomic.Pointer[map[Key]*state] // never modified once stored
+	clock lru.Clock
+	mu    sync.Mutex // serialises changes to keys
 }
 
 // New returns a Pacer that remembers c.MaxHosts keys at most (1024 when
@@ -103,6 +106,17 @@ type state struct {
 	refillAt   int64
 	creeping   bool // refill has grown since a response that said it
 
+	// What the key shares with a fleet: see share.go.
+	asks            int64   // turns asked for since the last report
+	askedAt         int64   // when the last report counted them
+	demand          float64 // turns asked for a second, smoothed over the reports
+	share           float64 // this member's share of the key's quota, from the last exchange
+	shareAt         int64   // when the last exchange gave it; 0: never, the whole is this member's
+	lastCut         int64   // when the key last throttled a request of this member's; 0 if never
+	fleetCut        int64   // the latest throttle of another member's this member cut for
+	fleetQuota      float64 // the quota's rate for the fleet, as its members last reported it
+	fleetQuotaUntil int64
+
 	sched schedule
 	q     queue
 	// epoch counts the times the key stopped being paced: a turn of an
@@ -122,14 +136,22 @@ func (st *state) rate(n int64) float64 {
 	if l, ok := st.learned(n); ok {
 		r = l
 	}
-	if q, ok := st.quotaRate(n); ok {
-		r = min(r, q)
+	// The rates of a quota are the fleet's: this member's share of them
+	// is its own (share.go); alone, the whole.
+	q := math.Inf(1)
+	if qr, ok := st.quotaRate(n); ok {
+		q = qr
+	} else if st.fleetQuota > 0 && n < st.fleetQuotaUntil {
+		q = st.fleetQuota
 	}
 	if st.policy > 0 {
-		r = min(r, st.policy)
+		q = min(q, st.policy)
 	}
 	if st.declared > 0 {
-		r = min(r, st.declared)
+		q = min(q, st.declared)
+	}
+	if !math.IsInf(q, 1) {
+		r = min(r, q*st.shareOf(n))
 	}
 	return r
 }
@@ -318,6 +340,8 @@ func (p *Pacer) Reserve(k Key, now time.Time, limit time.Duration) (Turn, time.D
 	if !st.paced || st.gone || st.expired(n) {
 		return Turn{}, 0, true
 	}
+	st.asks++
+	p.sh.tick(p)
 	limitNs := int64(max(limit, 0))
 	front := st.front(n)
 	if st.q.head() == nil && front-n <= horizon {
@@ -506,6 +530,8 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 		st.learnQuota(q, n, s)
 	}
 	if throttle {
+		st.lastCut = max(st.lastCut, n)
+		p.sh.throttled(p)
 		until := addSat(n, int64(delay))
 		if delay <= retryAfterGrain {
 			// The wait asked for is the least the header says: the cut

@@ -157,6 +157,10 @@ func (s *Sender) LeftAfter(req *http.Request, delay time.Duration) time.Duration
 
 // Key returns the key req is paced by: its host, and its partition.
 func (s *Sender) Key(req *http.Request) pacing.Key {
+	if s.Pace.Store != nil {
+		// The fleet names a partition alike in every process.
+		return pacing.StableKeyOf(req, s.Pace.PartitionHeader)
+	}
 	return pacing.KeyOf(req, s.Pace.PartitionHeader, s.Seed)
 }
 

@@ -1,0 +1,144 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp/pace"
+	"github.com/stretchr/testify/assert"
+)
+
+// fleetLoop sends perSecond requests a second through each of rts for d,
+// each on its own goroutine, and waits for them all.
+func fleetLoop(t *testing.T, rts []*Transport, perSecond int, d time.Duration) {
+	var wg sync.WaitGroup
+	for _, rt := range rts {
+		wg.Go(func() { openLoop(t, rt, perSecond, d) })
+	}
+	wg.Wait()
+}
+
+// TestPacingSharedByFourTransports: four Transports, each offered 100
+// requests a second for 10 s on one quota of 50 a second (burst 10), pace
+// together through a pace.NewMemoryStore: at most 2% of what reaches the
+// server after the first 2 s is a 429, and the server admits at least 95%
+// of its quota, with OpenAI's headers and without. Apart, they see 6-7%
+// of 429s.
+func TestPacingSharedByFourTransports(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		announce bool
+		shared   bool
+	}{
+		{"shared, no headers", false, true},
+		{"shared, OpenAI's headers", true, true},
+		{"apart, no headers", false, false},
+		{"apart, OpenAI's headers", true, false},
+	} {
+		// Apart, the four are run for the figures to compare with, and
+		// must do worse: that is what sharing is for.
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newQuotaServer(50, 10, tt.announce)
+				store := pace.NewMemoryStore()
+				var rts []*Transport
+				for range 4 {
+					opts := []pace.Option{}
+					if tt.shared {
+						opts = append(opts, pace.Shared(store))
+					}
+					rts = append(rts, New(WithBase(srv), WithPacing(opts...), WithoutBudget(), WithMaxAttempts(3)))
+				}
+				fleetLoop(t, rts, 100, 10*time.Second)
+				time.Sleep(11 * time.Second) // the exchanges end
+				srv.mu.Lock()
+				end := srv.last.Sub(srv.start)
+				admitted, refused := count(srv.admitted, 2*time.Second, end), count(srv.refused, 2*time.Second, end)
+				offered := count(srv.admitted, 2*time.Second, 10*time.Second)
+				srv.mu.Unlock()
+				sent := admitted + refused
+				share := float64(refused) / float64(sent)
+				rate := float64(offered) / 8 // while the load lasts
+				t.Logf("%s: after 2 s, %d sent, %.2f%% 429s, %.1f admitted a second", tt.name, sent, 100*share, rate)
+				if tt.shared {
+					assert.LessOrEqual(t, share, 0.02, "429s after the first 2 s")
+					assert.GreaterOrEqual(t, rate, 0.95*50, "admitted a second, of 50")
+				} else {
+					assert.Greater(t, share, 0.03, "429s after the first 2 s, pacing apart")
+				}
+			})
+		})
+	}
+}
+
+// faultyStore passes exchanges to a memory store until fail is set, then
+// fails them as a store that is down, slow, returns garbage or panics
+// does.
+type faultyStore struct {
+	pace.Store
+	mu   sync.Mutex
+	mode string // "", "down", "slow", "garbage", "panic"
+}
+
+func (f *faultyStore) set(mode string) { f.mu.Lock(); f.mode = mode; f.mu.Unlock() }
+
+func (f *faultyStore) Exchange(ctx context.Context, member string, lease time.Duration, reports []pace.Report) ([]pace.Report, error) {
+	f.mu.Lock()
+	mode := f.mode
+	f.mu.Unlock()
+	switch mode {
+	case "down":
+		return nil, errors.New("connection refused")
+	case "slow":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "garbage":
+		return []pace.Report{
+			{Key: "http://quota.test", Demand: math.NaN(), Members: -3},
+			{Key: "http://quota.test", Demand: 1e300, Cut: time.Now().Add(1000 * time.Hour), Hold: time.Now().Add(1000 * time.Hour), Quota: math.Inf(1), Members: 1 << 30},
+			{Key: "QUOTA.test#zz", Demand: 1},
+			{Key: strings.Repeat("x", 1<<16)},
+		}, nil
+	case "panic":
+		panic("store bug")
+	}
+	return f.Store.Exchange(ctx, member, lease, reports)
+}
+
+// TestPacingSharedSurvivesItsStore: four Transports pacing together on a
+// quota of 50 a second, with OpenAI's headers, whose store goes down,
+// slow, mad or panicking halfway: each keeps its last share for the lease,
+// so that at most 5% of what reaches the server in the 10 s after is a
+// 429, no request waits on the store, and nothing panics.
+func TestPacingSharedSurvivesItsStore(t *testing.T) {
+	for _, mode := range []string{"down", "slow", "garbage", "panic"} {
+		t.Run(mode, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newQuotaServer(50, 10, true)
+				store := &faultyStore{Store: pace.NewMemoryStore()}
+				var rts []*Transport
+				for range 4 {
+					rts = append(rts, New(WithBase(srv), WithPacing(pace.Shared(store)), WithoutBudget(), WithMaxAttempts(3)))
+				}
+				var wg sync.WaitGroup
+				wg.Go(func() { fleetLoop(t, rts, 100, 15*time.Second) })
+				time.Sleep(5 * time.Second)
+				store.set(mode)
+				wg.Wait()
+				time.Sleep(11 * time.Second) // the exchanges end
+				srv.mu.Lock()
+				admitted, refused := count(srv.admitted, 5*time.Second, 15*time.Second), count(srv.refused, 5*time.Second, 15*time.Second)
+				srv.mu.Unlock()
+				share := float64(refused) / float64(admitted+refused)
+				t.Logf("store %s at 5 s: the next 10 s, %.2f%% 429s, %.1f admitted a second", mode, 100*share, float64(admitted)/10)
+				assert.LessOrEqual(t, share, 0.05, "429s in the 10 s after the store failed")
+			})
+		})
+	}
+}
