@@ -24,5 +24,6 @@ func TestDocs(t *testing.T) {
 		"googleretry": "github.com/retryhttp/retryhttp/googleretry",
 		"redisbudget": "github.com/retryhttp/retryhttp/redisbudget",
 		"throttle":    "github.com/retryhttp/retryhttp/throttle",
+		"pace":        "github.com/retryhttp/retryhttp/pace",
 	})
 }
