@@ -20,7 +20,7 @@
 // Quota declared is paced from its first request, and always. The retry
 // of a throttle from a paced host is paid by its turn, not by the retry
 // budget. Hosts, or the partitions of PartitionHeader, are paced
-// apart, at most 1024 of them (MaxHosts), about 700 bytes each.
+// apart, at most 1024 of them (MaxHosts), about 1 KB each.
 //
 // # The rate
 //
