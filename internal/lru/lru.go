@@ -47,3 +47,10 @@ func Insert[K comparable, V any](m map[K]V, k K, v V, max int, c *Clock, use fun
 	next[k] = v
 	return next, goneKey, gone, evicted
 }
+
+// Stamp marks the entry of u as the one most recently inserted, for a
+// table that inserts without Insert.
+func (c *Clock) Stamp(u *Use) { u.at.Store(c.now.Add(1)) }
+
+// At returns when the entry of u was last used, by its table's clock.
+func (u *Use) At() uint64 { return u.at.Load() }

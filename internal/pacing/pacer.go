@@ -36,7 +36,7 @@ type Pacer struct {
 	// when it paces alone.
 	sh    *sharing
 	paced atomic.Int64                   // keys paced, gone ones aside
-	keys  atomic.Pointer[map[Key]*state] // never modified once stored
+	keys  table
 	clock lru.Clock
 	mu    sync.Mutex // serialises changes to keys
 }
@@ -60,7 +60,6 @@ func New(c config.Pace) *Pacer {
 			}
 		}
 	}
-	p.keys.Store(&map[Key]*state{})
 	return p
 }
 
@@ -201,11 +200,10 @@ func (st *state) stop() {
 	st.epoch++
 }
 
-func stateUse(st *state) *lru.Use { return &st.used }
 
 // lookup returns the state of k, or nil.
 func (p *Pacer) lookup(k Key) *state {
-	st := (*p.keys.Load())[k]
+	st := p.keys.get(k)
 	if st != nil {
 		st.used.Touch(&p.clock)
 	}
@@ -217,8 +215,7 @@ func (p *Pacer) lookup(k Key) *state {
 func (p *Pacer) add(k Key, now time.Time) *state {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m := *p.keys.Load()
-	if st := m[k]; st != nil {
+	if st := p.keys.get(k); st != nil {
 		return st
 	}
 	// The base is well before any time the key is given, the send times of
@@ -230,8 +227,7 @@ func (p *Pacer) add(k Key, now time.Time) *state {
 		st.pacedNow.Store(true)
 		p.paced.Add(1)
 	}
-	next, _, gone, evicted := lru.Insert(m, k, st, p.maxKeys, &p.clock, stateUse)
-	if evicted {
+	if gone := p.keys.insert(k, st, p.maxKeys, &p.clock); gone != nil {
 		gone.mu.Lock()
 		gone.gone = true
 		if gone.paced {
@@ -241,7 +237,6 @@ func (p *Pacer) add(k Key, now time.Time) *state {
 		}
 		gone.mu.Unlock()
 	}
-	p.keys.Store(&next)
 	return st
 }
 
@@ -272,15 +267,14 @@ func (t *Turn) Woken() <-chan struct{} { return t.wake }
 
 // KnowsAny reports whether the Pacer has a state for any key: one atomic
 // load.
-func (p *Pacer) KnowsAny() bool { return len(*p.keys.Load()) > 0 }
+func (p *Pacer) KnowsAny() bool { return p.keys.n.Load() > 0 }
 
 // Knows reports whether the Pacer has a state for k: k throttled, or
 // announced a quota, and was not forgotten since. A key it does not know
 // needs its responses observed only when they are throttles or announce
 // a quota (Signals). One atomic load when it knows no key; a lookup else.
 func (p *Pacer) Knows(k Key) bool {
-	m := *p.keys.Load()
-	return len(m) > 0 && m[k] != nil
+	return p.keys.n.Load() > 0 && p.keys.get(k) != nil
 }
 
 // Signals reports whether a response of status with header h, read at
@@ -308,7 +302,7 @@ func (p *Pacer) Paces(k Key) bool {
 	if !p.Pacing() {
 		return false
 	}
-	if st := (*p.keys.Load())[k]; st != nil {
+	if st := p.keys.get(k); st != nil {
 		return st.pacedNow.Load()
 	}
 	return p.declared[k.Host.Host] > 0
@@ -327,7 +321,7 @@ func (p *Pacer) Reserve(k Key, now time.Time, limit time.Duration) (Turn, time.D
 	if p.paced.Load() == 0 && p.declared == nil {
 		return Turn{}, 0, true
 	}
-	st := (*p.keys.Load())[k]
+	st := p.keys.get(k)
 	if st == nil && p.declared[k.Host.Host] > 0 {
 		st = p.add(k, now)
 	}
@@ -551,12 +545,13 @@ func (p *Pacer) Observe(k Key, sent, now time.Time, status int, h http.Header) C
 // quota, within the last 30 s. It visits every key, for a gauge.
 func (p *Pacer) Paced(now time.Time) int {
 	n := 0
-	for _, st := range *p.keys.Load() {
+	p.keys.each(func(_ Key, st *state) bool {
 		st.mu.Lock()
 		if st.paced && !st.gone && !st.expired(st.ns(now)) {
 			n++
 		}
 		st.mu.Unlock()
-	}
+		return true
+	})
 	return n
 }

@@ -197,7 +197,7 @@ func TestMaxHostsBoundsTheKeys(t *testing.T) {
 	p.Observe(keyB, testNow, testNow, http.StatusOK, nil) // b used since a
 	keyC := Key{Host: wire.MakeKey("https", "c.example.com")}
 	p.Observe(keyC, testNow, testNow, http.StatusOK, nil)
-	assert.Len(t, *p.keys.Load(), 2, "at most MaxHosts keys")
+	assert.Equal(t, int64(2), p.keys.n.Load(), "at most MaxHosts keys")
 	assert.Equal(t, 1, p.Paced(testNow), "a, least recently used, forgotten")
 	assert.Equal(t, int64(1), p.paced.Load())
 	_, wait, _ := p.Reserve(keyA, testNow, time.Minute)
@@ -290,7 +290,7 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, len(*p.keys.Load()), 3)
+	assert.LessOrEqual(t, p.keys.n.Load(), int64(3))
 	assert.Equal(t, int64(p.Paced(after(500*time.Millisecond))), p.paced.Load())
 }
 
@@ -441,4 +441,37 @@ func TestADeclaredQuotaPacesFromTheFirstRequest(t *testing.T) {
 	_, w1, _ := p.Reserve(keyA, later, time.Minute)
 	_, w2, _ := p.Reserve(keyA, later, time.Minute)
 	assert.Equal(t, 100*time.Millisecond, w2-w1, "at the quota declared, though a larger one was announced")
+}
+
+// TestANewPartitionCostsO1Allocations: with 1,000 partitions known, a new
+// one copies only its shard of the table, not the table.
+func TestANewPartitionCostsO1Allocations(t *testing.T) {
+	p := New(config.Pace{MaxHosts: 4096})
+	for i := range 1000 {
+		p.Observe(Key{Host: keyA.Host, Partition: uint64(i+1) * 0x9e3779b97f4a7c15}, testNow, testNow, http.StatusTooManyRequests, nil)
+	}
+	i := uint64(5000)
+	allocs := testing.AllocsPerRun(100, func() {
+		i++
+		p.Observe(Key{Host: keyA.Host, Partition: i * 0x9e3779b97f4a7c15}, testNow, testNow, http.StatusTooManyRequests, nil)
+	})
+	assert.LessOrEqual(t, allocs, 8.0, "allocations for a new partition")
+	var seen int
+	p.keys.each(func(Key, *state) bool { seen++; return true })
+	assert.Equal(t, 1101, seen)
+}
+
+// BenchmarkNewPartition measures a partition first seen by a Pacer that
+// knows 1,000.
+func BenchmarkNewPartition(b *testing.B) {
+	p := New(config.Pace{MaxHosts: 1 << 20})
+	for i := range 1000 {
+		p.Observe(Key{Host: keyA.Host, Partition: uint64(i+1) * 0x9e3779b97f4a7c15}, testNow, testNow, http.StatusTooManyRequests, nil)
+	}
+	i := uint64(1 << 32)
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		p.Observe(Key{Host: keyA.Host, Partition: i * 0x9e3779b97f4a7c15}, testNow, testNow, http.StatusTooManyRequests, nil)
+	}
 }

@@ -194,19 +194,16 @@ func (s *sharing) call(reports []public.Report) (fleet []public.Report, err erro
 
 // reports returns what p knows at now of each key it paces.
 func (p *Pacer) reports(now time.Time) []public.Report {
-	m := *p.keys.Load()
-	out := make([]public.Report, 0, min(len(m), maxFleetKeys))
-	for k, st := range m {
+	out := make([]public.Report, 0, min(int(p.keys.n.Load()), maxFleetKeys))
+	p.keys.each(func(k Key, st *state) bool {
 		st.mu.Lock()
 		n := st.ns(now)
 		if st.paced && !st.gone && !st.expired(n) {
 			out = append(out, st.report(k, n))
 		}
 		st.mu.Unlock()
-		if len(out) == maxFleetKeys {
-			break
-		}
-	}
+		return len(out) < maxFleetKeys
+	})
 	return out
 }
 
