@@ -35,7 +35,7 @@ type Pacer struct {
 	// sh links the Pacer to the other members of its pace.Store; nil
 	// when it paces alone.
 	sh    *sharing
-	paced atomic.Int64                   // keys paced, gone ones aside
+	paced atomic.Int64 // keys paced, gone ones aside
 	keys  table
 	clock lru.Clock
 	mu    sync.Mutex // serialises changes to keys
@@ -199,7 +199,6 @@ func (st *state) stop() {
 	st.q.wakeAll()
 	st.epoch++
 }
-
 
 // lookup returns the state of k, or nil.
 func (p *Pacer) lookup(k Key) *state {
