@@ -14,7 +14,9 @@ import (
 //	top                               t < growK+growFlat           flat, top = 1-margin
 //	top + growC*(t-growK-growFlat)^3  after                        probing, faster and faster
 //
-// times wMax. The plateau is a little below wMax, so that a server that
+// times wMax; growFlat is the plateau at 50 a second and more, longer
+// below so that a cycle spans about 100 requests, at most 5 s (plateau).
+// The plateau is a little below wMax, so that a server that
 // takes wMax saves a few requests for the probe to spend, and a jitter of
 // arrivals does not find it dry. The curve is relative to wMax, so the times
 // are the same at any rate: 0.95 wMax 0.5 s after a cut, wMax 1.93 s after
@@ -62,6 +64,25 @@ const (
 	// minRate bounds every rate from below: a request an hour.
 	minRate = 1.0 / 3600
 )
+
+// A cycle's probe costs about one throttle, so that a cycle of a rate
+// confirmed spans at least cycleRequests requests, the throttles a
+// hundredth of them, but lasts no longer than cycleLongest, one throttle
+// in that time at rates too low for a hundredth: its plateau is longer at
+// low rates (plateau). probeAt is how long after the plateau the rate is
+// back at wMax: (margin/growC)^(1/3) seconds.
+const (
+	cycleRequests = 100
+	cycleLongest  = 5.0 // seconds
+	probeAt       = 0.184
+)
+
+// plateau returns the plateau of a cycle after a cut to w confirmed: at
+// least growFlat, and long enough for the cycle to span cycleRequests
+// requests, or cycleLongest.
+func plateau(w float64) float64 {
+	return max(growFlat, min(cycleRequests/w, cycleLongest)-growK-probeAt)
+}
 
 // growth returns the rate t seconds after a cut, as a share of wMax, with
 // a plateau of flat seconds.
@@ -114,7 +135,7 @@ func (st *state) throttled(n, sent, until int64) {
 	w = clampRate(w)
 	st.flat = 0
 	if st.cut && w > st.wMax*(1-confirm) && w < st.wMax*(1+confirm) {
-		st.flat = growFlat
+		st.flat = plateau(w)
 	}
 	st.cut, st.cutAt, st.wMax = true, n, w
 	st.cycleStart, st.accepted = sent, 0
