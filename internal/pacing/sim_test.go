@@ -348,7 +348,7 @@ func TestSimulationAtEveryQuota(t *testing.T) {
 				maxWait: time.Second, rtt: time.Millisecond, burst: max(2, q/5), quota: quotaOf(q), seed: 7}
 			r := simulate(c)
 			f := r.figures(2*time.Second, c.duration)
-			allowed := max(0.01*float64(f.sent), (c.duration - 2*time.Second).Seconds()/5)
+			allowed := max(0.01*float64(f.sent), (c.duration-2*time.Second).Seconds()/5)
 			t.Logf("quota %v: from 2 s, %d sent, %d answered 429 (%.2f%%, %.2f a 5 s; allowed %.1f), %.1f%% of the quota taken",
 				q, f.sent, f.throttled, 100*f.throttledShare, float64(f.throttled)/(c.duration-2*time.Second).Seconds()*5, allowed, 100*f.throughput/q)
 			assert.LessOrEqual(t, float64(f.throttled), allowed)
