@@ -37,6 +37,9 @@ type Pacer struct {
 	sh    *sharing
 	paced atomic.Int64 // keys paced, gone ones aside
 	keys  table
+	// hosts counts the keys known by their host's slot (hostSlot), so
+	// that a request to a host no key is of is told so without its key.
+	hosts [hostSlots]atomic.Int32
 	clock lru.Clock
 	mu    sync.Mutex // serialises changes to keys
 }
@@ -226,7 +229,9 @@ func (p *Pacer) add(k Key, now time.Time) *state {
 		st.pacedNow.Store(true)
 		p.paced.Add(1)
 	}
-	if gone := p.keys.insert(k, st, p.maxKeys, &p.clock); gone != nil {
+	p.hosts[hostSlot(k.Host.Host)].Add(1)
+	if goneKey, gone := p.keys.insert(k, st, p.maxKeys, &p.clock); gone != nil {
+		p.hosts[hostSlot(goneKey.Host.Host)].Add(-1)
 		gone.mu.Lock()
 		gone.gone = true
 		if gone.paced {
@@ -268,6 +273,13 @@ func (t *Turn) Woken() <-chan struct{} { return t.wake }
 // load.
 func (p *Pacer) KnowsAny() bool { return p.keys.n.Load() > 0 }
 
+// MayKnow reports whether the Pacer may have a state for a key of host,
+// as a request's URL writes it, or paces it from its first request (a
+// quota is declared): false means it has none. A hash and an atomic load.
+func (p *Pacer) MayKnow(host string) bool {
+	return p.declared != nil || p.hosts[hostSlot(host)].Load() > 0
+}
+
 // Knows reports whether the Pacer has a state for k: k throttled, or
 // announced a quota, and was not forgotten since. A key it does not know
 // needs its responses observed only when they are throttles or announce
@@ -276,21 +288,15 @@ func (p *Pacer) Knows(k Key) bool {
 	return p.keys.n.Load() > 0 && p.keys.get(k) != nil
 }
 
-// Signals reports whether a response of status with header h, read at
-// now(), says anything to a Pacer about a key it does not know: it is a
-// throttle (a 429, or a 503 with Retry-After), or it announces a quota
-// spent or nearly spent. A quota far from spent says nothing yet, so that
-// a host that announces its quota on every answer costs no state and no
-// lock until it nears the end of it.
-func Signals(status int, h http.Header, now func() time.Time) bool {
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) {
-		return true
-	}
-	if !mayHaveQuota(h) {
-		return false
-	}
-	q, ok := readQuota(h, now())
-	return ok && q.low()
+// Signals reports whether a response of status with header h says
+// anything to a Pacer about a key it does not know: it is a throttle (a
+// 429, or a 503 with Retry-After), or it announces a quota spent or nearly
+// spent. A quota far from spent says nothing yet, so that a host that
+// announces its quota on every answer costs no state, no lock and no
+// clock reading until it nears the end of it.
+func Signals(status int, h http.Header) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) ||
+		lowQuota(h)
 }
 
 // Paces reports whether k is paced, or is to be from its first request

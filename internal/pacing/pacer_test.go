@@ -393,16 +393,15 @@ func TestARetryAfterOfASecondOnlyCutsALearnedRate(t *testing.T) {
 }
 
 func TestSignals(t *testing.T) {
-	now := func() time.Time { return testNow }
-	assert.True(t, Signals(http.StatusTooManyRequests, nil, now))
-	assert.True(t, Signals(http.StatusServiceUnavailable, header("Retry-After", "1"), now))
-	assert.False(t, Signals(http.StatusServiceUnavailable, nil, now), "a 503 without Retry-After is a failure, not a throttle")
-	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "0"), now), "a quota spent")
-	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "10", "X-Ratelimit-Limit", "100"), now), "a tenth left")
-	assert.True(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=0;t=1`), now))
-	assert.False(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "4000", "X-Ratelimit-Limit", "5000"), now), "a quota far from spent says nothing yet")
-	assert.False(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=1;t=1`), now), "nor one without a limit, not spent")
-	assert.False(t, Signals(http.StatusOK, header("Content-Type", "text/plain"), now))
+	assert.True(t, Signals(http.StatusTooManyRequests, nil))
+	assert.True(t, Signals(http.StatusServiceUnavailable, header("Retry-After", "1")))
+	assert.False(t, Signals(http.StatusServiceUnavailable, nil), "a 503 without Retry-After is a failure, not a throttle")
+	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "0")), "a quota spent")
+	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "10", "X-Ratelimit-Limit", "100")), "a tenth left")
+	assert.True(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=0;t=1`)))
+	assert.False(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "4000", "X-Ratelimit-Limit", "5000")), "a quota far from spent says nothing yet")
+	assert.False(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=1;t=1`)), "nor one without a limit, not spent")
+	assert.False(t, Signals(http.StatusOK, header("Content-Type", "text/plain")))
 }
 
 func TestKnows(t *testing.T) {
@@ -474,4 +473,23 @@ func BenchmarkNewPartition(b *testing.B) {
 		i++
 		p.Observe(Key{Host: keyA.Host, Partition: i * 0x9e3779b97f4a7c15}, testNow, testNow, http.StatusTooManyRequests, nil)
 	}
+}
+
+// TestMayKnowAnswersForTheHostAsTheURLWritesIt: the filter of hosts finds
+// a key's host however its URL writes it (case, a default port), and says
+// no for a host no key is of.
+func TestMayKnowAnswersForTheHostAsTheURLWritesIt(t *testing.T) {
+	p := newPacer()
+	for _, raw := range []string{"API.Example.com:443", "svc.test:8080", "Other.TEST:80"} {
+		scheme := "https"
+		if raw == "Other.TEST:80" {
+			scheme = "http"
+		}
+		assert.False(t, p.MayKnow(raw), "%s before", raw)
+		p.Observe(Key{Host: wire.MakeKey(scheme, raw)}, testNow, testNow, http.StatusTooManyRequests, nil)
+		assert.True(t, p.MayKnow(raw), raw)
+	}
+	assert.True(t, p.MayKnow("api.example.com"))
+	assert.True(t, p.MayKnow("other.test"))
+	assert.False(t, p.MayKnow("svc.test"), "another port is another host")
 }

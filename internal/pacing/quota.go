@@ -161,6 +161,40 @@ func quotaForms(h http.Header) uint8 {
 	return forms
 }
 
+// lowQuota reports whether h announces, in any of the forms readQuota
+// reads, a quota spent or nearly spent (quota.low): what remains and the
+// limit only, which no reset and no clock are needed for, so that a
+// response far from the end of its quota costs a pass over its names and a
+// few lookups.
+func lowQuota(h http.Header) bool {
+	forms := quotaForms(h)
+	if forms == 0 {
+		return false
+	}
+	low := func(remaining, limit string) bool {
+		q := quota{Remaining: count(h, remaining), Limit: max(count(h, limit), 0)}
+		return q.Remaining >= 0 && q.low()
+	}
+	var never time.Time // Shopify's and the IETF fields' readers read no clock
+	switch {
+	case forms&formXRateLimit != 0 && low("X-Ratelimit-Remaining", "X-Ratelimit-Limit"),
+		forms&formOpenAI != 0 && low("X-Ratelimit-Remaining-Requests", "X-Ratelimit-Limit-Requests"),
+		forms&formAnthropic != 0 && low("Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit"):
+		return true
+	}
+	for _, read := range [...]struct {
+		form uint8
+		read func(http.Header, time.Time) (quota, bool)
+	}{{formShopify, readShopify}, {formRateLimit, readRateLimitFields}} {
+		if forms&read.form != 0 {
+			if q, ok := read.read(h, never); ok && q.low() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // mayHaveQuota reports whether h has a field of a name that the readers of
 // quotas read.
 func mayHaveQuota(h http.Header) bool { return quotaForms(h) != 0 }

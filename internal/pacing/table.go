@@ -55,11 +55,11 @@ func (t *table) each(f func(Key, *state) bool) {
 
 // insert adds st under k, which t lacks, marked the state most recently
 // used by c, in the place of the one least recently used when t holds
-// max already, which it returns. The caller holds the Pacer's lock.
-func (t *table) insert(k Key, st *state, max int, c *lru.Clock) (gone *state) {
+// max already, which it returns with its key. The caller holds the
+// Pacer's lock.
+func (t *table) insert(k Key, st *state, max int, c *lru.Clock) (goneKey Key, gone *state) {
 	if int(t.n.Load()) >= max {
 		var oldest uint64
-		var goneKey Key
 		t.each(func(gk Key, g *state) bool {
 			if at := g.used.At(); gone == nil || at < oldest {
 				goneKey, gone, oldest = gk, g, at
@@ -86,5 +86,30 @@ func (t *table) insert(k Key, st *state, max int, c *lru.Clock) (gone *state) {
 	next[k] = st
 	s.Store(&next)
 	t.n.Add(1)
-	return gone
+	return goneKey, gone
+}
+
+// hostSlots is how many counters a Pacer's filter of hosts has.
+const hostSlots = 1024
+
+// hostSlot returns the counter of host in a filter of hosts: a hash of
+// its bytes in lower case, a default port (":80", ":443") left out, so
+// that a request's host as its URL writes it and the host of its key, as
+// wire.MakeKey writes it, have the same.
+func hostSlot(host string) int {
+	for _, port := range [...]string{":80", ":443"} {
+		if len(host) > len(port) && host[len(host)-len(port):] == port {
+			host = host[:len(host)-len(port)]
+			break
+		}
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int((h ^ h>>16) & (hostSlots - 1))
 }
