@@ -58,6 +58,7 @@ type retryState struct {
 
 	attempt int                // the current attempt's number, from 1
 	resent  int                // sends the base made again on its own, beyond the attempts
+	unsent  int                // attempts started that were never written (hedges cancelled as they dialled)
 	spent   budget.Millitokens // what the budget took for the current retry
 	prev    time.Duration      // the previous retry's delay
 	failed  []netip.AddrPort   // where earlier attempts failed and left, for a base.Dialer
@@ -349,7 +350,7 @@ func (s *retryState) countResends(pt *evidence.Trace) {
 
 // sent returns how many sends of the request reached the wire: its
 // attempts and the base's own resends.
-func (s *retryState) sent() int { return s.attempt + s.resent }
+func (s *retryState) sent() int { return s.attempt + s.resent - s.unsent }
 
 // plan decides whether the failed attempt a is retried and after what
 // delay. It returns a non-empty reason when it is not, with the delay the

@@ -237,7 +237,9 @@ func (t *Transport) Budget() budget.Budget { return t.ready().budget }
 // made again on its own (RetryEvent.BaseResend) of the attempts traced:
 // every attempt of a Transport with a hook or a logger or of a request
 // that may be hedged, and otherwise retries and attempts to a host that
-// failed lately (see docs/observability.md). It
+// failed lately (see docs/observability.md). A traced attempt counts once
+// its request was written to a connection: a hedge cancelled while it
+// dialled, or waited for a connection, never left, and does not count. It
 // is 1 unless resp came from a Transport that retried, hedged or saw its
 // base send again. It counts up to the response headers: each resume of
 // the body after them (WithResume) is a request more, which the retry
@@ -317,6 +319,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			// own, and net/http's resends of it are counted.
 			r := t.hedge.SendFirst((*hedgeEnv)(t), req, a, s.p.maxAttempts, t.peers)
 			resp, a, pt, s.attempt, s.spent, err = r.Resp, r.A, r.PT, r.Sent, r.Spent, r.Err
+			s.unsent += r.Unsent
 			s.countResends(r.First)
 			for _, h := range r.Hedges {
 				s.countResends(h)
@@ -424,7 +427,7 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 	if s.sent() > 1 && resp.Request == nil {
 		resp.Request = a
 	}
-	if s.resent > 0 {
+	if s.resent > 0 || s.unsent > 0 {
 		hedging.WithSent(resp, s.sent())
 	}
 	if resumeCandidate(s.t, resp) {

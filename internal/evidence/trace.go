@@ -355,6 +355,22 @@ func (p *Trace) probed() bool {
 	return p.probe
 }
 
+// Written reports whether a send of the attempt was written whole to a
+// connection (WroteRequest without an error, see sends.go), and so may
+// have reached the server. An attempt cancelled while it dialled, or while
+// it waited for a connection, or before its write ended, was not.
+func (p *Trace) Written() bool {
+	if p == nil {
+		return false
+	}
+	if p.send.Load()&sendWritten != 0 {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.resent) > 0
+}
+
 // wasReused reports whether the attempt's connection had carried a
 // request before.
 func (p *Trace) wasReused() bool {

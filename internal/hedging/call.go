@@ -83,10 +83,13 @@ type hedgeOutcome struct {
 // took for a hedge that won, and the traces of every attempt, whose base
 // may have sent them again.
 type Result struct {
-	Resp   *http.Response
-	A      *http.Request
-	PT     *evidence.Trace
-	Sent   int
+	Resp *http.Response
+	A    *http.Request
+	PT   *evidence.Trace
+	Sent int
+	// Unsent is how many of the Sent attempts, traced, were never
+	// written whole: cancelled while they dialled, they never left.
+	Unsent int
 	Spent  budget.Millitokens
 	Err    error
 	First  *evidence.Trace   // the first attempt's trace
@@ -217,6 +220,11 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 	}
 	o := outcomes[pick]
 	r := Result{A: o.a, PT: o.pt, Sent: sent, Err: o.err, First: c.pt}
+	for _, o := range outcomes {
+		if o.pt != nil && o.resp == nil && !o.pt.Written() {
+			r.Unsent++
+		}
+	}
 	c.mu.Lock()
 	r.Hedges = c.race.traces
 	c.mu.Unlock()
