@@ -429,11 +429,13 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 // on its own, each decision, and the give-ups that are no operator's
 // concern. Lines name the method, scheme, host and path, never headers,
 // user information or query strings. docs/observability.md lists them.
+// Given twice, it panics in New: to log to several places, give it one
+// logger whose handler sends each record to each.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		panic("retryhttp: WithLogger: nil Logger")
 	}
-	return func(t *Transport) { t.logger = l }
+	return func(t *Transport) { t.setOnce(setLogger, "WithLogger"); t.logger = l }
 }
 
 // A PaceEvent describes an attempt that waited for its turn to a paced

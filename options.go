@@ -32,10 +32,15 @@ const (
 // invalid value panics there with a message naming the option, and so do
 // options that contradict each other (WithBudget with WithoutBudget,
 // WithResume with WithoutResume) or of which one makes another do nothing
-// (WithHedging with WithMaxAttempts(1)). A feature's options given in
-// several calls (WithResume, WithHedging, WithAdaptiveThrottling,
-// WithDeadlineHeader) add up field by field: a later call overrides only
-// the fields it sets.
+// (WithHedging with WithMaxAttempts(1)), and WithBase or WithLogger given
+// twice, which would drop the earlier base or logger. A feature's options
+// given in several calls (WithResume, WithHedging, WithAdaptiveThrottling,
+// WithDeadlineHeader, WithPacing) add up field by field: a later call
+// overrides only the fields it sets; hooks (WithOnRetry, WithOnGiveUp,
+// WithOnHedge, WithOnPace) add up, each called in turn; and of a value
+// given twice (WithMaxAttempts, WithBackoff, WithBudget and the other
+// settings of one value), the later counts, so that options may follow
+// defaults of one's own.
 type Option func(*Transport)
 
 // WithBase sets the transport that makes each attempt: an SDK's transport,
@@ -45,7 +50,8 @@ type Option func(*Transport)
 // retry dials a new connection through a clone of an *http.Transport base;
 // through another base, a 421 is returned.
 //
-// It panics if rt is a Transport of this package, directly or under
+// Given twice, it panics in New: a Transport has one base. It panics if
+// rt is a Transport of this package, directly or under
 // wrappers whose Unwrap method leads to one: its retries would multiply
 // this one's (3 attempts over 3 send a GET 9 times). Wrap an
 // *http.Client's Transport, never the client. An *http.Transport with a
@@ -60,7 +66,7 @@ func WithBase(rt http.RoundTripper) Option {
 		panic("retryhttp: WithBase: the base is a retryhttp Transport, directly or through Unwrap: its retries would multiply this one's")
 	}
 	rt = conns.ReportProxyRefusals(rt, false)
-	return func(t *Transport) { t.base = rt }
+	return func(t *Transport) { t.setOnce(setBase, "WithBase"); t.base = rt }
 }
 
 // WithMaxAttempts sets how many attempts a request gets, the first included.
@@ -217,6 +223,27 @@ func WithAdaptiveThrottling(opts ...throttle.Option) Option {
 		t.throttleOpts = append(t.throttleOpts, opts...)
 		t.given |= givenThrottling
 	}
+}
+
+// A setting is an option that gives the Transport a component of the
+// user's, which New refuses to be given twice (setOnce): the later would
+// drop the earlier without a word.
+type setting uint8
+
+const (
+	setBase setting = 1 << iota
+	setLogger
+)
+
+// setOnce records that the setting s, the option name, was given, and
+// panics if it was given before: two values for one setting are a
+// mistake New reports, as it reports options that contradict each other,
+// rather than keep one of them without a word.
+func (t *Transport) setOnce(s setting, name string) {
+	if t.settings&s != 0 {
+		panic("retryhttp: New: " + name + " given twice: a Transport has one; give it once")
+	}
+	t.settings |= s
 }
 
 // given records the options whose combinations New refuses.

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -48,7 +49,19 @@ func TestOptionsPanicOnInvalidValues(t *testing.T) {
 			New(tt.opt())
 		})
 	}
-	assert.PanicsWithValue(t, "retryhttp: New: nil Option", func() { New(nil) })
+	assert.PanicsWithValue(t, "retryhttp: New: option 1 of 1 is nil", func() { New(nil) })
+	assert.PanicsWithValue(t, "retryhttp: New: option 2 of 3 is nil", func() { New(WithMaxAttempts(2), nil, WithoutBudget()) })
+}
+
+// TestABaseOrALoggerGivenTwicePanics: a second WithBase or WithLogger would
+// drop the first without a word; a value given twice counts as the later.
+func TestABaseOrALoggerGivenTwicePanics(t *testing.T) {
+	assert.PanicsWithValue(t, "retryhttp: New: WithBase given twice: a Transport has one; give it once",
+		func() { New(WithBase(newStub()), WithBase(newStub())) })
+	l := slog.New(slog.DiscardHandler)
+	assert.PanicsWithValue(t, "retryhttp: New: WithLogger given twice: a Transport has one; give it once",
+		func() { New(WithLogger(l), WithLogger(l)) })
+	assert.Equal(t, 5, New(WithMaxAttempts(2), WithMaxAttempts(5)).maxAttempts, "the later of two values")
 }
 
 // TestOptionsTakeEffect runs a request through each option that no other

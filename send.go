@@ -88,7 +88,7 @@ func (t *Transport) paceHooks(e PaceEvent) {
 // returns the error.
 func (t *Transport) refuseFirst(req *http.Request, left time.Duration) (*http.Response, error) {
 	closeBody(req.Body)
-	t.log().NotSent(req, 0, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", left))
+	t.log().NotSent(req, 0, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", max(left, 0)))
 	t.reportGiveUp(req, GiveUpDeadline, ErrNoTimeLeft)
 	layer.MarkGaveUp(req.Context())
 	return nil, &Error{Err: ErrNoTimeLeft}

@@ -292,7 +292,7 @@ func (s *retryState) wait(ctx context.Context, delay time.Duration) error {
 		}
 		if err == nil {
 			if s.left, ok = s.t.snd.TimeToSend(ctx); !ok {
-				s.t.log().NotSent(s.req, s.attempt+1, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", s.left))
+				s.t.log().NotSent(s.req, s.attempt+1, "retryhttp: not sending", string(GiveUpDeadline), slog.Duration("time_left", max(s.left, 0)))
 				layer.MarkGaveUp(ctx)
 				err = ErrNoTimeLeft
 			}

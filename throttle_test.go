@@ -216,6 +216,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []Option
+		backoff  backoff.Func // nil: a millisecond
 		method   string
 		ctx      func(context.Context) (context.Context, context.CancelFunc)
 		answer   func(*http.Request, int) *http.Response
@@ -231,7 +232,7 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 				return context.WithTimeout(ctx, 5*time.Second)
 			}},
 		{name: "caller cancels during the wait", answer: status(503), requests: 0,
-			opts: []Option{WithBackoff(backoff.Constant(time.Hour))},
+			backoff: backoff.Constant(time.Hour),
 			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				ctx, cancel := context.WithCancel(ctx)
 				stop := time.AfterFunc(time.Second, cancel)
@@ -250,8 +251,13 @@ func TestThrottleCountsWhatEndsARequest(t *testing.T) {
 					}
 					return tt.answer(r, int(n.Add(1)-1)), nil
 				})
-				tr := newTestTransport(base, 0.999, append([]Option{WithBackoff(backoff.Constant(time.Millisecond)),
-					WithRetryAfterLimit(time.Minute), WithAdaptiveThrottling()}, tt.opts...)...)
+				opts := []Option{WithRetryAfterLimit(time.Minute), WithAdaptiveThrottling()}
+				if tt.backoff == nil {
+					opts = append(opts, WithBackoff(backoff.Constant(time.Millisecond)))
+				} else {
+					opts = append(opts, WithBackoff(tt.backoff))
+				}
+				tr := newTestTransport(base, 0.999, append(opts, tt.opts...)...)
 				// One failure, so that the host has counts from the start.
 				req, _ := http.NewRequestWithContext(MaxAttempts(context.Background(), 1), http.MethodGet, "http://svc.test/prime", nil)
 				_, err := tr.RoundTrip(req)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -63,6 +64,7 @@ import (
 type Transport struct {
 	base            http.RoundTripper // nil only in a Transport New did not make
 	given           given             // the options that New checks against each other
+	settings        setting           // the settings given, each once
 	plainClassifier bool              // the classifier is the default one
 	maxAttempts     int
 	backoff         backoff.Func
@@ -134,9 +136,9 @@ func New(opts ...Option) *Transport {
 		now:             time.Now,
 		rand:            rand.Float64,
 	}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			panic("retryhttp: New: nil Option")
+			panic("retryhttp: New: option " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(opts)) + " is nil")
 		}
 		o(t)
 	}

@@ -70,7 +70,7 @@ func (l Log) Retry(a Attempt, delay, left time.Duration, resume bool, offset int
 	msg := "retryhttp: retrying"
 	attrs := append(a.attrs(), slog.Duration("delay", delay))
 	if left != 0 {
-		attrs = append(attrs, slog.Duration("time_left", left))
+		attrs = append(attrs, slog.Duration("time_left", max(left, 0)))
 	}
 	if resume {
 		msg = "retryhttp: resuming response body"
@@ -89,7 +89,7 @@ func (l Log) GiveUp(level slog.Level, a Attempt, reason string, late *Late, resu
 	}
 	attrs := append(a.attrs(), slog.String("reason", reason))
 	if late != nil {
-		attrs = append(attrs, slog.Duration("delay", late.Delay), slog.Duration("time_left", late.Left),
+		attrs = append(attrs, slog.Duration("delay", late.Delay), slog.Duration("time_left", max(late.Left, 0)),
 			slog.Duration("host_latency", late.Typical))
 	}
 	if resume {

@@ -35,6 +35,8 @@ func TestAttemptLinesHoldNoSecret(t *testing.T) {
 	assert.Contains(t, out, "network.peer.address=192.0.2.1 network.peer.port=443")
 	assert.Contains(t, out, "delay=1s time_left=2s")
 	assert.Contains(t, out, "host_latency=1s")
+	assert.Contains(t, out, "delay=1s time_left=0s", "a time left past the deadline is none, never negative")
+	assert.NotContains(t, out, "time_left=-")
 }
 
 func TestLinesBelowTheLevelAreNotBuilt(t *testing.T) {
