@@ -84,8 +84,9 @@ func WithHTTPOptions(opts ...otelhttp.Option) Option {
 //
 // base is the transport that makes each attempt. When it is nil, Instrument
 // uses a transport like retryhttp's default: go-cleanhttp's pooled
-// transport keeping up to 100 idle connections per host. Do not also pass
-// retryhttp.WithBase: it would replace the instrumented base. A base that
+// transport keeping up to 100 idle connections per host. Pass the base
+// here, not to retryhttp.WithBase as well: a Transport has one base, and
+// retryhttp.New panics when given two. A base that
 // is a retryhttp Transport, or unwraps to one, makes retryhttp.New panic,
 // as retryhttp.WithBase does: its retries would multiply the Transport's.
 //
