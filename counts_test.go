@@ -264,3 +264,28 @@ func TestBodyOverTheBufferLimitGivesUpAtInfo(t *testing.T) {
 		})
 	}
 }
+
+// TestStackedTransportsAtAnyDepth checks that a Transport 20 wrappers
+// deep is refused as a base, and that one New cannot see, under a wrapper
+// with no Unwrap, sends each retry and hedge of the Transport above it
+// once: a GET to a server answering 503 arrives 3 times for the outer's
+// first attempt (the inner's own retries) and once for each of its
+// retries, 5 in all, where it arrived 9 times.
+func TestStackedTransportsAtAnyDepth(t *testing.T) {
+	var deep http.RoundTripper = retryhttp.New()
+	for range 20 {
+		deep = wrapper{deep}
+	}
+	assert.Panics(t, func() { retryhttp.New(retryhttp.WithBase(deep)) }, "20 wrappers deep")
+
+	c, srv := newCounting(http.StatusServiceUnavailable)
+	defer srv.Close()
+	inner := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(srv.Client().Transport)}, fast...)...)
+	defer inner.CloseIdleConnections()
+	outer := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(opaque{inner}) /* no Unwrap, as a logging or an authenticating RoundTripper usually has */}, fast...)...)
+	resp, err := (&http.Client{Transport: outer}).Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, 5, c.received(), "requests the server received through two Transports")
+}

@@ -52,8 +52,11 @@ type Option func(*Transport)
 //
 // Given twice, it panics in New: a Transport has one base. It panics if
 // rt is a Transport of this package, directly or under
-// wrappers whose Unwrap method leads to one: its retries would multiply
-// this one's (3 attempts over 3 send a GET 9 times). Wrap an
+// wrappers whose Unwrap method leads to one, however deep: its retries
+// would multiply this one's (3 attempts over 3 send a GET 9 times). Under
+// a wrapper without Unwrap, which New cannot see through, the Transport
+// below sends each retry and hedge of the one above once, as its base
+// would: 5 sends at most for two of 3 attempts. Wrap an
 // *http.Client's Transport, never the client. An *http.Transport with a
 // Proxy is used through a clone of it that reports a proxy's refusal of a
 // CONNECT as a *classify.ProxyConnectError, retried; the caller's

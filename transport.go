@@ -260,10 +260,21 @@ func Attempts(resp *http.Response) int {
 
 // RoundTrip sends req through the base transport, retrying as the Transport
 // is configured to. It implements http.RoundTripper: it never modifies req,
-// and closes req.Body exactly once, on every path.
+// and closes req.Body exactly once, on every path. A request that is a
+// retry or a hedge of another Transport (its context says so: a Transport
+// under a wrapper WithBase could not see through) is sent once, and the
+// log says so at DEBUG.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.base == nil {
 		return t.ready().RoundTrip(req) // a zero Transport
+	}
+	if req != nil && req.URL != nil && req.Header != nil {
+		if n := attempt.Number(req.Context()); n > 1 {
+			// A retry or a hedge of another Transport, which WithBase
+			// could not see under a wrapper: it retries, this one sends.
+			t.log().Inner(req, n)
+			return t.send(req)
+		}
 	}
 	if t.plain(req) {
 		resp, err := t.send(req)

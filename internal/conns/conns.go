@@ -15,6 +15,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -195,14 +197,30 @@ func (e *TimeoutError) Unwrap() []error { return []error{wire.ErrAttemptTimeout,
 func (e *TimeoutError) Timeout() bool { return true }
 
 // Under reports whether is holds for rt, or for a RoundTripper its Unwrap
-// method leads to, within 8 steps, should wrappers unwrap to each other.
+// method leads to, however many wrappers deep. The walk stops at a
+// RoundTripper without Unwrap, at one whose Unwrap returns nil, and at a
+// wrapper it has met already: wrappers that unwrap to each other (and,
+// past 65,536, at wrappers by value that unwrap to new ones without end).
 func Under(rt http.RoundTripper, is func(http.RoundTripper) bool) bool {
-	for range 8 {
+	var seen []uintptr // the wrappers met, by address, when they have one
+	byValue := 0
+	for rt != nil {
 		if is(rt) {
 			return true
 		}
 		u, ok := rt.(interface{ Unwrap() http.RoundTripper })
 		if !ok {
+			return false
+		}
+		if v := reflect.ValueOf(rt); v.Kind() == reflect.Pointer {
+			p := v.Pointer()
+			if slices.Contains(seen, p) {
+				return false
+			}
+			seen = append(seen, p)
+		} else if byValue++; byValue > 1<<16 {
+			// Wrappers by value that unwrap to new ones without end:
+			// no chain a program builds is that deep.
 			return false
 		}
 		rt = u.Unwrap()

@@ -74,4 +74,16 @@ func TestUnder(t *testing.T) {
 	assert.True(t, Under(wrapper{wrapper{&http.Transport{}}}, isTransport))
 	assert.False(t, Under(wrapper{http.NewFileTransport(http.Dir("."))}, isTransport))
 	assert.False(t, Under(&loop{}, isTransport), "wrappers that unwrap to each other end")
+	var deep http.RoundTripper = &http.Transport{}
+	for range 100 {
+		deep = wrapper{deep}
+	}
+	assert.True(t, Under(deep, isTransport), "100 wrappers deep")
+	assert.False(t, Under(endless{}, isTransport), "wrappers by value without end")
 }
+
+// endless unwraps to another of itself, without end.
+type endless struct{ n int }
+
+func (e endless) RoundTrip(*http.Request) (*http.Response, error) { return nil, nil }
+func (e endless) Unwrap() http.RoundTripper                       { return endless{e.n + 1} }

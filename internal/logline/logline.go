@@ -120,6 +120,17 @@ func (l Log) NotSent(req *http.Request, n int, msg, reason string, extra ...slog
 	l.L.LogAttrs(ctx, slog.LevelDebug, msg, append(attrs, extra...)...)
 }
 
+// Inner logs at DEBUG that req, an attempt of another Transport's, is sent
+// once, not retried.
+func (l Log) Inner(req *http.Request, n int) {
+	ctx := req.Context()
+	if !l.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	l.L.LogAttrs(ctx, slog.LevelDebug, "retryhttp: sending once: an attempt of another retryhttp Transport",
+		append(Attempt{Req: req, N: 1}.attrs(), slog.Int("outer_attempt", n))...)
+}
+
 // Hedge logs at DEBUG hedge n of req, sent after waited.
 func (l Log) Hedge(req *http.Request, n int, waited time.Duration) {
 	if ctx := req.Context(); l.Enabled(ctx, slog.LevelDebug) {
