@@ -1,9 +1,12 @@
 package otelretry_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -11,6 +14,9 @@ import (
 	"github.com/retryhttp/retryhttp/backoff"
 	"github.com/retryhttp/retryhttp/otelretry"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -79,4 +85,53 @@ func ExampleWithSensitiveQueryParameters() {
 	// Output:
 	// 200
 	// http://HOST/items?token=REDACTED&sig=REDACTED&page=2
+}
+
+// Instrument with exporters wired as a program wires them: spans to an
+// exporter (stdout's, here into a buffer), metrics to a reader that is
+// read on demand (a periodic reader with an OTLP exporter in production).
+func ExampleInstrument_exporters() {
+	srv := retryhttptest.NewServer(nil, retryhttptest.First(1, retryhttptest.Status(http.StatusServiceUnavailable)))
+	defer srv.Close()
+
+	var exported bytes.Buffer
+	spanOut, err := stdouttrace.New(stdouttrace.WithWriter(&exported))
+	if err != nil {
+		panic(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spanOut))
+	defer tp.Shutdown(context.Background())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+
+	client := &http.Client{Transport: retryhttp.New(
+		otelretry.Instrument(nil, otelretry.WithTracerProvider(tp), otelretry.WithMeterProvider(mp)),
+		retryhttp.WithBackoff(backoff.Constant(time.Millisecond)),
+	)}
+	fmt.Println(get(client, srv.URL))
+
+	fmt.Println("spans exported:", strings.Count(exported.String(), `"SpanContext"`))
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	var names []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if strings.HasPrefix(m.Name, "retryhttp.") {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	fmt.Println(strings.Join(names, "\n"))
+	// Output:
+	// 200
+	// spans exported: 2
+	// retryhttp.budget.balance
+	// retryhttp.client.attempts
+	// retryhttp.client.retries
+	// retryhttp.client.retry.delay
+	// retryhttp.pace.hosts
 }
