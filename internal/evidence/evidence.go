@@ -276,7 +276,7 @@ func (e *Evidence) Failed(p *Trace, resp *http.Response, err error) bool {
 	h.recent <<= 1
 	c := h.conns[key]
 	if c == nil {
-		ok, c2probation := served, false
+		ok, c2probation, suspected := served, false, false
 		if !ok && h.untraced && p.wasReused() {
 			switch {
 			case h2 && h.suspect2:
@@ -287,11 +287,18 @@ func (e *Evidence) Failed(p *Trace, resp *http.Response, err error) bool {
 				c2probation = true
 			case !h2 && h.suspects > 0:
 				h.suspects--
+				suspected = true
 			default:
 				ok = true // it served, untraced, before the record started
 			}
 		}
 		c = &connRecord{ok: ok, probation: c2probation}
+		if suspected && h.crowded {
+			// It is taken for the connection of the failure not traced
+			// that started the record: that one counts towards its
+			// limit, as a failure in a row.
+			c.fails = 1
+		}
 		if !ok && !p.wasReused() && attempt.Number(p) == 1 && (h.replacing || e.now().Sub(h.replaced) < ProbeInterval) {
 			// A first attempt that failed on a connection of its own,
 			// dialled as the host's was being replaced (an attempt in

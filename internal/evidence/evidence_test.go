@@ -244,6 +244,26 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 	assert.True(t, leave, "and so does an attempt not traced")
 }
 
+// TestEvidenceCrowdedHostLeavesAtTheLimit: a crowded host whose record
+// starts with an attempt not traced, on the pooled connection that then
+// fails traced, leaves it at the ConnFailLimit-th failure in a row, the
+// untraced one counted: it stayed for one more.
+func TestEvidenceCrowdedHostLeavesAtTheLimit(t *testing.T) {
+	e := New(time.Now, true)
+	for i := range maxEvidenceHosts + 76 {
+		e.Failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://new.test/", nil)
+	leave, _ := e.FailedUntraced(req, false)
+	require.False(t, leave, "failure 1, not traced, of a crowded host")
+	p := traced("new.test", 1)
+	p.reused = true
+	for i := 2; i < ConnFailLimit; i++ {
+		assert.False(t, e.Failed(p, unavailable(), nil), "failure %d of a crowded host", i)
+	}
+	assert.True(t, e.Failed(p, unavailable(), nil), "failure %d of a crowded host", ConnFailLimit)
+}
+
 // TestEvidenceTracesHostsWithARecord proves that the attempts of a host
 // are traced exactly while it has a record: from its first failure, traced
 // or not, until calmLimit successes in a row.
