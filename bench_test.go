@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -79,6 +80,8 @@ func BenchmarkOverhead(b *testing.B) {
 			{"retryhttp-pacing-traced", New(WithBase(tracedStub{newStub()}), WithPacing())},
 			{"retryhttp-pacing-quota-far", New(WithBase(quotaStub()), WithPacing())},
 			{"retryhttp-pacing-another-paced", pacedElsewhere()},
+			{"retryhttp-logger-error", New(WithBase(newStub()), WithLogger(errorLogger))},
+			{"retryhttp-logger-error-traced", New(WithBase(tracedStub{newStub()}), WithLogger(errorLogger))},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()
@@ -93,6 +96,9 @@ func BenchmarkOverhead(b *testing.B) {
 		}
 	}
 }
+
+// errorLogger logs at ERROR only: nothing a request that succeeds writes.
+var errorLogger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
 
 // quotaStub is a stub whose answers announce a quota far from spent, as
 // GitHub's, OpenAI's and Anthropic's do on every answer.

@@ -211,6 +211,15 @@ func returnsLast(rt http.RoundTripper) bool {
 	return false
 }
 
+// logsAttempts reports whether the Transport's logger writes, for req's
+// context, the lines that name an attempt's peer and the sends its base
+// made again (INFO and below): only then are all its attempts traced for
+// the log. A logger whose handler drops them costs a request that
+// succeeds at once what no logger costs.
+func (t *Transport) logsAttempts(req *http.Request) bool {
+	return t.logger.Enabled(req.Context(), slog.LevelInfo)
+}
+
 // The Transport logs by slog's levels (WithLogger). INFO is for what an
 // operator acts on, at most one line a call: a call given up on for a
 // reason listed by operatorGiveUp, a response body that could not be made

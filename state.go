@@ -226,7 +226,7 @@ func (s *retryState) send(a *http.Request, g *guard.Guard) (*http.Request, *evid
 // the Transport reports every attempt to hooks or a log.
 func (s *retryState) traced(a *http.Request) bool {
 	t := s.t
-	return t.peers && (t.traceAll || s.attempt > 1 || s.fresh || t.conns.Traces(a))
+	return t.peers && (t.traceAll || s.attempt > 1 || s.fresh || t.conns.Traces(a) || t.traceLog && t.logsAttempts(a))
 }
 
 // judge classifies the outcome of the attempt a, and counts it for

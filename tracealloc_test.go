@@ -4,6 +4,8 @@ package retryhttp
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"net/http"
 	"testing"
 
@@ -58,4 +60,19 @@ func TestDefaultBaseSuccessAllocatesNothing(t *testing.T) {
 	tr.conns.FailedUntraced(get, false) // the host failed: its attempts are traced
 	require.True(t, tr.conns.Traces(get))
 	assert.Equal(t, 1.0, allocsPerRoundTrip(t, tr, get, func() {}), "GET to a host that failed")
+}
+
+// TestQuietLoggerSuccessAllocatesNothing pins the cost of a logger whose
+// handler drops INFO and below: a GET that succeeds at once over the
+// default base's path is sent as without a logger, untraced, with no
+// allocation; at INFO, it is traced (one allocation), for the lines that
+// name its peer and its base's resends.
+func TestQuietLoggerSuccessAllocatesNothing(t *testing.T) {
+	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+	tr := New(WithBase(tracedStub{newStub()}), WithLogger(quiet))
+	assert.Zero(t, allocsPerRoundTrip(t, tr, get, func() {}), "a logger at ERROR")
+	loud := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tr = New(WithBase(tracedStub{newStub()}), WithLogger(loud))
+	assert.Equal(t, 1.0, allocsPerRoundTrip(t, tr, get, func() {}), "a logger at INFO")
 }

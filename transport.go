@@ -86,7 +86,8 @@ type Transport struct {
 	throttle        *throttling.Throttler
 	logger          *slog.Logger
 	peers           bool               // attempts' connections can be traced
-	traceAll        bool               // every attempt is traced: hooks or a log report peers and the base's resends
+	traceAll        bool               // every attempt is traced: hooks report peers and the base's resends
+	traceLog        bool               // every attempt is traced while the logger writes INFO or below (logsAttempts)
 	conns           *evidence.Evidence // what traced connections showed; nil when none are
 	deadlineHeaders []deadline.Format  // nil: no deadline is sent
 	snd             sender.Sender      // sends each attempt: made by New from the fields above
@@ -151,7 +152,8 @@ func New(opts ...Option) *Transport {
 	t.peers = tracesPeers(t)
 	if t.peers {
 		t.conns = evidence.New(func() time.Time { return t.now() }, returnsLast(t.base))
-		t.traceAll = t.onRetry != nil || t.onGiveUp != nil || t.logger != nil
+		t.traceAll = t.onRetry != nil || t.onGiveUp != nil
+		t.traceLog = !t.traceAll && t.logger != nil
 	}
 	t.snd.Base, t.snd.AttemptTimeout, t.snd.Headers, t.snd.Now = t.base, t.attemptTimeout, t.deadlineHeaders, func() time.Time { return t.now() }
 	if t.hedge != nil {
@@ -470,7 +472,7 @@ func (t *Transport) plain(req *http.Request) bool {
 	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && sender.HasDeadline(req.Context())) {
 		return false
 	}
-	if t.conns.Traces(req) || t.snd.Paces(req) {
+	if t.conns.Traces(req) || t.snd.Paces(req) || t.traceLog && t.logsAttempts(req) {
 		return false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {
