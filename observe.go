@@ -392,8 +392,9 @@ type RetryEvent struct {
 	// Peer is the remote address of the failed attempt's connection (a
 	// proxy's, behind one), or the zero AddrPort when it is unknown: no
 	// connection, or a base that is not, and does not unwrap to, an
-	// *http.Transport. A Transport with a hook or a logger traces every
-	// attempt's connection; one without, a host's only once it failed.
+	// *http.Transport. A Transport with a hook, or a logger that writes
+	// INFO or below, traces every attempt's connection; one without, a
+	// host's only once it failed.
 	Peer netip.AddrPort
 	// TimeLeft is the time that will be left before the request's deadline
 	// when the retry is sent, after Delay: what its deadline headers will

@@ -21,8 +21,9 @@ func Attempt(ctx context.Context) int {
 // and otherwise the zero AddrPort. A RoundTripper under a Transport reads
 // it when the attempt's RoundTrip returns. Attempts are traced only over an
 // *http.Transport: every attempt when the Transport has a retry or give-up
-// hook or a logger, and otherwise the retries and the attempts to a host
-// that failed lately, so that a success at a healthy host costs no trace.
+// hook, or a logger that writes INFO or below, and otherwise the retries
+// and the attempts to a host that failed lately, so that a success at a
+// healthy host costs no trace.
 func Peer(ctx context.Context) netip.AddrPort {
 	return attempt.Peer(ctx)
 }
