@@ -239,9 +239,9 @@ func (t *Transport) Budget() budget.Budget { return t.ready().budget }
 // Attempts reports how many times the request that produced resp was
 // sent: its attempts, hedges included, and the sends the base transport
 // made again on its own (RetryEvent.BaseResend) of the attempts traced:
-// every attempt of a Transport with a hook or a logger or of a request
-// that may be hedged, and otherwise retries and attempts to a host that
-// failed lately (see docs/observability.md). A traced attempt counts once
+// every attempt of a Transport with a hook or a logger that writes INFO or
+// below, or of a request that may be hedged, and otherwise retries and
+// attempts to a host that failed lately (see docs/observability.md). A traced attempt counts once
 // its request was written to a connection: a hedge cancelled while it
 // dialled, or waited for a connection, never left, and does not count. It
 // is 1 unless resp came from a Transport that retried, hedged or saw its
