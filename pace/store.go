@@ -17,7 +17,7 @@ import (
 // split among the members by what each asks of it.
 //
 // Sharing never makes a request wait. A Transport exchanges what it knows
-// of each host it paces with s ten times a second, from a goroutine of its
+// of each host it paces with s 50 times a second, from a goroutine of its
 // own that runs while a host is paced; an exchange is cut after 50 ms.
 // While exchanges fail (the Store is down, slow, panics or returns what
 // cannot be read), a member keeps its last share of each quota for a lease

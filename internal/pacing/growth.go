@@ -124,7 +124,7 @@ func (st *state) throttled(n, sent, until int64) {
 		from = min(from, m)
 	}
 	w := from
-	if st.cut && sent-st.cycleStart >= minCycle && st.accepted >= minAccepted {
+	if st.cut && sent-st.cycleStart >= minCycle && st.accepted >= st.minAccepted() {
 		took := float64(st.accepted) * 1e9 / float64(sent-st.cycleStart)
 		if l, _ := st.learned(sent); l > st.wMax {
 			w = max(st.wMax*(1-drift), min(from, max(gamma*from, took)))
@@ -137,10 +137,27 @@ func (st *state) throttled(n, sent, until int64) {
 	if st.cut && w > st.wMax*(1-confirm) && w < st.wMax*(1+confirm) {
 		st.flat = plateau(w)
 	}
+	if st.shareAt != 0 && st.cut {
+		// A member of a fleet: its rate is a part of the fleet's, too
+		// small to tell a cut confirmed, and every member's cut is the
+		// fleet's. The fleet's cycle is one cycle's.
+		st.flat = plateau(w / max(st.share, 1e-3))
+	}
 	st.cut, st.cutAt, st.wMax = true, n, w
 	st.cycleStart, st.accepted = sent, 0
 	st.roundEnd = addSat(n, roundAfter*interval(st.rate(n)))
 	st.sched.move(n, until, w, st.flat, false)
+}
+
+// minAccepted returns how many requests the server must have accepted
+// over a cycle for the cycle to tell what it took: minAccepted, or for a
+// member of a fleet its share of them, at least one, since the fleet's
+// cuts are every member's and the fleet's cycle holds minAccepted.
+func (st *state) minAccepted() int {
+	if st.shareAt == 0 {
+		return minAccepted
+	}
+	return max(1, int(math.Ceil(minAccepted*st.share)))
 }
 
 // interval returns the time between two slots at rate r, in nanoseconds;
