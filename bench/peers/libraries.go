@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/backoff"
+	"github.com/retryhttp/retryhttp/pace"
 )
 
 // NewRetryHTTP returns a retryhttp Transport over base (its own default
@@ -33,6 +34,15 @@ func NewRetryHTTPHedging(base http.RoundTripper, c Config) http.RoundTripper {
 // deadline fails at once with a *pace.Error.
 func NewRetryHTTPPacing(base http.RoundTripper, c Config) http.RoundTripper {
 	return newRetryHTTP(base, c, retryhttp.WithPacing())
+}
+
+// RetryHTTPPaced returns retryhttp with WithPacing(opts...), named name in
+// tables: NewRetryHTTPPacing with the options a table sets, such as
+// pace.MaxWait, pace.Quota or pace.Shared.
+func RetryHTTPPaced(name string, opts ...pace.Option) Library {
+	return Library{name, func(base http.RoundTripper, c Config) http.RoundTripper {
+		return newRetryHTTP(base, c, retryhttp.WithPacing(opts...))
+	}}
 }
 
 // HedgesSent counts the hedges every Transport NewRetryHTTPHedging made has

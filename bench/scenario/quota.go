@@ -36,6 +36,10 @@ type QuotaRun struct {
 	// whole requests it holds) and -Reset-Requests (the time until it is
 	// full again, as a Go duration).
 	Announce bool
+	// Fail is the share of the attempts the bucket admits that are then
+	// answered 500, chosen by a hash of Seed, the request and the attempt.
+	Fail float64
+	Seed uint64
 }
 
 // Requests returns the number of requests qr starts.
@@ -158,6 +162,7 @@ type quota struct {
 	last     time.Duration   // since start, of the last refill
 	admitted []time.Duration // since start, in order
 	refused  []time.Duration
+	failed   int // admitted attempts answered 500 (QuotaRun.Fail)
 }
 
 func newQuota(run QuotaRun) *quota { return &quota{run: run, tokens: run.Burst} }
@@ -186,9 +191,10 @@ func (q *quota) rate(at time.Duration) float64 {
 	return q.run.Quota
 }
 
-// serve answers one attempt: 200 while the bucket holds a token, 429 with
-// Retry-After: 1 otherwise, announcing the bucket when the run does.
-func (q *quota) serve(w http.ResponseWriter, r *http.Request, _ int) {
+// serve answers one attempt: 200 while the bucket holds a token (or 500,
+// for the run's share Fail of them), 429 with Retry-After: 1 otherwise,
+// announcing the bucket when the run does.
+func (q *quota) serve(w http.ResponseWriter, r *http.Request, attempt int) {
 	dl, err := strconv.ParseInt(r.Header.Get(DeadlineHeader), 10, 64)
 	q.mu.Lock()
 	if late := time.Duration(time.Now().UnixNano() - dl); err == nil && late > 0 {
@@ -199,9 +205,13 @@ func (q *quota) serve(w http.ResponseWriter, r *http.Request, _ int) {
 	q.tokens = min(q.run.Burst, q.tokens+q.filled(at)-q.filled(q.last))
 	q.last = at
 	admit := q.tokens >= 1
+	fail := admit && q.run.Fail > 0 && unitHash(q.run.Seed, r.Header.Get(IDHeader), attempt) < q.run.Fail
 	if admit {
 		q.tokens--
 		q.admitted = append(q.admitted, at)
+		if fail {
+			q.failed++
+		}
 	} else {
 		q.refused = append(q.refused, at)
 	}
@@ -217,6 +227,10 @@ func (q *quota) serve(w http.ResponseWriter, r *http.Request, _ int) {
 	if !admit {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
+		return
+	}
+	if fail {
+		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))

@@ -154,6 +154,7 @@ func All() []Scenario {
 		{"deadline", Deadline},
 		{"throughput", Throughput},
 		{"quota", Quota},
+		{"quota-burst", QuotaBurst},
 	}
 }
 

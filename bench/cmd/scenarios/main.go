@@ -5,18 +5,22 @@
 //
 // From the bench directory (or from the repository root with go -C bench):
 //
-//	go run ./cmd/scenarios            # every scenario, about two minutes on 2 CPUs, and 3.5 more for quota
+//	go run ./cmd/scenarios            # every scenario, about two minutes on 2 CPUs, and 8.5 more for the quota ones
 //	go run ./cmd/scenarios -quick     # smaller sizes
 //	go run ./cmd/scenarios -only outage,herd
 //	go run ./cmd/scenarios -only rescue    # which failures each library rescues, about 10 seconds
 //	go run ./cmd/scenarios -only deadline  # a chain of five services with a deadline at the top, about 40 seconds
 //	go run ./cmd/scenarios -only throughput # a 256 MiB download, plain and through retryhttp
 //	go run ./cmd/scenarios -only quota # open-loop clients against a server's quota, about 3.5 minutes
+//	go run ./cmd/scenarios -only quota-burst # 300 keyed POSTs at once against a quota, about a minute
+//	go run ./cmd/scenarios -only quota-fleet # 20 processes pacing one quota through Redis, about 4 minutes
 //	go run ./cmd/scenarios -only tls  # transient, outage and a bad backend over TLS, handshakes counted, about a minute
 //	go run ./cmd/scenarios -overhead  # the overhead benchmarks, as ratios
 //
 // The memory scenario runs each library in a child process: the command
-// runs itself again with -memory-child.
+// runs itself again with -memory-child. The quota-fleet scenario runs its
+// fleet's members so, with -quota-fleet-member, and starts a redis-server
+// (it must be installed).
 package main
 
 import (
@@ -49,6 +53,7 @@ func main() {
 	child := flag.String(scenario.MemoryChildFlag, "", "internal: measure the memory of one library")
 	url := flag.String("memory-url", "", "internal: the memory child's server")
 	size := flag.Int64("memory-size", 0, "internal: the memory child's body size")
+	member := flag.String(scenario.FleetMemberFlag, "", "internal: run one member of the quota fleet")
 	flag.Parse()
 
 	p := scenario.DefaultParams()
@@ -61,6 +66,11 @@ func main() {
 	case *child != "":
 		if err := scenario.MemoryChild(os.Stdout, *child, *url, *size, p.Fast); err != nil {
 			fmt.Fprintln(os.Stderr, "memory child:", err)
+			os.Exit(1)
+		}
+	case *member != "":
+		if err := scenario.RunFleetMember(*member, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "quota fleet member:", err)
 			os.Exit(1)
 		}
 	case *overhead:
@@ -81,7 +91,21 @@ func names() string {
 	for _, s := range scenario.All() {
 		ns = append(ns, s.Name)
 	}
-	return strings.Join(append(ns, "memory"), ",")
+	for _, s := range withChildren {
+		ns = append(ns, s.name)
+	}
+	return strings.Join(ns, ",")
+}
+
+// withChildren are the scenarios that run copies of this command as child
+// processes, given its path: memory runs each library in one of its own,
+// and quota-fleet is a fleet of them.
+var withChildren = []struct {
+	name string
+	run  func(ctx context.Context, p scenario.Params, self string) []scenario.Table
+}{
+	{"memory", scenario.Memory},
+	{"quota-fleet", scenario.QuotaFleet},
 }
 
 func run(w io.Writer, p scenario.Params, only string) error {
@@ -113,16 +137,19 @@ func run(w io.Writer, p scenario.Params, only string) error {
 		}
 		fmt.Fprintf(os.Stderr, "%s: %v\n", s.Name, time.Since(t0).Round(time.Millisecond))
 	}
-	if selected("memory") {
+	for _, s := range withChildren {
+		if !selected(s.name) {
+			continue
+		}
 		self, err := os.Executable()
 		if err != nil {
 			return err
 		}
 		t0 := time.Now()
-		for _, t := range scenario.Memory(context.Background(), p, self) {
+		for _, t := range s.run(context.Background(), p, self) {
 			t.Fprint(w)
 		}
-		fmt.Fprintf(os.Stderr, "memory: %v\n", time.Since(t0).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "%s: %v\n", s.name, time.Since(t0).Round(time.Millisecond))
 	}
 	fmt.Fprintf(os.Stderr, "total: %v\n", time.Since(start).Round(time.Millisecond))
 	return nil
