@@ -194,7 +194,3 @@ func lowQuota(h http.Header) bool {
 	}
 	return false
 }
-
-// mayHaveQuota reports whether h has a field of a name that the readers of
-// quotas read.
-func mayHaveQuota(h http.Header) bool { return quotaForms(h) != 0 }
