@@ -49,18 +49,11 @@ func TestHedgesCancelledAsTheyDialAreNotCounted(t *testing.T) {
 	tr := New(WithBase(base), WithHedging(hedge.Delay(3*time.Millisecond), hedge.MaxFraction(1)), WithoutBudget())
 	for range 30 {
 		before := received.Load()
-		resp, err := tr.RoundTrip(mustGet(t, srv.URL))
+		resp, err := tr.RoundTrip(get(t, srv.URL))
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 1, Attempts(resp), "a GET whose hedges never left")
 		assert.Equal(t, int32(1), received.Load()-before)
 	}
 	assert.Greater(t, int(hedgeDials.Load()), 30, "hedges dialled")
-}
-
-func mustGet(t *testing.T, url string) *http.Request {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	require.NoError(t, err)
-	return req
 }

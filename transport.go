@@ -241,14 +241,14 @@ func (t *Transport) Budget() budget.Budget { return t.ready().budget }
 // made again on its own (RetryEvent.BaseResend) of the attempts traced:
 // every attempt of a Transport with a hook or a logger that writes INFO or
 // below, or of a request that may be hedged, and otherwise retries and
-// attempts to a host that failed lately (see docs/observability.md). A traced attempt counts once
-// its request was written to a connection: a hedge cancelled while it
-// dialled, or waited for a connection, never left, and does not count. It
-// is 1 unless resp came from a Transport that retried, hedged or saw its
-// base send again. It counts up to the response headers: each resume of
-// the body after them (WithResume) is a request more, which the retry
-// hooks see as a RetryEvent with Resume set, so that the server received
-// Attempts plus the resumes.
+// attempts to a host that failed lately (see docs/observability.md). A
+// traced attempt counts once its request was written to a connection: a
+// hedge cancelled while it dialled, or waited for a connection, never
+// left, and does not count. It is 1 unless resp came from a Transport
+// that retried, hedged or saw its base send again. It counts up to the
+// response headers: each resume of the body after them (WithResume) is a
+// request more, which the retry hooks see as a RetryEvent with Resume
+// set, so that the server received Attempts plus the resumes.
 func Attempts(resp *http.Response) int {
 	if resp == nil || resp.Request == nil {
 		return 1
