@@ -272,3 +272,20 @@ func TestServerClock(t *testing.T) {
 		})
 	}
 }
+
+// FuzzServerClock checks that no Date a server sends panics ServerClock,
+// and that the clock it gives is the client's or half a second past the
+// Date's.
+func FuzzServerClock(f *testing.F) {
+	for _, d := range []string{"", "soon", "Wed, 04 Mar 2026 12:00:10 GMT", "Wed, 04 Mar 2026 11:59:58 GMT", "Sun, 06 Nov 1994 08:49:37 GMT", "Monday, 04-Mar-26 12:00:10 GMT"} {
+		f.Add(d)
+	}
+	now := time.Date(2026, time.March, 4, 12, 0, 10, 700_000_000, time.UTC)
+	f.Fuzz(func(t *testing.T, date string) {
+		h := http.Header{"Date": {date}}
+		got := ServerClock(h, now)
+		if d := ResponseDate(h, now); !got.Equal(now) && !got.Equal(d.Add(time.Second/2)) {
+			t.Fatalf("ServerClock(%q) = %v: neither now nor the Date's middle", date, got)
+		}
+	})
+}
