@@ -15,6 +15,31 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// between returns what q admitted in [from, to), and the share of 429s
+// in what it received then.
+func (q *quotaServer) between(from, to time.Duration) (admitted int, share float64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	admitted, refused := count(q.admitted, from, to), count(q.refused, from, to)
+	return admitted, float64(refused) / float64(admitted+refused)
+}
+
+// sharedTransports returns n Transports over srv pacing together through
+// one memory store (apart when shared is false), retrying each request up
+// to 3 attempts without a budget.
+func sharedTransports(srv *quotaServer, n int, shared bool) []*Transport {
+	store := pace.NewMemoryStore()
+	var rts []*Transport
+	for range n {
+		var opts []pace.Option
+		if shared {
+			opts = append(opts, pace.Shared(store))
+		}
+		rts = append(rts, New(WithBase(srv), WithPacing(opts...), WithoutBudget(), WithMaxAttempts(3)))
+	}
+	return rts
+}
+
 // fleetLoop sends perSecond requests a second through each of rts for d,
 // each on its own goroutine, and waits for them all.
 func fleetLoop(t *testing.T, rts []*Transport, perSecond int, d time.Duration) {
@@ -47,16 +72,7 @@ func TestPacingSharedByFourTransports(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newQuotaServer(50, 10, tt.announce)
-				store := pace.NewMemoryStore()
-				var rts []*Transport
-				for range 4 {
-					opts := []pace.Option{}
-					if tt.shared {
-						opts = append(opts, pace.Shared(store))
-					}
-					rts = append(rts, New(WithBase(srv), WithPacing(opts...), WithoutBudget(), WithMaxAttempts(3)))
-				}
-				fleetLoop(t, rts, 100, 10*time.Second)
+				fleetLoop(t, sharedTransports(srv, 4, tt.shared), 100, 10*time.Second)
 				time.Sleep(11 * time.Second) // the exchanges end
 				srv.mu.Lock()
 				end := srv.last.Sub(srv.start)
@@ -133,10 +149,7 @@ func TestPacingSharedSurvivesItsStore(t *testing.T) {
 				store.set(mode)
 				wg.Wait()
 				time.Sleep(11 * time.Second) // the exchanges end
-				srv.mu.Lock()
-				admitted, refused := count(srv.admitted, 5*time.Second, 15*time.Second), count(srv.refused, 5*time.Second, 15*time.Second)
-				srv.mu.Unlock()
-				share := float64(refused) / float64(admitted+refused)
+				admitted, share := srv.between(5*time.Second, 15*time.Second)
 				t.Logf("store %s at 5 s: the next 10 s, %.2f%% 429s, %.1f admitted a second", mode, 100*share, float64(admitted)/10)
 				assert.LessOrEqual(t, share, 0.05, "429s in the 10 s after the store failed")
 			})
@@ -157,17 +170,9 @@ func TestPacingSharedByTwentyTransports(t *testing.T) {
 		t.Run("announced="+strconv.FormatBool(announce), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := newQuotaServer(50, 10, announce)
-				store := pace.NewMemoryStore()
-				var rts []*Transport
-				for range 20 {
-					rts = append(rts, New(WithBase(srv), WithPacing(pace.Shared(store)), WithoutBudget(), WithMaxAttempts(3)))
-				}
-				fleetLoop(t, rts, 10, 20*time.Second)
+				fleetLoop(t, sharedTransports(srv, 20, true), 10, 20*time.Second)
 				time.Sleep(11 * time.Second) // the exchanges end
-				srv.mu.Lock()
-				admitted, refused := count(srv.admitted, 2*time.Second, 20*time.Second), count(srv.refused, 2*time.Second, 20*time.Second)
-				srv.mu.Unlock()
-				share := float64(refused) / float64(admitted+refused)
+				admitted, share := srv.between(2*time.Second, 20*time.Second)
 				t.Logf("announced %v: from 2 s, %.2f%% 429s, %.1f admitted a second", announce, 100*share, float64(admitted)/18)
 				if announce {
 					assert.LessOrEqual(t, share, 0.01, "429s with the quota announced")
