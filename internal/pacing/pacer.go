@@ -37,9 +37,12 @@ type Pacer struct {
 	sh    *sharing
 	paced atomic.Int64 // keys paced, gone ones aside
 	keys  table
-	// hosts counts the keys known by their host's slot (hostSlot), so
+	// hosts counts the keys known by their host's slot (SlotOf), so
 	// that a request to a host no key is of is told so without its key.
 	hosts [hostSlots]atomic.Int32
+	// skips counts, by host slot, the answers of hosts no key is of that
+	// are to skip the reading of their quota fields (Signals).
+	skips [hostSlots]atomic.Int32
 	clock lru.Clock
 	mu    sync.Mutex // serialises changes to keys
 }
@@ -229,9 +232,9 @@ func (p *Pacer) add(k Key, now time.Time) *state {
 		st.pacedNow.Store(true)
 		p.paced.Add(1)
 	}
-	p.hosts[hostSlot(k.Host.Host)].Add(1)
+	p.hosts[SlotOf(k.Host.Host)].Add(1)
 	if goneKey, gone := p.keys.insert(k, st, p.maxKeys, &p.clock); gone != nil {
-		p.hosts[hostSlot(goneKey.Host.Host)].Add(-1)
+		p.hosts[SlotOf(goneKey.Host.Host)].Add(-1)
 		gone.mu.Lock()
 		gone.gone = true
 		if gone.paced {
@@ -273,11 +276,12 @@ func (t *Turn) Woken() <-chan struct{} { return t.wake }
 // load.
 func (p *Pacer) KnowsAny() bool { return p.keys.n.Load() > 0 }
 
-// MayKnow reports whether the Pacer may have a state for a key of host,
-// as a request's URL writes it, or paces it from its first request (a
-// quota is declared): false means it has none. A hash and an atomic load.
-func (p *Pacer) MayKnow(host string) bool {
-	return p.declared != nil || p.hosts[hostSlot(host)].Load() > 0
+// MayKnow reports whether the Pacer may have a state for a key of the
+// host in slot s (SlotOf the host as a request's URL writes it), or paces
+// it from its first request (a quota is declared): false means it has
+// none. An atomic load.
+func (p *Pacer) MayKnow(s Slot) bool {
+	return p.declared != nil || p.hosts[s].Load() > 0
 }
 
 // Knows reports whether the Pacer has a state for k: k throttled, or
@@ -288,16 +292,52 @@ func (p *Pacer) Knows(k Key) bool {
 	return p.keys.n.Load() > 0 && p.keys.get(k) != nil
 }
 
-// Signals reports whether a response of status with header h says
-// anything to a Pacer about a key it does not know: it is a throttle (a
-// 429, or a 503 with Retry-After), or it announces a quota spent or nearly
-// spent. A quota far from spent says nothing yet, so that a host that
-// announces its quota on every answer costs no state, no lock and no
-// clock reading until it nears the end of it.
-func Signals(status int, h http.Header) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) ||
-		lowQuota(h)
+// Signals reports whether a response of host (as its request's URL
+// writes it) with status and header h says anything to a Pacer about a
+// key it does not know: it is a throttle (a 429, or a 503 with
+// Retry-After), or it announces a quota spent or nearly spent. A quota
+// far from spent says nothing yet, so that a host that announces its
+// quota on every answer costs no state, no lock and no clock reading
+// until it nears the end of it.
+//
+// Nor are its quota fields read on every answer: after an answer that
+// announces none, or one with room for many more requests, the host's next
+// answers skip the reading, at most maxSkip of them and at most one for
+// each skipRoom requests of room, so that a host far from its quota costs
+// a hash and an atomic add on most answers. At worst, pacing starts
+// maxSkip answers late, while more than skipRoom requests were left for
+// each of them before a tenth of the quota: in time unless other clients
+// spend the quota skipRoom times faster than this one.
+func (p *Pacer) Signals(host string, status int, h http.Header) bool {
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && wire.HasRetryAfter(h) {
+		return true
+	}
+	if len(h) == 0 {
+		return false
+	}
+	skips := &p.skips[SlotOf(host)]
+	if skips.Load() > 0 && skips.Add(-1) >= 0 {
+		return false
+	}
+	low, room := lowQuota(h)
+	switch {
+	case low:
+		skips.Store(0)
+	case room == 0:
+		skips.Store(maxSkip) // h announces no quota, or a spent one
+	default:
+		skips.Store(int32(min(room/skipRoom, maxSkip)))
+	}
+	return low
 }
+
+// maxSkip is how many answers of a host at most skip the reading of their
+// quota fields after one is read (Signals); skipRoom how many requests of
+// room each skip needs.
+const (
+	maxSkip  = 31
+	skipRoom = 64
+)
 
 // Paces reports whether k is paced, or is to be from its first request
 // (its host has a quota declared): its requests wait for their turns. One

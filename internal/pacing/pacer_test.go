@@ -393,15 +393,63 @@ func TestARetryAfterOfASecondOnlyCutsALearnedRate(t *testing.T) {
 }
 
 func TestSignals(t *testing.T) {
-	assert.True(t, Signals(http.StatusTooManyRequests, nil))
-	assert.True(t, Signals(http.StatusServiceUnavailable, header("Retry-After", "1")))
-	assert.False(t, Signals(http.StatusServiceUnavailable, nil), "a 503 without Retry-After is a failure, not a throttle")
-	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "0")), "a quota spent")
-	assert.True(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "10", "X-Ratelimit-Limit", "100")), "a tenth left")
-	assert.True(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=0;t=1`)))
-	assert.False(t, Signals(http.StatusOK, header("X-Ratelimit-Remaining", "4000", "X-Ratelimit-Limit", "5000")), "a quota far from spent says nothing yet")
-	assert.False(t, Signals(http.StatusOK, header("Ratelimit", `"d";r=1;t=1`)), "nor one without a limit, not spent")
-	assert.False(t, Signals(http.StatusOK, header("Content-Type", "text/plain")))
+	for _, tt := range []struct {
+		name   string
+		status int
+		h      http.Header
+		want   bool
+	}{
+		{"a 429", http.StatusTooManyRequests, nil, true},
+		{"a 503 with Retry-After", http.StatusServiceUnavailable, header("Retry-After", "1"), true},
+		{"a 503 without Retry-After is a failure, not a throttle", http.StatusServiceUnavailable, nil, false},
+		{"a quota spent", http.StatusOK, header("X-Ratelimit-Remaining", "0"), true},
+		{"a tenth left", http.StatusOK, header("X-Ratelimit-Remaining", "10", "X-Ratelimit-Limit", "100"), true},
+		{"the IETF fields spent", http.StatusOK, header("Ratelimit", `"d";r=0;t=1`), true},
+		{"a quota far from spent says nothing yet", http.StatusOK, header("X-Ratelimit-Remaining", "4000", "X-Ratelimit-Limit", "5000"), false},
+		{"nor one without a limit, not spent", http.StatusOK, header("Ratelimit", `"d";r=1;t=1`), false},
+		{"no quota", http.StatusOK, header("Content-Type", "text/plain"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// A Pacer of its own: the first answer of a host is always read.
+			assert.Equal(t, tt.want, newPacer().Signals(("api.test"), tt.status, tt.h))
+		})
+	}
+}
+
+// TestSignalsSkipsAtMostItsBound holds the bound of the readings Signals
+// skips: a host that announces a quota far from spent has its fields read
+// on one answer in maxSkip+1, one that comes near the end sooner, and a
+// quota that turns low is seen within the skips its last reading allowed;
+// throttles are never skipped.
+func TestSignalsSkipsAtMostItsBound(t *testing.T) {
+	p := newPacer()
+	far := header("X-Ratelimit-Remaining", "4000", "X-Ratelimit-Limit", "5000")
+	reads := 0
+	for range 10 * (maxSkip + 1) {
+		skipsBefore := p.skips[SlotOf("api.test")].Load()
+		p.Signals(("api.test"), http.StatusOK, far)
+		if skipsBefore == 0 {
+			reads++
+		}
+	}
+	assert.Equal(t, 10, reads, "one answer in maxSkip+1 read while the quota is far")
+
+	// 600 left above a tenth of 5000: 600/skipRoom = 9 answers skip.
+	near := header("X-Ratelimit-Remaining", "1100", "X-Ratelimit-Limit", "5000")
+	q := newPacer()
+	require.False(t, q.Signals(("api.test"), http.StatusOK, near))
+	assert.Equal(t, int32(600/skipRoom), q.skips[SlotOf("api.test")].Load())
+	spent := header("X-Ratelimit-Remaining", "0", "X-Ratelimit-Limit", "5000")
+	seen := 0
+	for i := 1; i <= 600/skipRoom+1; i++ {
+		if q.Signals(("API.test:443"), http.StatusOK, spent) {
+			seen = i
+			break
+		}
+	}
+	assert.Equal(t, 600/skipRoom+1, seen, "the spent quota read on the first answer its room does not cover, whatever the host's case and port")
+	assert.True(t, q.Signals(("api.test"), http.StatusTooManyRequests, nil), "a throttle is never skipped")
+	assert.True(t, newPacer().Signals(("other.test"), http.StatusOK, spent), "another host's skips are its own")
 }
 
 func TestKnows(t *testing.T) {
@@ -476,8 +524,9 @@ func BenchmarkNewPartition(b *testing.B) {
 }
 
 // TestMayKnowAnswersForTheHostAsTheURLWritesIt: the filter of hosts finds
-// a key's host however its URL writes it (case, a default port), and says
-// no for a host no key is of.
+// a key's host however its URL writes it (case, a port), and says no for
+// a host no key is of; a host's ports share its answer, which Knows tells
+// apart.
 func TestMayKnowAnswersForTheHostAsTheURLWritesIt(t *testing.T) {
 	p := newPacer()
 	for _, raw := range []string{"API.Example.com:443", "svc.test:8080", "Other.TEST:80"} {
@@ -485,11 +534,16 @@ func TestMayKnowAnswersForTheHostAsTheURLWritesIt(t *testing.T) {
 		if raw == "Other.TEST:80" {
 			scheme = "http"
 		}
-		assert.False(t, p.MayKnow(raw), "%s before", raw)
+		assert.False(t, p.MayKnow(SlotOf(raw)), "%s before", raw)
 		p.Observe(Key{Host: wire.MakeKey(scheme, raw)}, testNow, testNow, http.StatusTooManyRequests, nil)
-		assert.True(t, p.MayKnow(raw), raw)
+		assert.True(t, p.MayKnow(SlotOf(raw)), raw)
 	}
-	assert.True(t, p.MayKnow("api.example.com"))
-	assert.True(t, p.MayKnow("other.test"))
-	assert.False(t, p.MayKnow("svc.test"), "another port is another host")
+	assert.True(t, p.MayKnow(SlotOf("api.example.com")))
+	assert.True(t, p.MayKnow(SlotOf("other.test")))
+	assert.True(t, p.MayKnow(SlotOf("svc.test")), "another port may be known")
+	assert.False(t, p.Knows(Key{Host: wire.MakeKey("https", "svc.test")}), "and is not")
+	assert.False(t, p.MayKnow(SlotOf("none.test")))
+	assert.False(t, p.MayKnow(SlotOf("[::1]:8080")))
+	p.Observe(Key{Host: wire.MakeKey("http", "[::1]:8080")}, testNow, testNow, http.StatusTooManyRequests, nil)
+	assert.True(t, p.MayKnow(SlotOf("[::1]:8080")), "an IPv6 literal")
 }

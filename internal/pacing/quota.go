@@ -163,34 +163,51 @@ func quotaForms(h http.Header) uint8 {
 
 // lowQuota reports whether h announces, in any of the forms readQuota
 // reads, a quota spent or nearly spent (quota.low): what remains and the
-// limit only, which no reset and no clock are needed for, so that a
-// response far from the end of its quota costs a pass over its names and a
-// few lookups.
-func lowQuota(h http.Header) bool {
+// limit only, which no reset and no clock are needed for. When it is not,
+// room is how many more requests the tightest quota it announces admits
+// before it would be (0 when h announces none).
+func lowQuota(h http.Header) (low bool, room int64) {
 	forms := quotaForms(h)
 	if forms == 0 {
+		return false, 0
+	}
+	room = -1
+	see := func(q quota) bool {
+		if q.Remaining < 0 {
+			return false
+		}
+		if q.low() {
+			return true
+		}
+		if r := q.Remaining - q.Limit/lowFraction; room < 0 || r < room {
+			room = r
+		}
 		return false
 	}
-	low := func(remaining, limit string) bool {
-		q := quota{Remaining: count(h, remaining), Limit: max(count(h, limit), 0)}
-		return q.Remaining >= 0 && q.low()
+	simple := func(remaining, limit string) quota {
+		return quota{Remaining: count(h, remaining), Limit: max(count(h, limit), 0)}
 	}
 	var never time.Time // Shopify's and the IETF fields' readers read no clock
-	switch {
-	case forms&formXRateLimit != 0 && low("X-Ratelimit-Remaining", "X-Ratelimit-Limit"),
-		forms&formOpenAI != 0 && low("X-Ratelimit-Remaining-Requests", "X-Ratelimit-Limit-Requests"),
-		forms&formAnthropic != 0 && low("Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit"):
-		return true
-	}
-	for _, read := range [...]struct {
-		form uint8
-		read func(http.Header, time.Time) (quota, bool)
-	}{{formShopify, readShopify}, {formRateLimit, readRateLimitFields}} {
-		if forms&read.form != 0 {
-			if q, ok := read.read(h, never); ok && q.low() {
-				return true
-			}
+	for i, form := range [...]uint8{formXRateLimit, formOpenAI, formAnthropic, formShopify, formRateLimit} {
+		if forms&form == 0 {
+			continue
+		}
+		var q quota
+		switch i {
+		case 0:
+			q = simple("X-Ratelimit-Remaining", "X-Ratelimit-Limit")
+		case 1:
+			q = simple("X-Ratelimit-Remaining-Requests", "X-Ratelimit-Limit-Requests")
+		case 2:
+			q = simple("Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit")
+		case 3:
+			q, _ = readShopify(h, never)
+		default:
+			q, _ = readRateLimitFields(h, never)
+		}
+		if see(q) {
+			return true, 0
 		}
 	}
-	return false
+	return false, max(room, 0)
 }

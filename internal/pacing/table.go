@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"maps"
+	"strings"
 	"sync/atomic"
 
 	"github.com/retryhttp/retryhttp/internal/lru"
@@ -92,24 +93,35 @@ func (t *table) insert(k Key, st *state, max int, c *lru.Clock) (goneKey Key, go
 // hostSlots is how many counters a Pacer's filter of hosts has.
 const hostSlots = 1024
 
-// hostSlot returns the counter of host in a filter of hosts: a hash of
-// its bytes in lower case, a default port (":80", ":443") left out, so
-// that a request's host as its URL writes it and the host of its key, as
-// wire.MakeKey writes it, have the same.
-func hostSlot(host string) int {
-	for _, port := range [...]string{":80", ":443"} {
-		if len(host) > len(port) && host[len(host)-len(port):] == port {
-			host = host[:len(host)-len(port)]
-			break
-		}
+// A Slot is a host's counter in a Pacer's filter of hosts (SlotOf).
+type Slot uint16
+
+// SlotOf returns the slot of host in a Pacer's filter of hosts: a hash of
+// its name without its port, in lower case, so that a request's host as
+// its URL writes it and the host of its key, as wire.MakeKey writes it,
+// have the same. Every port of a host shares its slot, and letters are
+// folded by setting their case bit, which folds a few other bytes alike:
+// the filter only ever answers "maybe" more often for them. Eight bytes
+// at a time, without a branch on each.
+func SlotOf(host string) Slot {
+	end := byte(':')
+	if len(host) > 0 && host[0] == '[' {
+		end = ']' // an IPv6 literal's colons are its own
 	}
-	h := uint32(2166136261)
-	for i := 0; i < len(host); i++ {
-		c := host[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		h = (h ^ uint32(c)) * 16777619
+	if i := strings.IndexByte(host, end); i >= 0 {
+		host = host[:i]
 	}
-	return int((h ^ h>>16) & (hostSlots - 1))
+	const fold, mul = 0x2020202020202020, 0x9e3779b97f4a7c15
+	h := uint64(len(host))
+	for ; len(host) >= 8; host = host[8:] {
+		v := uint64(host[0]) | uint64(host[1])<<8 | uint64(host[2])<<16 | uint64(host[3])<<24 |
+			uint64(host[4])<<32 | uint64(host[5])<<40 | uint64(host[6])<<48 | uint64(host[7])<<56
+		h = (h ^ (v | fold)) * mul
+	}
+	var v uint64
+	for i := range len(host) {
+		v |= uint64(host[i]|0x20) << (8 * i)
+	}
+	h = (h ^ v) * mul
+	return Slot(h >> (64 - 10)) // hostSlots is 1 << 10
 }

@@ -67,7 +67,7 @@ func (s *Sender) Exchange(rt http.RoundTripper, a *http.Request) (resp *http.Res
 	var sent time.Time
 	var k pacing.Key
 	known := false
-	if s.Pacer != nil && s.Pacer.KnowsAny() && s.Pacer.MayKnow(rawHost(a)) {
+	if s.Pacer != nil && s.Pacer.KnowsAny() && s.Pacer.MayKnow(pacing.SlotOf(rawHost(a))) {
 		if k = s.Key(a); s.Pacer.Knows(k) {
 			known, sent = true, s.Now()
 		}
@@ -82,7 +82,7 @@ func (s *Sender) Exchange(rt http.RoundTripper, a *http.Request) (resp *http.Res
 	default:
 		resp, err = s.timed(rt, a)
 	}
-	if s.Pacer != nil && resp != nil && (known || pacing.Signals(resp.StatusCode, resp.Header)) {
+	if s.Pacer != nil && resp != nil && (known || s.Pacer.Signals(rawHost(a), resp.StatusCode, resp.Header)) {
 		now := s.Now()
 		if !known {
 			k, sent = s.Key(a), now
@@ -167,7 +167,7 @@ func (s *Sender) Key(req *http.Request) pacing.Key {
 // Paces reports whether req's host is paced now: its attempts wait for
 // their turns. False without pacing.
 func (s *Sender) Paces(req *http.Request) bool {
-	return s.Pacer.Pacing() && s.Pacer.MayKnow(rawHost(req)) && s.Pacer.Paces(s.Key(req))
+	return s.Pacer.Pacing() && s.Pacer.MayKnow(pacing.SlotOf(rawHost(req))) && s.Pacer.Paces(s.Key(req))
 }
 
 // rawHost returns req's host as its URL writes it, req.Host when the URL
