@@ -111,11 +111,12 @@ func (st *state) learned(n int64) (float64, bool) {
 }
 
 // throttled learns at n from the throttle of a request sent at sent: it
-// cuts the rate, unless the request was sent in the round of the last cut,
+// cuts the rate, unless the request was sent in the round of the last cut
+// or before the quota it is paced by was known (quotaExplains),
 // thins the turns still to come to the rate cut to, and holds every turn
 // until until (n when the throttle asked for no delay).
 func (st *state) throttled(n, sent, until int64) {
-	if st.cut && sent < st.roundEnd {
+	if st.cut && sent < st.roundEnd || st.quotaExplains(n, sent) {
 		st.sched.move(n, until, 0, 0, false)
 		return
 	}

@@ -104,6 +104,10 @@ type state struct {
 	quotaOK    bool
 	quota      float64
 	quotaUntil int64
+	// quotaSince is when the key's quota last became known, its own or
+	// the fleet's: the throttles of requests sent before it are the
+	// quota's to explain, and cut no rate (quotaExplains).
+	quotaSince int64
 	policy     float64 // 0 when none is announced
 	refill     float64 // a bucket's, lack/lackIn
 	lack       float64 // what the bucket lacks, smoothed
@@ -137,10 +141,6 @@ func (st *state) ns(t time.Time) int64 { return max(int64(t.Sub(st.base)), 0) }
 // learned from throttles, the rate its quota allows and its announced
 // policy; +Inf when none of them is known.
 func (st *state) rate(n int64) float64 {
-	r := math.Inf(1)
-	if l, ok := st.learned(n); ok {
-		r = l
-	}
 	// The rates of a quota are the fleet's: this member's share of them
 	// is its own (share.go); alone, the whole.
 	q := math.Inf(1)
@@ -148,6 +148,12 @@ func (st *state) rate(n int64) float64 {
 		q = qr
 	} else if st.fleetQuota > 0 && n < st.fleetQuotaUntil {
 		q = st.fleetQuota
+	}
+	r := math.Inf(1)
+	if l, ok := st.learned(n); ok && !(st.cutAt < st.quotaSince && !math.IsInf(q, 1)) {
+		// A cut before the quota was known is the quota's to explain:
+		// a burst sent before any answer said it.
+		r = l
 	}
 	if st.policy > 0 {
 		q = min(q, st.policy)
@@ -199,7 +205,7 @@ func (st *state) stop() {
 	st.pacedNow.Store(false)
 	st.cut, st.cutAt, st.wMax, st.flat, st.roundEnd = false, 0, 0, 0, 0
 	st.cycleStart, st.accepted = 0, 0
-	st.quotaOK, st.quota, st.quotaUntil, st.policy = false, 0, 0, 0
+	st.quotaOK, st.quota, st.quotaUntil, st.quotaSince, st.policy = false, 0, 0, 0, 0
 	st.refill, st.lack, st.lackIn, st.refillAt, st.creeping = 0, 0, 0, 0, false
 	st.sched = schedule{}
 	st.q.wakeAll()

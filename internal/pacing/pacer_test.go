@@ -547,3 +547,27 @@ func TestMayKnowAnswersForTheHostAsTheURLWritesIt(t *testing.T) {
 	p.Observe(Key{Host: wire.MakeKey("http", "[::1]:8080")}, testNow, testNow, http.StatusTooManyRequests, nil)
 	assert.True(t, p.MayKnow(SlotOf("[::1]:8080")), "an IPv6 literal")
 }
+
+// TestThrottleTheQuotaExplainsCutsNothing: the throttles of requests sent
+// before the key's quota was known (a burst sent before any answer said
+// it) cut no rate, the quota's answers pacing the key; a throttle of a
+// request sent after does.
+func TestThrottleTheQuotaExplainsCutsNothing(t *testing.T) {
+	p := newPacer()
+	h := header("X-Ratelimit-Limit-Requests", "10", "X-Ratelimit-Remaining-Requests", "0",
+		"X-Ratelimit-Reset-Requests", "200ms", "Retry-After", "1")
+	sent := testNow
+	p.Observe(keyA, sent, sent.Add(time.Millisecond), http.StatusTooManyRequests, h)
+	p.Observe(keyA, sent, sent.Add(2*time.Millisecond), http.StatusTooManyRequests, h)
+	st := p.lookup(keyA)
+	st.mu.Lock()
+	assert.False(t, st.cut, "a throttle of the burst sent before the quota was known")
+	assert.InDelta(t, 0.75*47.5, st.rate(st.ns(sent.Add(2*time.Millisecond))), 0.5, "the bucket's refill, its level at nothing")
+	st.mu.Unlock()
+
+	later := sent.Add(10 * time.Millisecond)
+	p.Observe(keyA, later, later.Add(time.Millisecond), http.StatusTooManyRequests, h)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	assert.True(t, st.cut, "a throttle of a request sent once the quota was known")
+}

@@ -59,6 +59,7 @@ func (st *state) bucketRate(q quota) float64 {
 // learnQuota learns from quota q, read at n from the response to a request
 // sent at sent.
 func (st *state) learnQuota(q quota, n, sent int64) {
+	defer st.quotaKnown(n, st.quotaOK && n < st.quotaUntil)
 	if p, ok := q.policy(); ok {
 		st.policy = p
 	}
@@ -95,6 +96,22 @@ func (st *state) learnQuota(q quota, n, sent int64) {
 	if now := st.rate(n); now < max(old, st.sched.fastest)*(1-thinBelow) {
 		st.sched.move(n, n, now, 0, true)
 	}
+}
+
+// quotaKnown notes at n that the key's quota, known before or not (had),
+// may be known now.
+func (st *state) quotaKnown(n int64, had bool) {
+	if !had && (st.quotaOK && n < st.quotaUntil || st.fleetQuota > 0 && n < st.fleetQuotaUntil) {
+		st.quotaSince = n
+	}
+}
+
+// quotaExplains reports whether the quota, known at n, explains the
+// throttle of a request sent at sent: the request was sent before the
+// quota was known, with nothing to pace it by but what throttles taught.
+func (st *state) quotaExplains(n, sent int64) bool {
+	_, own := st.quotaRate(n)
+	return sent < st.quotaSince && (own || st.fleetQuota > 0 && n < st.fleetQuotaUntil)
 }
 
 // quotaRate returns the rate the quota allows at n, and reports false when

@@ -265,10 +265,20 @@ func (p *Pacer) merge(k Key, f public.Report, now time.Time) {
 	n := st.ns(now)
 	// This member's share of the key's quota.
 	members := float64(f.Members)
+	if st.shareAt == 0 {
+		// Until now, this member took the whole quota for its own: the
+		// throttles of what it sent so are the quota's to explain.
+		st.quotaKnown(n, false)
+	}
 	st.share = min((st.demand+demandFloor)/(max(f.Demand, st.demand)+members*demandFloor), 1)
 	st.shareAt = n
 	if q := f.Quota; q > 0 {
+		had := st.fleetQuota > 0 && n < st.fleetQuotaUntil
+		if _, own := st.quotaRate(n); own {
+			had = true
+		}
 		st.fleetQuota, st.fleetQuotaUntil = q, addSat(n, int64(shareLease))
+		st.quotaKnown(n, had)
 	}
 	pressed := false
 	if !f.Cut.IsZero() && recent(f.Cut, now) {
@@ -276,8 +286,11 @@ func (p *Pacer) merge(k Key, f public.Report, now time.Time) {
 		if c > st.lastCut && c > st.fleetCut {
 			st.fleetCut = c
 			pressed = true
-			if _, ok := st.sent.rate(); st.cut || ok {
-				// Cut as by a throttle of this member's, once a round.
+			_, sending := st.sent.rate()
+			if _, answered := st.quotaRate(n); (st.cut || sending) && !answered {
+				// Cut as by a throttle of this member's, once a round;
+				// unless the quota's own answers pace this member, whose
+				// level shows what the others' throttles spent.
 				st.throttled(n, c, n)
 			}
 		}
