@@ -22,6 +22,11 @@ var defaultClassifier = classify.Default()
 // to a success given without a dynamic call: every request pays for it.
 func (t *Transport) classify(a *http.Request, resp *http.Response, err error) classify.Verdict {
 	if resp != nil && resp.StatusCode < 300 {
+		if t.streamWait > 0 && isHeld(resp.Body) {
+			if v := streamErrors.Classify(a, resp, err); v.Decision != classify.Abstain {
+				return v
+			}
+		}
 		if t.plainClassifier {
 			return classify.Verdict{Decision: classify.DontRetry}
 		}

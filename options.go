@@ -260,6 +260,7 @@ const (
 	givenHedging
 	givenThrottling
 	givenPacing
+	givenStreams
 )
 
 // check panics, as an invalid value does, when options that were given

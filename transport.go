@@ -29,6 +29,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/retryhttp/retryhttp/pace"
 	"github.com/retryhttp/retryhttp/resume"
+	"github.com/retryhttp/retryhttp/stream"
 	"github.com/retryhttp/retryhttp/throttle"
 
 	"github.com/retryhttp/retryhttp/internal/guard"
@@ -93,9 +94,12 @@ type Transport struct {
 	snd             sender.Sender      // sends each attempt: made by New from the fields above
 	shaped          bool               // attempts are numbered, hedged, throttled or traced: none is plain
 	resumeLimit     int                // the most resumes of a body; 0: bodies are not resumed
+	streamWait      time.Duration      // how long a stream is held for its first event; 0: streams are not held
+	streamLimit     int                // the most resumes of a stream in a row
 	stallTimeout    time.Duration
 	// The options of features given once or more, until New builds them.
 	resumeOpts   []resume.Option
+	streamOpts   []stream.Option
 	hedgeOpts    []hedge.Option
 	throttleOpts []throttle.Option
 	paceOpts     []pace.Option
@@ -198,6 +202,7 @@ func (t *Transport) configure() {
 				func(r any) { t.log().Panic("retryhttp: pace store panicked; pacing alone", r) })
 		}
 	}
+	t.configureStreams()
 	t.resumeOpts, t.hedgeOpts, t.throttleOpts, t.paceOpts = nil, nil, nil, nil
 }
 
@@ -280,7 +285,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if t.plain(req) {
 		resp, err := t.send(req)
-		if err == nil && t.doneAtOnce(req, resp) {
+		if err == nil && !t.holdsStream(resp) && t.doneAtOnce(req, resp) {
 			if resumeCandidate(t, resp) {
 				s := retryState{t: t, req: req, attempt: 1, header: req.Header}
 				s.offerResume(req, nil, resp)
@@ -345,8 +350,17 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		if err != nil && g.StoppedResend() {
 			err = errors.Join(ErrResendStopped, err)
 		}
+		var held *http.Response // a stream whose body failed before its first event
+		if err == nil && t.holdsStream(resp) {
+			if f := s.holdStream(a, resp); f != nil {
+				held, resp, err = resp, nil, f
+			}
+		}
 
 		v := s.judge(a, resp, err)
+		if held != nil && v.Decision != classify.Retry {
+			resp, err = held, nil // what a plain transport gives: the response, its body failing
+		}
 		if v.Decision != classify.Retry {
 			if err != nil || layer.Failure(resp.StatusCode) {
 				layer.MarkGaveUp(req.Context())
@@ -370,9 +384,15 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			}
 		}
 		if reason != "" {
+			if held != nil {
+				resp, err = held, nil
+			}
 			return s.giveUp(a, pt, reason, delay, resp, err, v, g)
 		}
 		t.notify(s.retryEvent(delay, resp, err, v, pt.Peer()))
+		if held != nil {
+			held.Body.Close()
+		}
 		s.release(resp, bodyOf(resp), err, v, pt)
 		g.End()
 		if werr := s.wait(req.Context(), delay); werr != nil {
@@ -435,6 +455,7 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 		g.End()
 		return nil, &Error{Attempts: s.sent(), Err: err}
 	}
+	held := s.t.streamWait > 0 && isHeld(resp.Body)
 	if g != nil {
 		// The body is read in the attempt's context: end it on Close.
 		resp.Body = g.Wrap(resp.Body)
@@ -445,7 +466,10 @@ func (s *retryState) finish(a *http.Request, pt *evidence.Trace, resp *http.Resp
 	if s.resent > 0 || s.unsent > 0 {
 		hedging.WithSent(resp, s.sent())
 	}
-	if resumeCandidate(s.t, resp) {
+	switch {
+	case held:
+		s.offerStream(a, resp)
+	case resumeCandidate(s.t, resp):
 		s.offerResume(a, pt, resp)
 	}
 	return resp, nil
