@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,7 @@ func BenchmarkOverhead(b *testing.B) {
 			{"retryhttp-pacing-another-paced", pacedElsewhere()},
 			{"retryhttp-logger-error", New(WithBase(newStub()), WithLogger(errorLogger))},
 			{"retryhttp-logger-error-traced", New(WithBase(tracedStub{newStub()}), WithLogger(errorLogger))},
+			{"retryhttp-streams", New(WithBase(newStub()), WithStreams())},
 		} {
 			b.Run(shape.name+"/"+tr.name, func(b *testing.B) {
 				req, reset := shape.make()
@@ -221,6 +223,47 @@ func plainAndRetryhttp(b *testing.B, bench func(b *testing.B, rt http.RoundTripp
 			rt := tr.make()
 			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
 			bench(b, rt)
+		})
+	}
+}
+
+// eventStub answers every request with a 200 event stream of one event,
+// as an LLM API's shortest generation.
+type eventStub struct{}
+
+func (eventStub) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader("data: {\"choices\":[]}\n\ndata: [DONE]\n\n")), Request: r}, nil
+}
+
+// BenchmarkStream reads a whole event stream of two events through the
+// bare stub, a default Transport, and one WithStreams, which holds it for
+// its first event and passes on whole events.
+func BenchmarkStream(b *testing.B) {
+	for _, tr := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", eventStub{}},
+		{"retryhttp", New(WithBase(eventStub{}))},
+		{"retryhttp-streams", New(WithBase(eventStub{}), WithStreams())},
+	} {
+		b.Run(tr.name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 512)
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, "http://svc.test/events", nil)
+				resp, err := tr.rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					if _, err := resp.Body.Read(buf); err != nil {
+						break
+					}
+				}
+				resp.Body.Close()
+			}
 		})
 	}
 }

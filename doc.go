@@ -36,9 +36,9 @@
 //   - classify: which outcomes are retried; awsretry, githubretry and
 //     googleretry read those vendors' errors
 //   - budget: how many retries a client may spend, per host or in all
-//   - hedge, throttle, resume, pace: the options of hedging, adaptive
-//     throttling, body resumption and pacing to a quota, and what they
-//     report
+//   - hedge, throttle, resume, pace, stream: the options of hedging,
+//     adaptive throttling, body resumption, pacing to a quota and event
+//     streams, and what they report
 //   - deadline: the formats a deadline travels in; server: the middleware
 //     of a service that calls others (retry at one layer, incoming deadlines)
 //   - base: for authors of the transport a Transport sends attempts through
@@ -50,8 +50,8 @@
 // was measured and the commands that reproduce it: [How each decision is
 // made], [What is safe to resend], [What servers say about retrying], [Under
 // an SDK], [Hedging], [Failing fast], [Budgets], [Retrying at one layer],
-// [Deadlines across a chain], [Resuming response bodies], [Pacing to a
-// quota], [Observability],
+// [Deadlines across a chain], [Resuming response bodies], [Event streams],
+// [Pacing to a quota], [Observability],
 // [Testing your own retries], [Performance] and [against other Go retry
 // libraries].
 //
@@ -66,6 +66,7 @@
 // [Retrying at one layer]: https://github.com/retryhttp/retryhttp/blob/main/docs/chains.md
 // [Deadlines across a chain]: https://github.com/retryhttp/retryhttp/blob/main/docs/deadlines.md
 // [Resuming response bodies]: https://github.com/retryhttp/retryhttp/blob/main/docs/resume.md
+// [Event streams]: https://github.com/retryhttp/retryhttp/blob/main/docs/streams.md
 // [Observability]: https://github.com/retryhttp/retryhttp/blob/main/docs/observability.md
 // [Testing your own retries]: https://github.com/retryhttp/retryhttp/blob/main/docs/testing.md
 // [Performance]: https://github.com/retryhttp/retryhttp/blob/main/docs/performance.md

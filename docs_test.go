@@ -44,6 +44,7 @@ var docNames = map[string]string{
 	"server":        "github.com/retryhttp/retryhttp/server",
 	"throttle":      "github.com/retryhttp/retryhttp/throttle",
 	"pace":          "github.com/retryhttp/retryhttp/pace",
+	"stream":        "github.com/retryhttp/retryhttp/stream",
 }
 
 // TestDocs keeps the README, the guides in docs/ and the modules' READMEs
