@@ -29,13 +29,18 @@ import (
 //     default chain, which already reads x-should-retry, retry-after-ms and
 //     Retry-After.
 //
-// A streamed (server-sent events) response is returned once its headers
-// arrive; a stream cut short afterwards is the caller's error, never
-// retried, as with the SDKs' own retries.
+//   - a streamed generation (server-sent events) is held until its first
+//     event (WithStreams): a 200 stream that opens with an error event (an
+//     overloaded or rate-limited API's) is retried as its 529 or 429
+//     would be, where the SDKs hand the error event to the caller; a
+//     stream cut after its first event ends in stream.Err() with a
+//     *stream.Error, whole events read, and is never resent, so that no
+//     generation is spliced from two.
 func llmTransport(opts ...retryhttp.Option) *retryhttp.Transport {
 	return retryhttp.New(append([]retryhttp.Option{
 		retryhttp.WithClassifier(classify.First(classify.Statuses(classify.Retry, http.StatusConflict), classify.Default())),
 		retryhttp.WithResendable(llmGeneration),
+		retryhttp.WithStreams(),
 	}, opts...)...)
 }
 

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +202,101 @@ func TestLLMStreams(t *testing.T) {
 			stream.Close()
 			assert.Equal(t, tt.text, text.String())
 			assert.Equal(t, tt.attempts, srv.Attempts())
+		})
+	}
+}
+
+// errorFirst serves, to the first request, a 200 stream whose first event
+// is event, as an overloaded API answers once it has sent its status, and
+// hands every other request to h.
+func errorFirst(h http.Handler, event string) (http.Handler, *atomic.Int32) {
+	var n atomic.Int32
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+			io.WriteString(w, event)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), &n
+}
+
+// TestLLMErrorFirstStreams: a streamed generation whose 200 opens with the
+// vendor's error event is retried by the recipe, and the caller reads the
+// good stream; with the SDK's own retries, the error event reaches the
+// caller.
+func TestLLMErrorFirstStreams(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		fake   http.Handler
+		event  string
+		stream func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error)
+	}{
+		{"openai-go", fakeOpenAI, "data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n",
+			func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error) {
+				c := newOpenAIClient(srvURL+"/v1/", hc)
+				if own {
+					c = openai.NewClient(openaioption.WithBaseURL(srvURL+"/v1/"), openaioption.WithAPIKey("sk-test"), openaioption.WithHTTPClient(hc))
+				}
+				s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+					Model:    openai.ChatModelGPT4oMini,
+					Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
+				})
+				defer s.Close()
+				var text strings.Builder
+				for s.Next() {
+					for _, ch := range s.Current().Choices {
+						text.WriteString(ch.Delta.Content)
+					}
+				}
+				return text.String(), s.Err()
+			}},
+		{"anthropic-sdk-go", fakeAnthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+			func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error) {
+				c := newAnthropicClient(srvURL, hc)
+				if own {
+					c = anthropic.NewClient(anthropicoption.WithBaseURL(srvURL), anthropicoption.WithAPIKey("sk-ant-test"), anthropicoption.WithHTTPClient(hc))
+				}
+				s := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{
+					Model:     anthropic.ModelClaudeSonnet5_5,
+					MaxTokens: 64,
+					Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
+				})
+				defer s.Close()
+				var text strings.Builder
+				for s.Next() {
+					if d, ok := s.Current().AsAny().(anthropic.ContentBlockDeltaEvent); ok {
+						text.WriteString(d.Delta.Text)
+					}
+				}
+				return text.String(), s.Err()
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, own := range []bool{true, false} {
+				h, n := errorFirst(tt.fake, tt.event)
+				srv := httptest.NewServer(h)
+				var hc *http.Client
+				if own {
+					hc = &http.Client{} // the SDK's own retries, over a plain transport
+				} else {
+					tr := llmTransport(fast...)
+					defer tr.CloseIdleConnections()
+					hc = &http.Client{Transport: tr}
+				}
+				text, err := tt.stream(t.Context(), srv.URL, hc, own)
+				srv.Close()
+				if own {
+					assert.Error(t, err, "the SDK hands the error event to its caller")
+					assert.Empty(t, text)
+					assert.Equal(t, int32(1), n.Load(), "and never retries it")
+					continue
+				}
+				require.NoError(t, err)
+				assert.Equal(t, "Hello there", text)
+				assert.Equal(t, int32(2), n.Load(), "the error event retried")
+			}
 		})
 	}
 }
