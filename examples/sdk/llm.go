@@ -28,14 +28,13 @@ import (
 //   - 409 is retried, as the SDKs retry it, by a classifier in front of the
 //     default chain, which already reads x-should-retry, retry-after-ms and
 //     Retry-After.
-//
 //   - a streamed generation (server-sent events) is held until its first
 //     event (WithStreams): a 200 stream that opens with an error event (an
 //     overloaded or rate-limited API's) is retried as its 529 or 429
 //     would be, where the SDKs hand the error event to the caller; a
-//     stream cut after its first event ends in stream.Err() with a
-//     *stream.Error, whole events read, and is never resent, so that no
-//     generation is spliced from two.
+//     stream cut after its first event ends in stream.Err() with the
+//     Transport's stream.Error, whole events read, and is never resent,
+//     so that no generation is spliced from two.
 func llmTransport(opts ...retryhttp.Option) *retryhttp.Transport {
 	return retryhttp.New(append([]retryhttp.Option{
 		retryhttp.WithClassifier(classify.First(classify.Statuses(classify.Retry, http.StatusConflict), classify.Default())),
