@@ -19,6 +19,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/attempt"
 	"github.com/retryhttp/retryhttp/internal/config"
 	"github.com/retryhttp/retryhttp/internal/conns"
+	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/deadlines"
 	"github.com/retryhttp/retryhttp/internal/hedging"
 	"github.com/retryhttp/retryhttp/internal/layer"
@@ -283,8 +284,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return t.send(req)
 		}
 	}
-	if t.plain(req) {
-		resp, err := t.send(req)
+	if plain, stamp := t.plain(req); plain {
+		a := req
+		if stamp {
+			left, timely := t.snd.TimeToSend(req.Context())
+			if !timely {
+				return t.roundTrip(req, nil, nil, false) // which refuses it
+			}
+			a = t.stamped(req, left)
+		}
+		resp, err := t.send(a)
 		if err == nil && !t.holdsStream(resp) && t.doneAtOnce(req, resp) {
 			if resumeCandidate(t, resp) {
 				s := retryState{t: t, req: req, attempt: 1, header: req.Header}
@@ -490,19 +499,31 @@ func (t *Transport) notify(e RetryEvent) {
 // without a body or with a GetBody of http.NewRequest's, through a
 // Transport that neither numbers, hedges nor throttles attempts, nor
 // traces their connections (every attempt's, or those of a host that
-// failed lately), nor sends the request's deadline, to a host not paced.
-func (t *Transport) plain(req *http.Request) bool {
+// failed lately), to a host not paced. stamp reports that its attempt
+// carries its deadline in headers, and so is a copy of it (stamped).
+func (t *Transport) plain(req *http.Request) (plain, stamp bool) {
 	// t.shaped: the attempts are numbered, hedged, throttled or all traced.
-	if req == nil || req.URL == nil || req.Header == nil || t.shaped || (t.deadlineHeaders != nil && sender.HasDeadline(req.Context())) {
-		return false
+	if req == nil || req.URL == nil || req.Header == nil || t.shaped {
+		return false, false
 	}
 	if t.conns.Traces(req) || t.snd.Paces(req) || t.traceLog && t.logsAttempts(req) {
-		return false
+		return false, false
 	}
 	if req.Body != nil && req.Body != http.NoBody && (req.GetBody == nil || !replay.FreshBodies(req.GetBody)) {
-		return false
+		return false, false
 	}
-	return wire.IdempotentMethod(req.Method) || wire.HasIdempotencyKey(req.Header)
+	if !wire.IdempotentMethod(req.Method) && !wire.HasIdempotencyKey(req.Header) {
+		return false, false
+	}
+	return true, t.deadlineHeaders != nil && sender.HasDeadline(req.Context())
+}
+
+// stamped returns the first attempt of req, a plain request, with left in
+// its deadline headers: a copy of req, with a copy of its header.
+func (t *Transport) stamped(req *http.Request, left time.Duration) *http.Request {
+	a := req.WithContext(deadlinefmt.WithSent(req.Context(), left))
+	a.Header = t.snd.Header(req.Header, false, left)
+	return a
 }
 
 // doneAtOnce reports whether resp, the response to the plain first attempt

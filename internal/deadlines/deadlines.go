@@ -141,14 +141,53 @@ func TimeToSend(ctx context.Context, now time.Time) (time.Duration, bool) {
 // every one of formats: h itself when own, the attempt's own header
 // already, or else a clone of it, since h is then the caller's.
 func Header(h http.Header, own bool, formats []deadline.Format, left time.Duration) http.Header {
-	if !own {
-		h = h.Clone()
-	}
-	var buf [24]byte
+	// The values of every format are written into one string, and the
+	// slices that hold them share the copy's array of values: a copy of
+	// h and its values in three allocations, however many formats.
+	var buf [4 * 24]byte
+	b := buf[:0]
+	var endsBuf [4]int
+	ends := endsBuf[:0]
 	for _, f := range formats {
-		wire.SetField(h, string(f), string(deadlinefmt.Append(buf[:0], string(f), left)))
+		b = deadlinefmt.Append(b, string(f), left)
+		ends = append(ends, len(b))
+	}
+	all := string(b)
+	var spare []string
+	if own {
+		spare = make([]string, len(formats))
+	} else {
+		h, spare = cloneWithRoom(h, len(formats))
+	}
+	start := 0
+	for i, f := range formats {
+		wire.DropOtherCases(h, string(f))
+		spare[i] = all[start:ends[i]]
+		h[string(f)] = spare[i : i+1 : i+1]
+		start = ends[i]
 	}
 	return h
+}
+
+// cloneWithRoom returns a copy of h, as http.Header.Clone makes it, and n
+// spare values in the array of its values, for fields to be added to it.
+func cloneWithRoom(h http.Header, n int) (http.Header, []string) {
+	nv := 0
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	sv := make([]string, nv+n)
+	h2 := make(http.Header, len(h)+n)
+	for k, vv := range h {
+		if vv == nil {
+			h2[k] = nil // as Clone keeps a nil value
+			continue
+		}
+		k2 := copy(sv, vv)
+		h2[k] = sv[:k2:k2]
+		sv = sv[k2:]
+	}
+	return h2, sv
 }
 
 // lessDelay returns left - delay, for a delay that is not negative,
