@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/openai/openai-go"
 	openaioption "github.com/openai/openai-go/option"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/stream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -234,44 +236,9 @@ func TestLLMErrorFirstStreams(t *testing.T) {
 		stream func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error)
 	}{
 		{"openai-go", fakeOpenAI, "data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n",
-			func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error) {
-				c := newOpenAIClient(srvURL+"/v1/", hc)
-				if own {
-					c = openai.NewClient(openaioption.WithBaseURL(srvURL+"/v1/"), openaioption.WithAPIKey("sk-test"), openaioption.WithHTTPClient(hc))
-				}
-				s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
-					Model:    openai.ChatModelGPT4oMini,
-					Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
-				})
-				defer s.Close()
-				var text strings.Builder
-				for s.Next() {
-					for _, ch := range s.Current().Choices {
-						text.WriteString(ch.Delta.Content)
-					}
-				}
-				return text.String(), s.Err()
-			}},
+			openAIStream},
 		{"anthropic-sdk-go", fakeAnthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
-			func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error) {
-				c := newAnthropicClient(srvURL, hc)
-				if own {
-					c = anthropic.NewClient(anthropicoption.WithBaseURL(srvURL), anthropicoption.WithAPIKey("sk-ant-test"), anthropicoption.WithHTTPClient(hc))
-				}
-				s := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{
-					Model:     anthropic.ModelClaudeSonnet5_5,
-					MaxTokens: 64,
-					Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
-				})
-				defer s.Close()
-				var text strings.Builder
-				for s.Next() {
-					if d, ok := s.Current().AsAny().(anthropic.ContentBlockDeltaEvent); ok {
-						text.WriteString(d.Delta.Text)
-					}
-				}
-				return text.String(), s.Err()
-			}},
+			anthropicStream},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, own := range []bool{true, false} {
@@ -299,4 +266,80 @@ func TestLLMErrorFirstStreams(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLLMCutGenerations: a streamed generation cut after its first events
+// ends in the SDK's stream.Err(), one request at the server, with the
+// SDK's own retries and with the recipe, whose error says what was read.
+func TestLLMCutGenerations(t *testing.T) {
+	for _, v := range []struct {
+		name   string
+		fake   http.Handler
+		stream func(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error)
+	}{
+		{"openai-go", fakeOpenAI, openAIStream},
+		{"anthropic-sdk-go", fakeAnthropic, anthropicStream},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			for _, own := range []bool{true, false} {
+				srv := retryhttptest.NewServer(v.fake, retryhttptest.Truncate(450))
+				hc := &http.Client{}
+				if !own {
+					tr := llmTransport(fast...)
+					defer tr.CloseIdleConnections()
+					hc = &http.Client{Transport: tr}
+				}
+				_, err := v.stream(t.Context(), srv.URL, hc, own)
+				attempts := srv.Attempts()
+				srv.Close()
+				require.Error(t, err, "own retries: %v", own)
+				assert.Equal(t, 1, attempts, "never resent (own retries: %v)", own)
+				var se *stream.Error
+				assert.Equal(t, !own, errors.As(err, &se), "a *stream.Error through the recipe: %v", err)
+			}
+		})
+	}
+}
+
+// openAIStream streams a chat completion with openai-go, with its own
+// retries when own, and returns its text and stream.Err().
+func openAIStream(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error) {
+	c := newOpenAIClient(srvURL+"/v1/", hc)
+	if own {
+		c = openai.NewClient(openaioption.WithBaseURL(srvURL+"/v1/"), openaioption.WithAPIKey("sk-test"), openaioption.WithHTTPClient(hc))
+	}
+	s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    openai.ChatModelGPT4oMini,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
+	})
+	defer s.Close()
+	var text strings.Builder
+	for s.Next() {
+		for _, ch := range s.Current().Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+	}
+	return text.String(), s.Err()
+}
+
+// anthropicStream streams a message with anthropic-sdk-go, with its own
+// retries when own, and returns its text and stream.Err().
+func anthropicStream(ctx context.Context, srvURL string, hc *http.Client, own bool) (string, error) {
+	c := newAnthropicClient(srvURL, hc)
+	if own {
+		c = anthropic.NewClient(anthropicoption.WithBaseURL(srvURL), anthropicoption.WithAPIKey("sk-ant-test"), anthropicoption.WithHTTPClient(hc))
+	}
+	s := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{
+		Model:     anthropic.ModelClaudeSonnet5_5,
+		MaxTokens: 64,
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))},
+	})
+	defer s.Close()
+	var text strings.Builder
+	for s.Next() {
+		if d, ok := s.Current().AsAny().(anthropic.ContentBlockDeltaEvent); ok {
+			text.WriteString(d.Delta.Text)
+		}
+	}
+	return text.String(), s.Err()
 }
