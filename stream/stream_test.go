@@ -84,3 +84,28 @@ func TestError(t *testing.T) {
 	assert.Equal(t, "retryhttp: event stream failed after 2 events (10 bytes) read, 1 resumes: unexpected EOF", e.Error())
 	assert.ErrorIs(t, e, io.ErrUnexpectedEOF)
 }
+
+// FuzzErrors feeds Errors a stream of any bytes: it never panics, judges
+// only a held stream's first event, retries only what it names, and
+// leaves the stream whole. Its seeds are in testdata/fuzz/FuzzErrors.
+func FuzzErrors(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		h := streaming.Hold(io.NopCloser(strings.NewReader(s)), eventstream.Limits{})
+		if !h.Wait(time.Second, nil) {
+			t.Fatal("a stream in memory read in a second")
+		}
+		resp := &http.Response{StatusCode: http.StatusOK, Body: h}
+		v := Errors().Classify(nil, resp, nil)
+		ev, ok := First(resp)
+		if !ok && v != (classify.Verdict{}) {
+			t.Fatalf("judged a stream without an event: %+v", v)
+		}
+		if v.Decision == classify.Retry && !strings.Contains(string(ev.Data), "error") {
+			t.Fatalf("retried an event that names no error: %q", ev.Data)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != s {
+			t.Fatalf("the stream changed: %q, %v", b, err)
+		}
+	})
+}
