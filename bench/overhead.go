@@ -85,11 +85,35 @@ var Payload = bytes.Repeat([]byte("p"), 1024)
 // OverheadCases returns the requests the overhead benchmarks send: a
 // bodiless GET, a POST of 1 KiB with GetBody (as http.NewRequest sets for a
 // bytes.Reader), and the same POST without GetBody.
+// The -new cases make their request anew for each send, as callers make
+// them, so that a library's cost is set beside a request's own.
 func OverheadCases() []OverheadCase {
 	return []OverheadCase{
 		{"GET", prepareGET},
 		{"POST-GetBody", func(rt http.RoundTripper) func() error { return preparePOST(rt, true) }},
 		{"POST-noGetBody", func(rt http.RoundTripper) func() error { return preparePOST(rt, false) }},
+		{"GET-new", prepareNewGET},
+		{"POST-GetBody-new", prepareNewPOST},
+	}
+}
+
+func prepareNewGET(rt http.RoundTripper) func() error {
+	return func() error {
+		req, err := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+		if err != nil {
+			return err
+		}
+		return roundTrip(rt, req)
+	}
+}
+
+func prepareNewPOST(rt http.RoundTripper) func() error {
+	return func() error {
+		req, err := http.NewRequest(http.MethodPost, "http://svc.test/items", bytes.NewReader(Payload))
+		if err != nil {
+			return err
+		}
+		return roundTrip(rt, req)
 	}
 }
 

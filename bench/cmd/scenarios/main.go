@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/bench"
 	"github.com/retryhttp/retryhttp/bench/peers"
 	"github.com/retryhttp/retryhttp/bench/scenario"
@@ -192,6 +193,12 @@ func printOverhead(w io.Writer, runs int) {
 			c.Run(b, peers.NewRetryHTTP(bench.TracedStub{Stub: bench.NewStub()}, bench.OverheadConfig))
 		})
 		row(c.Name+", stub", "retryhttp, as over its default base", r, plain)
+		if strings.HasPrefix(c.Name, "GET") {
+			r := median(runs, func(b *testing.B) {
+				c.Run(b, retryhttp.New(retryhttp.WithBase(bench.TracedStub{Stub: bench.NewStub()}), retryhttp.WithHedging()))
+			})
+			row(c.Name+", stub", "retryhttp `WithHedging()`, as over its default base", r, plain)
+		}
 	}
 	var plain float64
 	for _, lib := range peers.All() {
