@@ -167,7 +167,9 @@ func (b *streamBody) reconnect(cut eventstream.Cut) (io.ReadCloser, error) {
 	s, t := &b.s, b.t
 	now := t.now()
 	if b.inRow > 0 && cut.Events > b.eventsAt && now.Sub(b.resumedAt) >= healthyStream {
-		b.inRow, s.prev = 0, 0 // a healthy period: the resumes count afresh
+		// A healthy period: the resumes count afresh, and the backoff,
+		// which grows with the attempt's number, starts over.
+		b.inRow, s.prev, s.attempt = 0, 0, 1
 	}
 	var resp *http.Response
 	var pt *evidence.Trace

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/retryhttp/retryhttp/stream"
@@ -278,4 +279,47 @@ func TestStreamWithoutIDIsNotResumed(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "data: one\n\n", string(b))
 	assert.Equal(t, int32(1), n.Load())
+}
+
+// pausedCut is an event stream body that gives its bytes, sleeps for
+// pause (virtual time, in a synctest bubble), and fails as a cut does.
+type pausedCut struct {
+	r     io.Reader
+	pause time.Duration
+}
+
+func (b *pausedCut) Read(p []byte) (int, error) {
+	if n, _ := b.r.Read(p); n > 0 {
+		return n, nil
+	}
+	time.Sleep(b.pause)
+	return 0, io.ErrUnexpectedEOF
+}
+
+func (b *pausedCut) Close() error { return nil }
+
+// TestStreamHealthyPeriodCountsResumesAfresh: with a limit of one resume
+// in a row, a stream that ran 31 s with an event after its resume may be
+// resumed again; one cut at once after its resume may not.
+func TestStreamHealthyPeriodCountsResumesAfresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pauses := []time.Duration{0, 31 * time.Second, 0}
+		var lastIDs []string
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			n := len(lastIDs)
+			lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+			body := &pausedCut{r: strings.NewReader(fmt.Sprintf("id: %d\ndata: %d\n\n", n+1, n+1)), pause: pauses[min(n, 2)]}
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body, Request: r}, nil
+		})
+		tr := New(WithBase(base), WithStreams(stream.Limit(1)), WithoutBudget(), WithBackoff(noDelay))
+		resp, err := tr.RoundTrip(get(t, "http://feed.test/events"))
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var se *stream.Error
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "id: 1\ndata: 1\n\nid: 2\ndata: 2\n\nid: 3\ndata: 3\n\n", string(b))
+		assert.Equal(t, []string{"", "1", "2"}, lastIDs, "resumed after the healthy period, not after the quick cut")
+		assert.Equal(t, 2, se.Resumes)
+	})
 }
