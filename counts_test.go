@@ -2,14 +2,17 @@ package retryhttp_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -267,10 +270,11 @@ func TestBodyOverTheBufferLimitGivesUpAtInfo(t *testing.T) {
 
 // TestStackedTransportsAtAnyDepth checks that a Transport 20 wrappers
 // deep is refused as a base, and that one New cannot see, under a wrapper
-// with no Unwrap, sends each retry and hedge of the Transport above it
-// once: a GET to a server answering 503 arrives 3 times for the outer's
-// first attempt (the inner's own retries) and once for each of its
-// retries, 5 in all, where it arrived 9 times.
+// with no Unwrap, is not retried over: the outer Transport sends each of
+// its retries once through it, and does not retry the outcome of the
+// inner's own retries. A GET to a server answering 503, or a connection
+// refused, arrives 3 times, the inner's attempts (9 before either rule, 5
+// with the first alone); a success through both arrives once.
 func TestStackedTransportsAtAnyDepth(t *testing.T) {
 	var deep http.RoundTripper = retryhttp.New()
 	for range 20 {
@@ -287,5 +291,19 @@ func TestStackedTransportsAtAnyDepth(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	assert.Equal(t, 5, c.received(), "requests the server received through two Transports")
+	assert.Equal(t, 3, c.received(), "requests the server received through two Transports")
+	assert.Equal(t, 3, retryhttp.Attempts(resp), "the inner's attempts, as the outer reports them")
+
+	// A dial refused: the inner's *Error says 3 attempts, and the outer
+	// adds none.
+	var dials atomic.Int32
+	refusing := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	}}
+	inner2 := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(refusing)}, fast...)...)
+	outer2 := retryhttp.New(append([]retryhttp.Option{retryhttp.WithBase(opaque{inner2})}, fast...)...)
+	_, err = (&http.Client{Transport: outer2}).Get("http://refused.test/")
+	require.Error(t, err)
+	assert.EqualValues(t, 3, dials.Load(), "dials through two Transports")
 }

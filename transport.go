@@ -271,7 +271,9 @@ func Attempts(resp *http.Response) int {
 // and closes req.Body exactly once, on every path. A request that is a
 // retry or a hedge of another Transport (its context says so: a Transport
 // under a wrapper WithBase could not see through) is sent once, and the
-// log says so at DEBUG.
+// log says so at DEBUG; nor is an outcome that such a Transport under the
+// base retried already (Attempts, or an *Error's, says more sends than
+// this Transport made) retried again.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.base == nil {
 		return t.ready().RoundTrip(req) // a zero Transport
@@ -380,6 +382,13 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			return s.finish(a, pt, resp, err, g)
 		}
 		delay, reason := s.plan(a, resp, err, v, g)
+		if reason == "" && s.retriedBelow(resp, err) {
+			// Another retryhttp Transport under a wrapper that WithBase
+			// could not see through has retried this outcome: its
+			// retries count as this one's.
+			t.log().Retried(a, s.attempt)
+			reason = GiveUpAttemptsExhausted
+		}
 		if reason == "" {
 			var berr error
 			if next, berr = s.body.Next(); berr != nil {
@@ -415,6 +424,19 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 		}
 		s.next(delay)
 	}
+}
+
+// retriedBelow reports whether the outcome of the current attempt, resp
+// or err, is that of another Transport's retries: it says more sends than
+// this Transport made of the attempt (Attempts, or an *Error's). Nothing
+// else makes the count of a response, or an *Error, say more: a base's
+// own resends are counted by this Transport, and added after this.
+func (s *retryState) retriedBelow(resp *http.Response, err error) bool {
+	if resp != nil {
+		return Attempts(resp) > s.attempt
+	}
+	var e *Error
+	return errors.As(err, &e) && e.Attempts > 1
 }
 
 // healthy reports whether resp, whose status is not one by which a

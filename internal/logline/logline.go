@@ -131,6 +131,17 @@ func (l Log) Inner(req *http.Request, n int) {
 		append(Attempt{Req: req, N: 1}.attrs(), slog.Int("outer_attempt", n))...)
 }
 
+// Retried logs at DEBUG that attempt n of req is not retried: another
+// Transport under the base retried it already.
+func (l Log) Retried(req *http.Request, n int) {
+	ctx := req.Context()
+	if !l.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	l.L.LogAttrs(ctx, slog.LevelDebug, "retryhttp: not retrying: another retryhttp Transport under the base retried it",
+		Attempt{Req: req, N: n}.attrs()...)
+}
+
 // Hedge logs at DEBUG hedge n of req, sent after waited.
 func (l Log) Hedge(req *http.Request, n int, waited time.Duration) {
 	if ctx := req.Context(); l.Enabled(ctx, slog.LevelDebug) {
