@@ -119,7 +119,11 @@ type hostEvidence struct {
 	untraced bool
 	suspects int
 	suspect2 bool
-	taken2   bool // a traced failure was taken for the HTTP/2 one: later ones were sent with it
+	// untracedLeft counts the connections failures not traced left
+	// since the host's last success, those of the failure that started
+	// the record aside: at most HostLeaveLimit.
+	untracedLeft int
+	taken2       bool // a traced failure was taken for the HTTP/2 one: later ones were sent with it
 
 	// The replacement of a retired HTTP/2 connection: attempts wait while
 	// one (probing) has not got its connection.
@@ -244,7 +248,15 @@ func (e *Evidence) FailedUntraced(req *http.Request, multiplexed bool) (leave, f
 		// host's being down: the others were sent with it, before it.
 		h.left++
 		h.since, h.leftAt = 0, e.now()
+		return true, created
 	}
+	// The others leave their connections too, but no more than
+	// HostLeaveLimit of them: a host whose connections all fail at once is
+	// down, and dialling for each failure would only replace them.
+	if h.untracedLeft >= HostLeaveLimit {
+		return false, created
+	}
+	h.untracedLeft++
 	return true, created
 }
 
@@ -428,7 +440,7 @@ func (e *Evidence) Succeeded(p *Trace) {
 	if h == nil {
 		return
 	}
-	h.left, h.since, h.failing = 0, 0, h.failing[:0]
+	h.left, h.since, h.failing, h.untracedLeft = 0, 0, h.failing[:0], 0
 	h.recent = h.recent<<1 | 1
 	if c := h.conns[key]; c != nil {
 		c.ok, c.fails = true, 0
