@@ -14,31 +14,14 @@ import (
 	"github.com/retryhttp/retryhttp/stream"
 )
 
-// WithStreams turns on the care of event streams (text/event-stream, the
-// server-sent events of LLM APIs' generations, MCP servers and feeds),
-// configured by opts: stream.FirstEventWait (5 s) and stream.Limit (10
-// resumes). It does three things:
-//
-//   - A 200 whose body is an event stream is held until its first event
-//     (within the wait and the request's deadline), and judged by it: the
-//     classifiers see it through stream.First, stream.Errors first, so
-//     that an overloaded or rate-limited API's error event is retried as
-//     its 529 or 429 would be, budget and delays included. The caller
-//     reads the stream returned byte for byte, its first event included.
-//   - A GET stream cut after its first event (a reset, a body that ends
-//     without its final chunk) is resumed: asked for again with
-//     Last-Event-ID set to the last event the caller read, after the
-//     server's retry field (within the Retry-After limit) or the backoff,
-//     paid from the budget, at most stream.Limit times in a row; the
-//     caller's Read goes on with the next event, never a repeated or half
-//     one. A stream whose server set no event ID is not resumed.
-//   - Any other stream that fails once its first event reached the caller
-//     ends the read with a *stream.Error saying how much was read, and is
-//     never sent again: a generation is never spliced from two attempts.
-//
-// A stream that ends cleanly ends the read with io.EOF. A response that is
-// not an event stream costs a header lookup. Given more than once, its
-// options add up.
+// WithStreams turns on the care of event streams (text/event-stream),
+// configured by opts: stream.FirstEventWait (5 s) and stream.Limit (10). A
+// 200 stream is held for its first event and judged by it (stream.Errors
+// first), so that an LLM API's error event is retried as its status would
+// be; a GET stream cut after it is resumed with Last-Event-ID; any other
+// stream cut after it ends in a *stream.Error, never resent. Package
+// stream says how. A response that is not a stream costs a header lookup.
+// Given more than once, its options add up.
 func WithStreams(opts ...stream.Option) Option {
 	c := config.NewStream()
 	for _, o := range opts {
