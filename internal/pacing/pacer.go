@@ -408,7 +408,9 @@ func (p *Pacer) Reserve(k Key, now time.Time, limit time.Duration) (Turn, time.D
 }
 
 // front returns, at n, the first slot the schedule could give.
-func (st *state) front(n int64) int64 { return max(n, st.sched.next, st.sched.held) }
+func (st *state) front(n int64) int64 {
+	return max(n, st.sched.front(n, st.pace(n)), st.sched.held)
+}
 
 // eta returns, at n, the wait of a waiter with ahead waiters before it, if
 // the rate known at front holds.

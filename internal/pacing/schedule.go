@@ -6,7 +6,9 @@ import "math"
 // order they were asked for, each an interval after the one before, as a
 // GCRA gives them. A turn given is a caller asleep until its slot, who asks
 // again when it wakes: so a turn may be put off, never brought forward,
-// and a faster rate spaces only the turns given from then on.
+// and a faster rate spaces only the turns given from then on, the next of
+// them an interval of it after the last given, however slow the rate that
+// one was given at.
 //
 // A cut (a throttle) thins the turns still to come, so that the rate drops
 // at once: those that follow the slower rate keep their slots, and the
@@ -20,7 +22,11 @@ import "math"
 type schedule struct {
 	n    int64 // the number of the next turn given
 	next int64 // the first slot not given
-	held int64 // no slot before this
+	// last is the slot of the last turn given, and lastAt the time it
+	// was given: the next turn's slot follows it by the rate known when
+	// it is given, when that is faster than the rate next was spaced by.
+	last, lastAt int64
+	held         int64 // no slot before this
 	// fastest is the fastest rate a turn was given at since the last
 	// thinning.
 	fastest float64
@@ -102,6 +108,7 @@ func thinned(n int64, gen uint32, p float64) bool {
 // is given, and the next is spaced after it at the rate of pace at the
 // slot, which it returns too.
 func (s *schedule) reserve(now, limit int64, pace pace) (n, slot int64, rate float64, ok bool) {
+	s.next = s.front(now, pace)
 	slot = max(now, s.next, s.held)
 	if slot-now > limit {
 		return 0, slot, 0, false
@@ -109,9 +116,21 @@ func (s *schedule) reserve(now, limit int64, pace pace) (n, slot int64, rate flo
 	n = s.n
 	s.n++
 	rate = pace.at(slot)
+	s.last, s.lastAt = slot, now
 	s.next = addSat(slot, interval(rate))
 	s.fastest = max(s.fastest, rate)
 	return n, slot, rate, true
+}
+
+// front returns, at now, the first slot not given: an interval after the
+// last given at the rate of pace when that is sooner than the slot spaced
+// by the rate known when it was given, so that a rate that rose reaches
+// the next turn, however slow the rate the last was given at.
+func (s *schedule) front(now int64, pace pace) int64 {
+	if s.n == 0 || now <= s.lastAt {
+		return s.next
+	}
+	return min(s.next, addSat(s.last, interval(pace.at(max(now, s.last)))))
 }
 
 // release gives back at now turn n, given slot at in generation gen, not
@@ -143,6 +162,9 @@ func (s *schedule) move(now, until int64, wMax, flat float64, steady bool) {
 	}
 	if m.u > c {
 		s.next = addSat(max(s.next, c), m.u-c)
+		if s.n > 0 {
+			s.last = max(addSat(max(s.last, c), m.u-c), s.held)
+		}
 	}
 	s.gen++
 	m.gen = s.gen

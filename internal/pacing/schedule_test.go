@@ -155,3 +155,21 @@ func TestAddSat(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), addSat(math.MaxInt64-1, 2))
 	assert.Equal(t, int64(math.MaxInt64), addSat(math.MaxInt64, math.MaxInt64))
 }
+
+// TestScheduleARiseReachesTheNextTurn: a turn given at a slow rate does
+// not hold the next one an interval of that rate away once the rate has
+// risen; a rate that fell leaves the next slot where it was.
+func TestScheduleARiseReachesTheNextTurn(t *testing.T) {
+	var s schedule
+	giveTurns(&s, 0, 1, 0.5) // the next slot 2 s away
+	_, slot, _, _ := s.reserve(50*ms, math.MaxInt64, at(10))
+	assert.Equal(t, 100*ms, slot, "an interval of the rate risen after the last slot")
+	_, slot, _, _ = s.reserve(60*ms, math.MaxInt64, at(1))
+	assert.Equal(t, 200*ms, slot, "spaced as given: a rate that fell moves nothing given")
+
+	var held schedule
+	giveTurns(&held, 0, 1, 0.5)
+	held.move(10*ms, 1000*ms, 0, 0, false)
+	_, slot, _, _ = held.reserve(20*ms, math.MaxInt64, at(10))
+	assert.Equal(t, 1100*ms, slot, "after a hold, an interval after the last slot as held")
+}

@@ -42,8 +42,9 @@ const (
 	// demandFloor is the demand, in requests a second, every member is
 	// counted as asking beyond its own in the split of a quota.
 	demandFloor = 0.5
-	// demandWeight smooths a key's demand over the exchanges.
-	demandWeight = 0.2
+	// demandTau is the time over which a key's demand is smoothed: a
+	// member asking a few turns a second asks none in most exchanges.
+	demandTau = time.Second
 	// maxFleetKeys bounds the keys taken from one exchange.
 	maxFleetKeys = 4096
 )
@@ -210,8 +211,9 @@ func (p *Pacer) reports(now time.Time) []public.Report {
 // report returns what the key k knows at n, and counts its demand.
 func (st *state) report(k Key, n int64) public.Report {
 	if st.askedAt > 0 && n > st.askedAt {
-		d := float64(st.asks) * 1e9 / float64(n-st.askedAt)
-		st.demand += demandWeight * (d - st.demand)
+		dt := float64(n - st.askedAt)
+		d := float64(st.asks) * 1e9 / dt
+		st.demand += (1 - math.Exp(-dt/float64(demandTau))) * (d - st.demand)
 	}
 	st.asks, st.askedAt = 0, n
 	r := public.Report{Key: k.String(), Demand: st.demand, Quota: st.fleetRate(n)}

@@ -58,3 +58,23 @@ func TestAStoresGarbageIsNotBelieved(t *testing.T) {
 	_, ok := p.valid(public.Report{Key: "https://a.example.com", Demand: 1, Members: 1, Hold: testNow.Add(time.Minute)}, testNow)
 	assert.True(t, ok)
 }
+
+// TestADemandIsSteadyOverExchanges: a member asking 10 turns a second,
+// evenly, reports a demand within a fifth of it at every exchange once it
+// has asked for a few seconds, though most exchanges count none: shares
+// that swing with each exchange would let a fleet's sends swing with them.
+func TestADemandIsSteadyOverExchanges(t *testing.T) {
+	var st state
+	n := int64(time.Hour)
+	st.report(keyA, n)
+	for i := 1; i <= 500; i++ { // 10 s of exchanges
+		n += int64(shareEvery)
+		if i%5 == 0 { // one ask a 100 ms
+			st.asks++
+		}
+		r := st.report(keyA, n)
+		if i >= 150 {
+			assert.InDelta(t, 10, r.Demand, 2, "exchange %d", i)
+		}
+	}
+}
