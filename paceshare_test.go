@@ -55,7 +55,7 @@ func fleetLoop(t *testing.T, rts []*Transport, perSecond int, d time.Duration) {
 // requests a second for 10 s on one quota of 50 a second (burst 10), pace
 // together through a pace.NewMemoryStore: at most 2% of what reaches the
 // server after the first 2 s is a 429, and the server admits at least 95%
-// of its quota, with OpenAI's headers and without. Apart, they see 6-7%
+// of its quota, with OpenAI's headers and without. Apart, they see 3.6-4%
 // of 429s.
 func TestPacingSharedByFourTransports(t *testing.T) {
 	for _, tt := range []struct {
@@ -162,10 +162,12 @@ func TestPacingSharedSurvivesItsStore(t *testing.T) {
 // requests a second for 20 s on one quota of 50 a second (burst 10), a
 // twentieth of it each, pace together through a pace.NewMemoryStore:
 // from the 3rd second on, at most 5% of what reaches the server is a 429
-// without quota headers (1.3-3.2% measured; each member's share is too
+// without quota headers (1.5-2.1% measured; each member's share is too
 // small to learn from alone, and 26% before members learned from their
-// share of a cycle), at most 1% with OpenAI's (0-0.4%), and the server
-// admits at least 90% of its quota (92-98%). The figures judged are the
+// share of a cycle), at most 1% with OpenAI's (none), and the server
+// admits at least 95% of its quota (98-100%; 92-98% before each member's
+// next turn followed its rate as it rose and its demand was smoothed over
+// a second, most of the shortfall in the first seconds). The figures judged are the
 // median of three runs: a run in about fifty has a second in which the
 // fleet's probe overshoots (5.5% of 429s at worst in 60 runs under -race),
 // which the median of three leaves out, as it would not a fleet that
@@ -191,7 +193,7 @@ func TestPacingSharedByTwentyTransports(t *testing.T) {
 			} else {
 				assert.LessOrEqual(t, shares[1], 0.05, "429s after the first 2 s, the median run")
 			}
-			assert.GreaterOrEqual(t, rates[1], 0.9*50, "admitted a second, of 50, the median run")
+			assert.GreaterOrEqual(t, rates[1], 0.95*50, "admitted a second, of 50, the median run")
 		})
 	}
 }
