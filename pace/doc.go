@@ -34,7 +34,7 @@
 // Without a quota, the rate is learned from the throttles, much as TCP
 // CUBIC learns a path's: a throttle cuts it to 3/4 of what the host took
 // over the last cycle; then it is back at 95% of that in 0.5 s, stays
-// there 1.25 s, and probes above it, at 100% 1.93 s after the cut, at
+// there 1.25 s, and probes above it, at 100% 1.92 s after the cut, at
 // most doubling a second (the AWS SDK's adaptive mode, from 50 a second,
 // is back at 100% 3.35 s after a cut and at 200% 8.35 s after it). A
 // Retry-After of more than a second comes first: no request is sent before

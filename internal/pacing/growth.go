@@ -19,8 +19,8 @@ import (
 // The plateau is a little below wMax, so that a server that
 // takes wMax saves a few requests for the probe to spend, and a jitter of
 // arrivals does not find it dry. The curve is relative to wMax, so the times
-// are the same at any rate: 0.95 wMax 0.5 s after a cut, wMax 1.93 s after
-// it, twice wMax 2.26 s after it. The AWS SDK's adaptive mode (CUBIC with
+// are the same at any rate: 0.95 wMax 0.5 s after a cut, wMax 1.92 s after
+// it, twice wMax 2.22 s after it. The AWS SDK's adaptive mode (CUBIC with
 // beta 0.7 and C 0.4 in requests a second) regains 50/s 3.35 s after a cut
 // and doubles it 8.35 s after, and takes longer the faster the rate.
 //
@@ -32,9 +32,14 @@ import (
 // held, moves wMax toward that rate, down by drift at most, and up to gamma
 // of the rate the key was sent at (a cycle spent below a quota that rose
 // does not show it); a throttle at or below wMax sets wMax to it. The first
-// cuts, and a cycle too short to tell, take the rate the key was sent at,
-// measured. A wMax that moved by more than confirm has no plateau: the
-// curve probes at once, to find a quota that changed.
+// cut takes the rate the key was sent at, measured; a cycle too short to
+// tell, what it took, but at least beta² of wMax, so that a key sent far
+// above the host's rate comes down to it in a few cuts. A wMax that moved
+// by more than confirm has no plateau: the curve probes at once, to find a
+// quota that changed. A cycle of few requests tells its rate less
+// closely, to 1/√accepted: within that, wMax counts as confirmed, and
+// rises by drift at most, since below 25 a second a probe's overshoot
+// alone, before its throttle is answered, would read as a rise.
 //
 // Only a throttle of a request sent after the round of the last cut cuts
 // again, once a round trip, as in TCP: the round lasts roundAfter intervals
@@ -45,7 +50,7 @@ const (
 	margin   = 0.05
 	growK    = 0.5  // seconds
 	growFlat = 1.25 // seconds
-	growC    = 8.0  // per second cubed
+	growC    = 10.0 // per second cubed
 
 	gamma   = 0.9
 	drift   = 0.03
@@ -74,7 +79,7 @@ const (
 const (
 	cycleRequests = 100
 	cycleLongest  = 5.0 // seconds
-	probeAt       = 0.184
+	probeAt       = 0.171
 )
 
 // plateau returns the plateau of a cycle after a cut to w confirmed: at
@@ -124,18 +129,28 @@ func (st *state) throttled(n, sent, until int64) {
 	if m, ok := st.sent.rate(); ok {
 		from = min(from, m)
 	}
-	w := from
+	w, tol := from, confirm
+	if st.accepted > 0 {
+		// A member of a fleet accepted its share of the fleet's cycle.
+		tol = max(confirm, math.Sqrt(st.shareOf(n)/float64(st.accepted)))
+	}
 	if st.cut && sent-st.cycleStart >= minCycle && st.accepted >= st.minAccepted() {
 		took := float64(st.accepted) * 1e9 / float64(sent-st.cycleStart)
 		if l, _ := st.learned(sent); l > st.wMax {
 			w = max(st.wMax*(1-drift), min(from, max(gamma*from, took)))
+			if tol > confirm && w < st.wMax*(1+tol) {
+				w = min(w, st.wMax*(1+drift))
+			}
 		} else {
 			w = min(from, took)
 		}
+	} else if st.cut && sent > st.cycleStart {
+		took := float64(st.accepted) * 1e9 / float64(sent-st.cycleStart)
+		w = min(from, max(took, beta*beta*st.wMax))
 	}
 	w = clampRate(w)
 	st.flat = 0
-	if st.cut && w > st.wMax*(1-confirm) && w < st.wMax*(1+confirm) {
+	if st.cut && w > st.wMax*(1-tol) && w < st.wMax*(1+tol) {
 		st.flat = plateau(w)
 	}
 	if st.shareAt != 0 && st.cut {

