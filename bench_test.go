@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"runtime"
 	"strings"
 	"testing"
@@ -38,14 +40,48 @@ func newStub() *stubBase {
 // tracedStub is a stub that unwraps to an *http.Transport, which it never
 // uses: the Transport traces each attempt as it traces those of its default
 // base, an *http.Transport, with pooled hooks (returnsLast), so that the
-// cost of the trace is measured without a network.
+// cost of the trace is measured without a network. It uses the attempt's
+// context as net/http's Transport does for a request sent on a connection
+// it reuses over HTTP/1: it looks the trace up, takes the context's Done
+// channel, and calls the trace's hooks from GetConn to the first response
+// byte, from a frame named as net/http's, so that what a guard or a trace
+// does in them is measured too.
 type tracedStub struct{ *stubBase }
 
 func (tracedStub) Unwrap() http.RoundTripper { return unusedTransport }
 
 func (tracedStub) returnsLast() {}
 
+func (s tracedStub) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx := r.Context()
+	_ = ctx.Done() // persistConn.roundTrip's
+	if trace := httptrace.ContextClientTrace(ctx); trace != nil {
+		StubHooks(trace, r.URL.Host, stubConn{})
+	}
+	return s.stubBase.RoundTrip(r)
+}
+
+// StubHooks calls trace's hooks as net/http's Transport calls them for a
+// request it sends on a connection it reuses over HTTP/1, from GetConn to
+// the first response byte. The external test package gives one of its
+// own (stubhooks_test.go), so that a hook that reads from the stack which
+// function called it stops a frame or two up, as it does under net/http,
+// rather than walking the whole stack through this package's frames.
+var StubHooks = func(trace *httptrace.ClientTrace, hostPort string, conn net.Conn) {
+	panic("retryhttp: StubHooks not set")
+}
+
 var unusedTransport = &http.Transport{}
+
+// stubConn is the connection tracedStub reports: one to 127.0.0.1:80,
+// never read or written.
+type stubConn struct{ net.Conn }
+
+var stubAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80}
+
+func (stubConn) RemoteAddr() net.Addr { return stubAddr }
+func (stubConn) LocalAddr() net.Addr  { return stubAddr }
+func (stubConn) Close() error         { return nil }
 
 // BenchmarkOverhead compares requests of each shape through the bare stub
 // and through a default Transport over the same stub, with hedging, and
