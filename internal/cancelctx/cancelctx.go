@@ -1,0 +1,191 @@
+// Package cancelctx gives an attempt a context that it can cancel, with a
+// cause, for what it costs only when something needs it. A Ctx lives in a
+// struct of its owner's, so that it costs no allocation of its own; it
+// makes its Done channel only when something asks for it, or when it is
+// cancelled after being asked: a channel of its own over a parent that can
+// never be cancelled (its Done is nil), and context.WithCancelCause's over
+// one that can, which then holds it until it is cancelled or released. A
+// Ctx that nothing waited on is only marked cancelled.
+//
+// It is what net/http's Transport is given as the context of an attempt
+// that must be cancellable by retryhttp (a guarded attempt, the first
+// attempt of a hedged request), and it keeps context.Context's contract:
+// its Done channel is closed once it is cancelled, successive calls return
+// the same channel, Err reports context.Canceled once it is, and
+// context.Cause reports the cause it was cancelled with.
+package cancelctx
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Ctx is a context derived from a parent that its owner can cancel. The
+// zero Ctx is not ready: Init it.
+type Ctx struct {
+	parent context.Context
+	// inner and cancelInner are context.WithCancelCause's of the parent,
+	// when it can be cancelled; done is the channel of a Ctx over one that
+	// cannot. They are set once, under mu, before made is.
+	inner       context.Context
+	cancelInner context.CancelCauseFunc
+	done        chan struct{}
+	made        atomic.Bool
+	cancelled   atomic.Bool // cancelled before inner was made, or without one
+	mu          sync.Mutex
+	cause       error           // the first cause, when cancelled without inner
+	causeCtx    context.Context // answers context.Cause with cause, made when asked
+	settled     bool            // nothing will cancel it any more
+}
+
+// Init readies c as a context derived from parent.
+func (c *Ctx) Init(parent context.Context) { c.parent = parent }
+
+// Parent returns the context c derives from.
+func (c *Ctx) Parent() context.Context { return c.parent }
+
+// Deadline returns the parent's deadline.
+func (c *Ctx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Done returns the channel closed once c is cancelled, or its parent is;
+// once c is settled and nothing asked for one before, the parent's.
+func (c *Ctx) Done() <-chan struct{} {
+	if !c.made.Load() {
+		c.mu.Lock()
+		if !c.made.Load() {
+			if c.settled && !c.cancelled.Load() {
+				c.mu.Unlock()
+				return c.parent.Done()
+			}
+			c.make()
+		}
+		c.mu.Unlock()
+	}
+	if c.inner != nil {
+		return c.inner.Done()
+	}
+	return c.done
+}
+
+// make makes c's Done channel, closed at once if c was cancelled; c.mu is
+// held.
+func (c *Ctx) make() {
+	if c.parent.Done() == nil {
+		c.done = make(chan struct{})
+		if c.cancelled.Load() {
+			close(c.done)
+		}
+	} else {
+		c.inner, c.cancelInner = context.WithCancelCause(c.parent)
+		if c.cancelled.Load() {
+			c.cancelInner(c.cause)
+		}
+	}
+	c.made.Store(true)
+}
+
+// Err returns context.Canceled once c is cancelled, or its parent's error.
+func (c *Ctx) Err() error {
+	if c.made.Load() && c.inner != nil {
+		return c.inner.Err()
+	}
+	if c.cancelled.Load() {
+		return context.Canceled
+	}
+	return c.parent.Err()
+}
+
+// Value returns the parent's value for key; for the key by which
+// context.Cause finds a cause, once c is cancelled, one that reports c's.
+func (c *Ctx) Value(key any) any {
+	if c.made.Load() && c.inner != nil {
+		return c.inner.Value(key)
+	}
+	if key == causeKey && causeKey != nil && c.cancelled.Load() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.cause == nil || c.cause == context.Canceled {
+			return nil // context.Cause falls back on Err
+		}
+		if c.causeCtx == nil {
+			cc, cancel := context.WithCancelCause(context.Background())
+			cancel(c.cause)
+			c.causeCtx = cc
+		}
+		return c.causeCtx.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// Cancel cancels c with cause, unless it is settled and nothing asked for
+// its Done channel; like a CancelCauseFunc, it may be called more than
+// once, and the first cause stays.
+func (c *Ctx) Cancel(cause error) {
+	if cause == nil {
+		cause = context.Canceled
+	}
+	c.mu.Lock()
+	if c.made.Load() && c.inner != nil {
+		c.mu.Unlock()
+		c.cancelInner(cause)
+		return
+	}
+	defer c.mu.Unlock()
+	if c.cancelled.Load() || c.settled && !c.made.Load() {
+		return
+	}
+	c.cause = cause
+	c.cancelled.Store(true)
+	if c.made.Load() {
+		close(c.done)
+	}
+}
+
+// Settle marks c as never to be cancelled from now on, and reports whether
+// it must still be released (Release) once its attempt is done with: when
+// context.WithCancelCause's holds it under its parent.
+func (c *Ctx) Settle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.settled = true
+	return c.made.Load() && c.inner != nil
+}
+
+// Release releases what c holds under its parent, cancelling it. Like a
+// CancelFunc, it may be called more than once.
+func (c *Ctx) Release() {
+	if c.made.Load() && c.inner != nil {
+		c.cancelInner(context.Canceled)
+	}
+}
+
+// causeKey is the key by which context.Cause asks a context for the
+// cancellation that holds its cause, learnt by asking context.Cause for
+// the cause of a context that records the key it is asked for. It is nil
+// if context.Cause is found to ask some other way; a Ctx cancelled without
+// a context.WithCancelCause then reports context.Canceled as its cause.
+var causeKey any
+
+func init() {
+	probe := &keyProbe{Context: context.Background()}
+	_ = context.Cause(probe)
+	causeKey = probe.key
+}
+
+// keyProbe is a context, cancelled, that records the first key it is
+// asked for.
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Err() error { return context.Canceled }
+
+func (p *keyProbe) Value(key any) any {
+	if p.key == nil {
+		p.key = key
+	}
+	return nil
+}

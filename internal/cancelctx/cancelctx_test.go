@@ -1,0 +1,133 @@
+package cancelctx
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var errCause = errors.New("the cause")
+
+// parents are the two kinds of parent a Ctx takes: one that can never be
+// cancelled, and one that can.
+func parents() map[string]func() (context.Context, context.CancelFunc) {
+	return map[string]func() (context.Context, context.CancelFunc){
+		"never cancelled": func() (context.Context, context.CancelFunc) { return context.Background(), func() {} },
+		"cancellable":     func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+	}
+}
+
+func TestCtxKeepsTheContract(t *testing.T) {
+	require.NotNil(t, causeKey, "context.Cause's key was learnt")
+	for name, parent := range parents() {
+		t.Run(name, func(t *testing.T) {
+			t.Run("cancelled after Done", func(t *testing.T) {
+				p, stop := parent()
+				defer stop()
+				var c Ctx
+				c.Init(p)
+				done := c.Done()
+				assert.Equal(t, done, c.Done(), "successive calls return the same channel")
+				require.NoError(t, c.Err())
+				c.Cancel(errCause)
+				c.Cancel(errors.New("a second cause"))
+				<-done
+				assert.ErrorIs(t, c.Err(), context.Canceled)
+				assert.ErrorIs(t, context.Cause(&c), errCause, "the first cause stays")
+				c.Release()
+			})
+			t.Run("cancelled before anyone waited", func(t *testing.T) {
+				p, stop := parent()
+				defer stop()
+				var c Ctx
+				c.Init(p)
+				c.Cancel(errCause)
+				assert.ErrorIs(t, c.Err(), context.Canceled)
+				select {
+				case <-c.Done():
+				default:
+					t.Fatal("Done is not closed after the Ctx was cancelled")
+				}
+				assert.ErrorIs(t, context.Cause(&c), errCause)
+			})
+			t.Run("a child made under it is cancelled with it", func(t *testing.T) {
+				p, stop := parent()
+				defer stop()
+				var c Ctx
+				c.Init(p)
+				child, cancel := context.WithCancelCause(&c) // as net/http makes one
+				defer cancel(nil)
+				c.Cancel(errCause)
+				<-child.Done()
+				assert.ErrorIs(t, context.Cause(child), errCause)
+			})
+			t.Run("settled", func(t *testing.T) {
+				p, stop := parent()
+				defer stop()
+				var c Ctx
+				c.Init(p)
+				assert.False(t, c.Settle(), "nothing made: nothing to release")
+				c.Cancel(errCause)
+				assert.NoError(t, c.Err(), "a settled Ctx is not cancelled")
+				assert.Equal(t, p.Done(), c.Done(), "its parent's channel")
+			})
+		})
+	}
+	t.Run("cancelled with its parent", func(t *testing.T) {
+		p, stop := context.WithCancel(context.Background())
+		var c Ctx
+		c.Init(p)
+		done := c.Done()
+		stop()
+		<-done
+		assert.ErrorIs(t, c.Err(), context.Canceled)
+	})
+	t.Run("made under a cancellable parent, it is released", func(t *testing.T) {
+		p, stop := context.WithCancel(context.Background())
+		defer stop()
+		var c Ctx
+		c.Init(p)
+		c.Done()
+		assert.True(t, c.Settle(), "held by its parent until released")
+		c.Release()
+		assert.ErrorIs(t, c.Err(), context.Canceled)
+	})
+	t.Run("its parent's deadline and values", func(t *testing.T) {
+		type key struct{}
+		at := time.Now().Add(time.Hour)
+		p, stop := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), at)
+		defer stop()
+		var c Ctx
+		c.Init(p)
+		d, ok := c.Deadline()
+		assert.True(t, ok)
+		assert.Equal(t, at, d)
+		assert.Equal(t, "v", c.Value(key{}))
+		assert.Same(t, p, c.Parent())
+	})
+}
+
+// TestCtxOverANeverCancelledParentCostsAChannel: waited on, a Ctx over a
+// parent that can never be cancelled allocates its channel only.
+func TestCtxOverANeverCancelledParentCostsAChannel(t *testing.T) {
+	cs := make([]Ctx, 200)
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		c := &cs[i]
+		i++
+		c.Init(context.Background())
+		<-c.doneOrClosed()
+	})
+	assert.Equal(t, 1.0, allocs)
+}
+
+// doneOrClosed asks for c's channel, cancelling c so that it can be read.
+func (c *Ctx) doneOrClosed() <-chan struct{} {
+	d := c.Done()
+	c.Cancel(nil)
+	return d
+}
