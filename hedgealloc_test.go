@@ -26,7 +26,7 @@ func TestHedgingSuccessPathAllocations(t *testing.T) {
 		name string
 		rt   http.RoundTripper
 		max  float64
-	}{{"stub", newStub(), 1}, {"traced", tracedStub{newStub()}, 4}} {
+	}{{"stub", newStub(), 1}, {"traced", tracedStub{newStub()}, 2}} {
 		t.Run(base.name, func(t *testing.T) {
 			tr := New(WithBase(base.rt), WithHedging())
 			get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)

@@ -124,7 +124,7 @@ type Env interface {
 // host's cap and the budget allow, each traced when traced is set.
 func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host, delay time.Duration, maxAttempts int, traced bool) Result {
 	c := &hedgeCall{env: env, h: h, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(maxAttempts), sent: 1}
-	c.ctx.parent = orig.Context()
+	c.ctx.Init(orig.Context())
 	if traced {
 		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, env.Conns(), false), &c.trace
 	} else {

@@ -20,7 +20,7 @@ func TestFirstCtx(t *testing.T) {
 	t.Run("cancelled before anything asked", func(t *testing.T) {
 		parent, stop := parentOf()
 		defer stop()
-		c := &firstCtx{parent: parent}
+		c := firstOf(parent)
 		assert.NoError(t, c.Err())
 		assert.Equal(t, "v", c.Value(key{}))
 		c.cancel()
@@ -33,7 +33,7 @@ func TestFirstCtx(t *testing.T) {
 	t.Run("cancelled while watched", func(t *testing.T) {
 		parent, stop := parentOf()
 		defer stop()
-		c := &firstCtx{parent: parent}
+		c := firstOf(parent)
 		done := c.Done()
 		fired := make(chan int, 1)
 		stopAfter := context.AfterFunc(c, func() { fired <- 1 })
@@ -47,7 +47,7 @@ func TestFirstCtx(t *testing.T) {
 
 	t.Run("the caller's cancellation reaches it", func(t *testing.T) {
 		parent, stop := parentOf()
-		c := &firstCtx{parent: parent}
+		c := firstOf(parent)
 		done := c.Done()
 		stop()
 		<-done
@@ -57,7 +57,7 @@ func TestFirstCtx(t *testing.T) {
 	t.Run("settled, it is the caller's", func(t *testing.T) {
 		parent, stop := parentOf()
 		defer stop()
-		c := &firstCtx{parent: parent}
+		c := firstOf(parent)
 		assert.False(t, c.settle(), "nothing to release")
 		c.cancel()
 		assert.NoError(t, c.Err(), "a settled attempt is never cancelled")
@@ -67,7 +67,7 @@ func TestFirstCtx(t *testing.T) {
 	t.Run("settled after it was watched", func(t *testing.T) {
 		parent, stop := parentOf()
 		defer stop()
-		c := &firstCtx{parent: parent}
+		c := firstOf(parent)
 		done := c.Done()
 		require.True(t, c.settle(), "watched under a cancellable parent: it must be released")
 		assert.Equal(t, done, c.Done())
@@ -75,4 +75,11 @@ func TestFirstCtx(t *testing.T) {
 		<-done
 		assert.NoError(t, parent.Err())
 	})
+}
+
+// firstOf returns a first attempt's context under parent.
+func firstOf(parent context.Context) *firstCtx {
+	c := &firstCtx{}
+	c.Init(parent)
+	return c
 }
