@@ -211,7 +211,7 @@ func TestGuardProvedUnsent(t *testing.T) {
 	assert.False(t, nilGuard.StoppedResend())
 	nilGuard.End()
 
-	g, ctx := guard.Start(context.Background())
+	g, ctx := guard.Start(context.Background(), guard.Base{})
 	defer g.End()
 	assert.False(t, g.ProvedUnsent(), "no evidence yet")
 	ct := httptrace.ContextClientTrace(ctx)

@@ -132,7 +132,7 @@ func (s *retryState) request(body io.ReadCloser) (*http.Request, *guard.Guard) {
 	actx := s.context(req.Context())
 	var g *guard.Guard
 	if s.guarded {
-		g, actx = guard.Start(actx)
+		g, actx = guard.Start(actx, t.guardBase)
 	}
 	a := g.Request(req, actx)
 	s.prepare(a, s.header, false)

@@ -87,6 +87,7 @@ type Transport struct {
 	hedge           *hedging.Hedging // nil: no hedging
 	throttle        *throttling.Throttler
 	logger          *slog.Logger
+	guardBase       guard.Base         // what the guards of key-less POSTs know of the base
 	peers           bool               // attempts' connections can be traced
 	traceAll        bool               // every attempt is traced: hooks report peers and the base's resends
 	traceLog        bool               // every attempt is traced while the logger writes INFO or below (logsAttempts)
@@ -154,6 +155,8 @@ func New(opts ...Option) *Transport {
 	if t.base == nil {
 		t.base = defaultBase()
 	}
+	t.guardBase = guard.BaseOf(t.base)
+	t.guardBase.Direct = returnsLast(t.base)
 	t.peers = tracesPeers(t)
 	if t.peers {
 		t.conns = evidence.New(func() time.Time { return t.now() }, returnsLast(t.base))
@@ -357,6 +360,7 @@ func (t *Transport) roundTrip(req *http.Request, resp0 *http.Response, err0 erro
 			}
 		default:
 			a, pt, resp, err = s.send(a, g)
+			g.Returned()
 		}
 		if err != nil && g.StoppedResend() {
 			err = errors.Join(ErrResendStopped, err)

@@ -17,9 +17,9 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/cancelctx"
 )
 
 // ErrResendStopped is retryhttp.ErrResendStopped: the error of an attempt
@@ -91,11 +91,21 @@ var ErrResendStopped = errors.New("retryhttp: stopped the base transport from re
 // when first read, which happens after the guard let the send through and
 // its header block was written, and any other caller ErrResendStopped.
 //
-// A guard is used by one attempt only: its hooks close over it, and a base
-// that called them late must not reach another request's guard. It holds
-// what its attempt needs besides, so that a guarded attempt allocates it
-// and its two hooks only: the attempt's request, its context, and the
-// wrapper of the response body that ends the context.
+// A guard is used by one attempt only: a base that called its hooks late
+// must not reach another request's guard. Its hooks close over it, or,
+// when its base is net/http's Transport itself (Base.Direct), which calls
+// GetConn and GotConn on the goroutine of RoundTrip before RoundTrip
+// returns, come from a pool and go back to it once the base's RoundTrip has
+// returned (Returned). It holds what its attempt needs besides, so that a
+// guarded attempt allocates it only, and its two hooks over another base:
+// the attempt's request, its context, and the wrapper of the response body
+// that ends the context.
+//
+// Over net/http's Transport, the first connection's loop is read from the
+// connection itself, which tells it, rather than from the stack, which
+// costs a microsecond: net/http speaks HTTP/2 on a *tls.Conn that
+// negotiated "h2", and on a connection without TLS only when its Protocols
+// allow unencrypted HTTP/2 (Base.H2C), when the stack is read still.
 type Guard struct {
 	flags atomic.Uint32 // guardAsked | guardStopped | guardHTTP1 | guardHTTP2
 	conns atomic.Int32  // GotConn calls
@@ -110,7 +120,7 @@ type Guard struct {
 	held io.ReadCloser
 }
 
-// A guard's flags. It is kept small (512 bytes, a size class of its own)
+// A guard's flags. It is kept small (576 bytes, a size class of its own)
 // since every guarded attempt allocates one.
 const (
 	guardAsked   = 1 << iota // GetConn fired: the base reports through httptrace
@@ -128,20 +138,77 @@ func (g *Guard) set(f uint32, on bool) {
 	}
 }
 
-// Start returns a guard for one attempt and the attempt's context,
-// derived from ctx, carrying the guard's hooks composed with any trace the
-// caller set, whose hooks still fire.
-func Start(ctx context.Context) (*Guard, context.Context) {
+// A Base is what a guard knows of the base its attempt goes through.
+type Base struct {
+	// Direct reports a base that is net/http's Transport itself, not a
+	// wrapper of one: it calls a guard's hooks only on the goroutine of
+	// its RoundTrip, before RoundTrip returns.
+	Direct bool
+	// H2C reports that it may speak HTTP/2 over a connection without TLS
+	// (its Protocols allow unencrypted HTTP/2).
+	H2C bool
+}
+
+// BaseOf returns what a guard knows of rt.
+func BaseOf(rt http.RoundTripper) Base {
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return Base{}
+	}
+	return Base{Direct: true, H2C: t.Protocols != nil && t.Protocols.UnencryptedHTTP2()}
+}
+
+// hooks are a guard's GetConn and GotConn, pooled for guards over a Direct
+// base: each finds its guard through g, set before the attempt is sent and
+// read by the hooks only while they are the guard's.
+type hooks struct {
+	trace httptrace.ClientTrace
+	g     *Guard
+}
+
+var hooksPool = sync.Pool{New: func() any {
+	h := &hooks{}
+	h.trace.GetConn = func(string) { h.g.set(guardAsked, true) }
+	h.trace.GotConn = func(info httptrace.GotConnInfo) { h.g.Obtained(info.Conn) }
+	return h
+}}
+
+// Start returns a guard for one attempt through base and the attempt's
+// context, derived from ctx, carrying the guard's hooks composed with any
+// trace the caller set, whose hooks still fire.
+func Start(ctx context.Context, base Base) (*Guard, context.Context) {
 	g := &Guard{}
-	g.ctx.trace.GetConn = func(string) { g.set(guardAsked, true) }
-	g.ctx.trace.GotConn = func(info httptrace.GotConnInfo) { g.Obtained(info.Conn) }
-	g.ctx.parent, g.ctx.carries = ctx, true
-	if traceKey == nil || httptrace.ContextClientTrace(ctx) != nil {
+	g.ctx.carries, g.ctx.base = true, base
+	composed := traceKey == nil || httptrace.ContextClientTrace(ctx) != nil
+	if base.Direct && !composed {
+		g.ctx.hooks = hooksPool.Get().(*hooks)
+		g.ctx.hooks.g = g
+	} else {
+		g.ctx.own.GetConn = func(string) { g.set(guardAsked, true) }
+		g.ctx.own.GotConn = func(info httptrace.GotConnInfo) { g.Obtained(info.Conn) }
+	}
+	if composed {
 		// The caller's trace is composed with the guard's, as
 		// httptrace does it.
-		g.ctx.parent, g.ctx.carries = httptrace.WithClientTrace(ctx, &g.ctx.trace), false
+		ctx, g.ctx.carries = httptrace.WithClientTrace(ctx, g.ctx.trace()), false
 	}
+	g.ctx.Init(ctx)
 	return g, &g.ctx
+}
+
+// Returned is told that the base's RoundTrip of the attempt has returned:
+// pooled hooks go back to their pool, no hook being able to run any more,
+// and the context no longer answers for them.
+func (g *Guard) Returned() {
+	if g == nil || g.ctx.hooks == nil || g.ctx.pooled.Load() {
+		return
+	}
+	// The hooks stay pointed at, never to be looked up again: net/http
+	// looks its trace up once, as RoundTrip starts.
+	g.ctx.pooled.Store(true)
+	h := g.ctx.hooks
+	h.g = nil
+	hooksPool.Put(h)
 }
 
 // Request returns the attempt's request: a copy of req under ctx, held by
@@ -188,8 +255,9 @@ func init() {
 	probe := &keyProbe{Context: context.Background()}
 	httptrace.ContextClientTrace(probe)
 	traceKey = probe.key
-	c := &guardCtx{parent: context.Background(), carries: true}
-	if traceKey != nil && httptrace.ContextClientTrace(c) != &c.trace {
+	c := &guardCtx{carries: true}
+	c.Init(context.Background())
+	if traceKey != nil && httptrace.ContextClientTrace(c) != &c.own {
 		traceKey = nil
 	}
 }
@@ -205,93 +273,45 @@ func (p *keyProbe) Value(key any) any {
 }
 
 // A guardCtx is a guarded attempt's context: the caller's, carrying the
-// guard's trace, and cancelled by the guard. The cancellable context is a
-// context.WithCancelCause of the caller's, made only once something asks
-// for its Done channel or the guard cancels it, so that an attempt over a
-// base that never asks allocates nothing for it.
+// guard's trace, and cancelled by the guard: a cancelctx.Ctx, which makes
+// its Done channel only once something asks for it, so that an attempt
+// over a base that never asks allocates nothing for it, and one over a
+// parent that can never be cancelled, the channel only.
 type guardCtx struct {
-	trace  httptrace.ClientTrace // the guard's hooks
-	parent context.Context
-	// inner and cancelInner are set once, under mu, before made is.
-	inner       context.Context
-	cancelInner context.CancelCauseFunc
-	made        atomic.Bool
-	mu          sync.Mutex
-	ended       bool // ended before inner was made
-	carries     bool // the context answers for trace itself; otherwise parent carries it
+	cancelctx.Ctx
+	own     httptrace.ClientTrace // the guard's hooks, unless pooled
+	hooks   *hooks                // the pooled hooks, if any
+	pooled  atomic.Bool           // the pooled hooks went back to their pool
+	carries bool                  // the context answers for trace itself; otherwise parent carries it
+	base    Base
 }
 
-func (c *guardCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-
-func (c *guardCtx) Done() <-chan struct{} {
-	if !c.made.Load() {
-		c.mu.Lock()
-		c.makeInner()
-		c.mu.Unlock()
+// trace returns the guard's hooks.
+func (c *guardCtx) trace() *httptrace.ClientTrace {
+	if c.hooks != nil {
+		return &c.hooks.trace
 	}
-	return c.inner.Done()
-}
-
-func (c *guardCtx) Err() error {
-	if c.made.Load() {
-		return c.inner.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.made.Load() {
-		return c.inner.Err()
-	}
-	if c.ended {
-		return context.Canceled
-	}
-	return c.parent.Err()
+	return &c.own
 }
 
 func (c *guardCtx) Value(key any) any {
 	if c.carries && key != nil && key == traceKey {
-		return &c.trace
+		if c.pooled.Load() {
+			return nil
+		}
+		return c.trace()
 	}
-	if c.made.Load() {
-		return c.inner.Value(key)
-	}
-	return c.parent.Value(key)
-}
-
-// makeInner makes the cancellable context, cancelled at once if the guard
-// has cancelled it already; c.mu is held.
-func (c *guardCtx) makeInner() {
-	if c.made.Load() {
-		return
-	}
-	c.inner, c.cancelInner = context.WithCancelCause(c.parent)
-	if c.ended {
-		c.cancelInner(context.Canceled)
-	}
-	c.made.Store(true)
+	return c.Ctx.Value(key)
 }
 
 // cancel cancels the context with cause. Like a CancelCauseFunc, it may be
 // called more than once; the first cause stays.
-func (c *guardCtx) cancel(cause error) {
-	c.mu.Lock()
-	c.makeInner()
-	c.mu.Unlock()
-	c.cancelInner(cause)
-}
+func (c *guardCtx) cancel(cause error) { c.Cancel(cause) }
 
 // end cancels the context once the attempt is over. A context that nothing
 // has asked to wait on is only marked cancelled: it is made cancelled if
 // asked later.
-func (c *guardCtx) end() {
-	c.mu.Lock()
-	if !c.made.Load() {
-		c.ended = true
-		c.mu.Unlock()
-		return
-	}
-	c.mu.Unlock()
-	c.cancelInner(context.Canceled)
-}
+func (c *guardCtx) end() { c.Cancel(context.Canceled) }
 
 // ProvedUnsent reports whether the attempt provably never reached the
 // server: a connection was asked for and none was obtained. Without

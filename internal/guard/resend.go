@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -65,8 +66,39 @@ func wrapperFrame(name string) bool {
 }
 
 // Obtained is the guard's GotConn: the base obtained conn for a send of the
-// attempt.
-func (g *Guard) Obtained(conn net.Conn) { g.obtainedFrom(HookCaller(), conn) }
+// attempt. The loop that obtained the first connection over net/http's
+// Transport is told by the connection (loopOf); any other is read from the
+// stack.
+func (g *Guard) Obtained(conn net.Conn) {
+	from := ""
+	if g.ctx.base.Direct && g.conns.Load() == 0 {
+		from = loopOf(conn, g.ctx.base.H2C)
+	}
+	if from == "" {
+		from = HookCaller()
+	}
+	g.obtainedFrom(from, conn)
+}
+
+// loopOf returns the loop of net/http's Transport that obtained conn, as
+// the connection tells it: the HTTP/2 one for a *tls.Conn that negotiated
+// "h2", the HTTP/1 one for any other *tls.Conn, and for a connection
+// without TLS unless h2c, when net/http may speak HTTP/2 over it too and
+// "" is returned. net/http hands a connection to its HTTP/2 loop only by
+// the protocol its TLS handshake negotiated (Transport.dialConn), or, for
+// unencrypted HTTP/2, by its Protocols.
+func loopOf(conn net.Conn, h2c bool) string {
+	if tc, ok := conn.(*tls.Conn); ok {
+		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+			return HTTP2GotConn
+		}
+		return HTTP1GetConn
+	}
+	if h2c || conn == nil {
+		return ""
+	}
+	return HTTP1GetConn
+}
 
 // obtainedFrom is obtained, called from the function from. A send after the
 // first is let through when the guard can prove that the one before it

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func TestGuardLetsThroughOnlyProvedResends(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c1.closes.Store(0)
 			c2.closes.Store(0)
-			g, ctx := Start(context.Background())
+			g, ctx := Start(context.Background(), Base{})
 			defer g.End()
 			for i, s := range tt.sends {
 				g.obtainedFrom(s.from, s.conn)
@@ -190,4 +191,35 @@ func TestRewindOnlyRefusesOtherCallers(t *testing.T) {
 	}))
 	_, err := getBody()
 	assert.ErrorIs(t, err, ErrResendStopped)
+}
+
+// TestLoopOfTheFirstConnection: over net/http's Transport, a connection
+// without TLS comes from its HTTP/1 loop, unless the Transport may speak
+// HTTP/2 without TLS, when the stack must tell.
+func TestLoopOfTheFirstConnection(t *testing.T) {
+	c := &closeCounter{}
+	assert.Equal(t, HTTP1GetConn, loopOf(c, false))
+	assert.Empty(t, loopOf(c, true), "h2c: the stack tells")
+	assert.Empty(t, loopOf(nil, false), "no connection: the stack tells")
+}
+
+// TestPooledHooksGoBackOnceReturned: a guard over net/http's Transport
+// takes its hooks from the pool; once the base's RoundTrip has returned,
+// they go back, aimed at no guard, and its context no longer answers for
+// them.
+func TestPooledHooksGoBackOnceReturned(t *testing.T) {
+	g, ctx := Start(context.Background(), Base{Direct: true})
+	defer g.End()
+	tr := httptrace.ContextClientTrace(ctx)
+	require.NotNil(t, tr)
+	tr.GetConn("x:1")
+	tr.GotConn(httptrace.GotConnInfo{Conn: &closeCounter{}})
+	assert.True(t, g.GotConn())
+	assert.True(t, g.HTTP1(), "a connection without TLS: net/http's HTTP/1 loop")
+	h := g.ctx.hooks
+	g.Returned()
+	g.Returned()
+	assert.Nil(t, h.g, "the hooks aim at no guard")
+	assert.Nil(t, httptrace.ContextClientTrace(ctx), "the context no longer answers for them")
+	assert.True(t, g.GotConn(), "what the hooks found stays the guard's")
 }
