@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -57,5 +58,21 @@ func TestKeylessPostAllocations(t *testing.T) {
 			req, reset := post(payload, tt.getBody, "")
 			assert.LessOrEqual(t, allocsPerRoundTrip(t, New(WithBase(newStub())), req, reset), tt.max)
 		})
+	}
+}
+
+// TestAttemptTimeoutAllocations pins the cost of a per-attempt timeout on a
+// GET that succeeds at once: the attempt (its context, request and the
+// wrapper of its body), and its timer, two; over the default base's path,
+// the Done channel net/http's Transport asks for besides.
+func TestAttemptTimeoutAllocations(t *testing.T) {
+	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
+	for _, tt := range []struct {
+		name string
+		base http.RoundTripper
+		max  float64
+	}{{"stub", newStub(), 3}, {"traced", tracedStub{newStub()}, 4}} {
+		tr := New(WithBase(tt.base), WithAttemptTimeout(time.Minute))
+		assert.LessOrEqual(t, allocsPerRoundTrip(t, tr, get, func() {}), tt.max, tt.name)
 	}
 }

@@ -17,13 +17,10 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
-	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/base"
 	"github.com/retryhttp/retryhttp/classify"
-	"github.com/retryhttp/retryhttp/internal/attempt"
-	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
 // idlePerHost is how many idle connections the default base keeps per
@@ -144,57 +141,6 @@ func CheckResult(resp *http.Response, err error) (*http.Response, error) {
 	}
 	return resp, err
 }
-
-// WithTimeout sends a through rt, as CheckResult checks it, cut short with
-// wire.ErrAttemptTimeout as its cause once d has passed before its
-// response headers. A response's body is read in a context of its own,
-// released when the body is closed.
-func WithTimeout(rt http.RoundTripper, a *http.Request, d time.Duration) (*http.Response, error) {
-	ctx, cancel := context.WithCancelCause(a.Context())
-	timer := time.AfterFunc(d, func() { cancel(wire.ErrAttemptTimeout) })
-	resp, err := rt.RoundTrip(a.WithContext(ctx))
-	fired := !timer.Stop()
-	resp, err = CheckResult(resp, err)
-	if fired && a.Context().Err() == nil {
-		// The attempt ran out of time, though the response headers may have
-		// arrived just as it did: their body is cut off either way.
-		if resp != nil {
-			resp.Body.Close()
-		}
-		cancel(wire.ErrAttemptTimeout)
-		if err == nil {
-			err = context.DeadlineExceeded
-		}
-		return nil, &TimeoutError{Err: err}
-	}
-	if err != nil {
-		cancel(context.Canceled)
-		return nil, err
-	}
-	// The response is the caller's to read: keep its context alive until
-	// the body is closed.
-	resp.Body = attempt.CancelBody(resp.Body, func() { cancel(context.Canceled) })
-	return resp, nil
-}
-
-// A TimeoutError is the error of an attempt cut short by the per-attempt
-// timeout: it is wire.ErrAttemptTimeout, and Err, what the base returned.
-type TimeoutError struct{ Err error }
-
-func (e *TimeoutError) Error() string {
-	if errors.Is(e.Err, wire.ErrAttemptTimeout) {
-		// net/http reports the context's cause, which is
-		// ErrAttemptTimeout itself: say it once.
-		return e.Err.Error()
-	}
-	return wire.ErrAttemptTimeout.Error() + ": " + e.Err.Error()
-}
-
-// Unwrap returns wire.ErrAttemptTimeout and Err.
-func (e *TimeoutError) Unwrap() []error { return []error{wire.ErrAttemptTimeout, e.Err} }
-
-// Timeout reports true: the attempt timed out.
-func (e *TimeoutError) Timeout() bool { return true }
 
 // Under reports whether is holds for rt, or for a RoundTripper its Unwrap
 // method leads to, however many wrappers deep. The walk stops at a
