@@ -2,10 +2,12 @@ package retryhttp
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -74,5 +76,20 @@ func TestAttemptTimeoutAllocations(t *testing.T) {
 	}{{"stub", newStub(), 3}, {"traced", tracedStub{newStub()}, 4}} {
 		tr := New(WithBase(tt.base), WithAttemptTimeout(time.Minute))
 		assert.LessOrEqual(t, allocsPerRoundTrip(t, tr, get, func() {}), tt.max, tt.name)
+	}
+}
+
+// TestDeadlineHeaderAllocations pins the cost of deadline headers on a GET
+// with a deadline that succeeds at once: the attempt (its request, its
+// context and the headers' values), and the map of its header, which takes
+// two (a map and its first group), however many formats.
+func TestDeadlineHeaderAllocations(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/items", nil)
+	get.Header.Set("Accept", "application/json")
+	for _, formats := range [][]deadline.Format{{deadline.GRPCTimeout}, allFormats} {
+		tr := New(WithBase(newStub()), WithDeadlineHeader(formats...))
+		assert.LessOrEqual(t, allocsPerRoundTrip(t, tr, get, func() {}), 3.0, "%d formats", len(formats))
 	}
 }

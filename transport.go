@@ -545,11 +545,23 @@ func (t *Transport) plain(req *http.Request) (plain, stamp bool) {
 }
 
 // stamped returns the first attempt of req, a plain request, with left in
-// its deadline headers: a copy of req, with a copy of its header.
+// its deadline headers: a copy of req, with a copy of its header, in two
+// allocations: the attempt (its request, context and header values), and
+// the header's map.
 func (t *Transport) stamped(req *http.Request, left time.Duration) *http.Request {
-	a := req.WithContext(deadlinefmt.WithSent(req.Context(), left))
-	a.Header = t.snd.Header(req.Header, false, left)
-	return a
+	s := &stampedAttempt{}
+	s.ctx.Set(req.Context(), left)
+	s.req = *req.WithContext(&s.ctx)
+	s.req.Header = s.stamp.Header(req.Header, false, t.deadlineHeaders, left)
+	return &s.req
+}
+
+// A stampedAttempt is the first attempt of a plain request with deadline
+// headers.
+type stampedAttempt struct {
+	req   http.Request
+	ctx   deadlinefmt.SentContext
+	stamp deadlines.Stamp
 }
 
 // doneAtOnce reports whether resp, the response to the plain first attempt

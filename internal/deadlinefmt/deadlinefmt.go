@@ -142,16 +142,23 @@ func parseGRPCTimeout(s string) (time.Duration, Kind) {
 	return 0, Malformed
 }
 
-// sentCtx is an attempt's context that carries the time left its deadline
-// headers say, in one allocation.
-type sentCtx struct {
+// A SentContext is an attempt's context that carries the time left its
+// deadline headers say, for a server.Handler in the same process to read
+// (Sent). It may live in a struct of its caller's (Set), or be made by
+// WithSent.
+type SentContext struct {
 	context.Context
 	left time.Duration
 }
 
 type sentKey struct{}
 
-func (c *sentCtx) Value(key any) any {
+// Set makes c ctx, carrying left.
+func (c *SentContext) Set(ctx context.Context, left time.Duration) {
+	c.Context, c.left = ctx, left
+}
+
+func (c *SentContext) Value(key any) any {
 	if key == (sentKey{}) {
 		return c
 	}
@@ -161,13 +168,13 @@ func (c *sentCtx) Value(key any) any {
 // WithSent returns ctx, of an attempt whose deadline headers say left,
 // carrying left for Sent.
 func WithSent(ctx context.Context, left time.Duration) context.Context {
-	return &sentCtx{Context: ctx, left: left}
+	return &SentContext{Context: ctx, left: left}
 }
 
 // Sent returns the time left that WithSent put in ctx, and whether there
 // is one.
 func Sent(ctx context.Context) (time.Duration, bool) {
-	c, ok := ctx.Value(sentKey{}).(*sentCtx)
+	c, ok := ctx.Value(sentKey{}).(*SentContext)
 	if !ok {
 		return 0, false
 	}

@@ -10,9 +10,11 @@ package deadlines
 
 import (
 	"context"
+	"maps"
 	"math"
 	"net/http"
 	"time"
+	"unsafe"
 
 	"github.com/retryhttp/retryhttp/deadline"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
@@ -139,55 +141,59 @@ func TimeToSend(ctx context.Context, now time.Time) (time.Duration, bool) {
 
 // Header returns h, an attempt's header, with left, the time left, in
 // every one of formats: h itself when own, the attempt's own header
-// already, or else a clone of it, since h is then the caller's.
+// already, or else a copy of it, since h is then the caller's
+// (Stamp.Header, with a Stamp of its own).
 func Header(h http.Header, own bool, formats []deadline.Format, left time.Duration) http.Header {
-	// The values of every format are written into one string, and the
-	// slices that hold them share the copy's array of values: a copy of
-	// h and its values in three allocations, however many formats.
-	var buf [4 * 24]byte
-	b := buf[:0]
-	var endsBuf [4]int
+	return new(Stamp).Header(h, own, formats, left)
+}
+
+// A Stamp holds the values of an attempt's deadline headers, so that the
+// struct of the attempt that holds it holds them too. It is used once.
+type Stamp struct {
+	buf  [maxFormats * 24]byte
+	vals [maxFormats]string
+}
+
+// maxFormats is how many formats a Stamp holds: every one there is.
+const maxFormats = 4
+
+// Header returns h with left in every one of formats, as Header does, its
+// values written into st. A copy of h is a copy of its map only: its values
+// are the caller's, which net/http only reads, and which the caller may
+// not change while the request is sent (http.RoundTripper's contract). So
+// a copy costs one allocation, however many formats.
+func (st *Stamp) Header(h http.Header, own bool, formats []deadline.Format, left time.Duration) http.Header {
+	b := st.buf[:0]
+	var endsBuf [maxFormats]int
 	ends := endsBuf[:0]
 	for _, f := range formats {
 		b = deadlinefmt.Append(b, string(f), left)
 		ends = append(ends, len(b))
 	}
-	all := string(b)
-	var spare []string
-	if own {
-		spare = make([]string, len(formats))
+	var all string
+	if len(b) > 0 && len(b) <= len(st.buf) && &b[0] == &st.buf[0] {
+		// st.buf is never written again: the string may share it.
+		all = unsafe.String(&st.buf[0], len(b))
 	} else {
-		h, spare = cloneWithRoom(h, len(formats))
+		all = string(b)
+	}
+	vals := st.vals[:]
+	if len(formats) > len(vals) {
+		vals = make([]string, len(formats))
+	}
+	if !own {
+		h2 := make(http.Header, len(h)+len(formats))
+		maps.Copy(h2, h)
+		h = h2
 	}
 	start := 0
 	for i, f := range formats {
 		wire.DropOtherCases(h, string(f))
-		spare[i] = all[start:ends[i]]
-		h[string(f)] = spare[i : i+1 : i+1]
+		vals[i] = all[start:ends[i]]
+		h[string(f)] = vals[i : i+1 : i+1]
 		start = ends[i]
 	}
 	return h
-}
-
-// cloneWithRoom returns a copy of h, as http.Header.Clone makes it, and n
-// spare values in the array of its values, for fields to be added to it.
-func cloneWithRoom(h http.Header, n int) (http.Header, []string) {
-	nv := 0
-	for _, vv := range h {
-		nv += len(vv)
-	}
-	sv := make([]string, nv+n)
-	h2 := make(http.Header, len(h)+n)
-	for k, vv := range h {
-		if vv == nil {
-			h2[k] = nil // as Clone keeps a nil value
-			continue
-		}
-		k2 := copy(sv, vv)
-		h2[k] = sv[:k2:k2]
-		sv = sv[k2:]
-	}
-	return h2, sv
 }
 
 // lessDelay returns left - delay, for a delay that is not negative,
