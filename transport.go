@@ -170,7 +170,7 @@ func New(opts ...Option) *Transport {
 		// A table of the Transport's own records the attempts of requests
 		// with a deadline only, so that a request without one costs no
 		// clock reading.
-		t.snd.Answers, t.snd.Records = latency.NewTable(deadlines.Hosts), true
+		t.snd.Answers, t.snd.Records, t.snd.RecordEvery = latency.NewTable(deadlines.Hosts), true, sender.RecordEvery
 	}
 	t.snd.PaceChanged = t.logPaceChange
 	t.shaped = t.attemptHeader != "" || t.hedge != nil || t.throttle != nil || t.traceAll

@@ -51,8 +51,9 @@ const (
 	MinSamples = 20
 	// Window is how many answer times a window of the Transport's own
 	// table holds, when hedging does not keep them: the median covers the
-	// last 100 to 200 answers, and follows a host that turns slow within
-	// 200.
+	// last 100 to 200 answer times recorded (of one request in
+	// sender.RecordEvery, for most), and follows a host that turns slow
+	// within 200.
 	Window = 100
 	// Hosts bounds the hosts whose answer times the Transport's own table
 	// keeps, as the budget bounds its buckets.

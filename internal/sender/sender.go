@@ -13,6 +13,7 @@ package sender
 import (
 	"context"
 	"hash/maphash"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -32,8 +33,12 @@ type Sender struct {
 	AttemptTimeout time.Duration // 0: none
 	// Answers holds the hosts' times to response headers: the Sender's
 	// own table when Records, hedging's otherwise, which records them.
-	Answers *latency.Table
-	Records bool
+	// The Sender's own records one answer in RecordEvery, drawn at random,
+	// of the requests it would send at once (Direct), and every answer of
+	// the others; 0 or 1: every answer (in-package tests).
+	Answers     *latency.Table
+	Records     bool
+	RecordEvery uint32
 	// Headers are the deadline headers an attempt carries; nil: none.
 	Headers []deadline.Format
 	// NoFitCheck turns off the check that a retry or a hedge has time to
@@ -49,12 +54,20 @@ type Sender struct {
 }
 
 // Direct reports whether a may be sent through the base at once, without
-// Exchange, with nothing to bound, to observe or to time: no per-attempt timeout, no
-// pacing, and no answer time to record (a request without a deadline
-// records none).
+// Exchange, with nothing to bound, to observe or to time: no per-attempt
+// timeout, no pacing, and no answer time to record (a request without a
+// deadline records none, and one with a deadline one time in RecordEvery,
+// so that most cost no clock reading).
 func (s *Sender) Direct(a *http.Request) bool {
-	return s.AttemptTimeout <= 0 && s.Pacer == nil && (!s.Records || !HasDeadline(a.Context()))
+	return s.AttemptTimeout <= 0 && s.Pacer == nil &&
+		(!s.Records || !HasDeadline(a.Context()) || s.RecordEvery > 1 && rand.Uint32()%s.RecordEvery != 0)
 }
+
+// RecordEvery is how many of the requests sent at once a Transport's own
+// table records one answer time of: the median a retry's fit is judged by
+// then covers 400 to 800 answers rather than 100 to 200, and is known
+// after about 80 (deadlines.Window, deadlines.MinSamples).
+const RecordEvery = 4
 
 // Exchange makes one attempt through rt, the base or a transport made from
 // it, within the per-attempt timeout. It records the attempt's time to
