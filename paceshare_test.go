@@ -168,11 +168,11 @@ func TestPacingSharedSurvivesItsStore(t *testing.T) {
 // requests a second for 20 s on one quota of 50 a second (burst 10), a
 // twentieth of it each, pace together through a pace.NewMemoryStore:
 // from the 3rd second on, at most 5% of what reaches the server is a 429
-// without quota headers (1.3-3.2% measured; each member's share is too
+// without quota headers (1.1-3.1% in 24 runs; each member's share is too
 // small to learn from alone, and 26% before members learned from their
 // share of a cycle), at most 1% with OpenAI's (none), and the server
-// admits at least 90% of its quota without them (87-99%, 97% on average
-// over 8 runs) and 95% with them (99-100%; 85-94% before each member's
+// admits at least 90% of its quota without them (95-99% in 24 runs) and
+// 95% with them (99-100%; 85-94% before each member's
 // next turn followed its rate as it rose and its demand was smoothed over
 // a second, most of the shortfall in the first seconds). The figures judged are the
 // median of three runs: a run in about fifty has a second in which the
