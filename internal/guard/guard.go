@@ -97,8 +97,9 @@ var ErrResendStopped = errors.New("retryhttp: stopped the base transport from re
 // GetConn and GotConn on the goroutine of RoundTrip before RoundTrip
 // returns, come from a pool and go back to it once the base's RoundTrip has
 // returned (Returned). It holds what its attempt needs besides, so that a
-// guarded attempt allocates it only, and its two hooks over another base:
-// the attempt's request, its context, and the wrapper of the response body
+// guarded attempt allocates it only, its two hooks over another base, and
+// its context's Done channel once net/http asks for it (cancelctx): the
+// attempt's request, its context, and the wrapper of the response body
 // that ends the context.
 //
 // Over net/http's Transport, the first connection's loop is read from the
