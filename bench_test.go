@@ -17,8 +17,11 @@ import (
 	"github.com/retryhttp/retryhttp/internal/wire"
 )
 
-// stubBase answers every request with a canned 200 and no body, closing the
-// request body as a real transport does. It allocates nothing itself.
+// stubBase answers every request with a canned 200 and no body, as
+// net/http's Transport returns the answer "HTTP/1.1 200 OK" with
+// "Content-Length: 0" and a Date (a Body of http.NoBody, ContentLength 0),
+// closing the request body as a real transport does. It allocates nothing
+// itself.
 type stubBase struct{ resp http.Response }
 
 func (s *stubBase) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -34,18 +37,30 @@ func (s *stubBase) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newStub() *stubBase {
-	return &stubBase{resp: http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}}
+	return &stubBase{resp: http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{
+			"Content-Length": {"0"},
+			"Date":           {"Thu, 03 Dec 2026 09:00:00 GMT"},
+		},
+		Body: http.NoBody,
+	}}
 }
 
 // tracedStub is a stub that unwraps to an *http.Transport, which it never
 // uses: the Transport traces each attempt as it traces those of its default
 // base, an *http.Transport, with pooled hooks (returnsLast), so that the
 // cost of the trace is measured without a network. It uses the attempt's
-// context as net/http's Transport does for a request sent on a connection
-// it reuses over HTTP/1: it looks the trace up, takes the context's Done
-// channel, and calls the trace's hooks from GetConn to the first response
-// byte, from a frame named as net/http's, so that what a guard or a trace
-// does in them is measured too.
+// context as net/http's Transport (Go 1.26) does for a request sent on an
+// idle connection it reuses over HTTP/1: it looks the trace up once, takes
+// the context's Done channel (persistConn.roundTrip's), and calls the
+// trace's hooks with what net/http gives them (StubHooks), so that what a
+// guard or a trace does in them is measured too. net/http calls
+// WroteHeaderField, WroteHeaders and WroteRequest from its connection's
+// write loop and GotFirstResponseByte from its read loop; the stub calls
+// them in that order on the goroutine of RoundTrip, as when the write is
+// done before the answer is read.
 type tracedStub struct{ *stubBase }
 
 func (tracedStub) Unwrap() http.RoundTripper { return unusedTransport }
@@ -56,18 +71,19 @@ func (s tracedStub) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
 	_ = ctx.Done() // persistConn.roundTrip's
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil {
-		StubHooks(trace, r.URL.Host, stubConn{})
+		StubHooks(trace, r, stubConn{})
 	}
 	return s.stubBase.RoundTrip(r)
 }
 
-// StubHooks calls trace's hooks as net/http's Transport calls them for a
-// request it sends on a connection it reuses over HTTP/1, from GetConn to
-// the first response byte. The external test package gives one of its
-// own (stubhooks_test.go), so that a hook that reads from the stack which
-// function called it stops a frame or two up, as it does under net/http,
-// rather than walking the whole stack through this package's frames.
-var StubHooks = func(trace *httptrace.ClientTrace, hostPort string, conn net.Conn) {
+// StubHooks calls trace's hooks for r as net/http's Transport calls them
+// for a request it sends on conn, an idle connection it reuses over
+// HTTP/1, from GetConn to the first response byte. The external test
+// package gives one of its own (stubhooks_test.go), so that a hook that
+// reads from the stack which function called it stops a frame or two up,
+// as it does under net/http, rather than walking the whole stack through
+// this package's frames.
+var StubHooks = func(trace *httptrace.ClientTrace, r *http.Request, conn net.Conn) {
 	panic("retryhttp: StubHooks not set")
 }
 
