@@ -75,4 +75,3 @@ func canonicalAddr(r *http.Request) string {
 }
 
 var addrs sync.Map // host -> host:port
-

@@ -155,11 +155,11 @@ func New(opts ...Option) *Transport {
 	if t.base == nil {
 		t.base = defaultBase()
 	}
-	t.guardBase = guard.BaseOf(t.base)
-	t.guardBase.Direct = returnsLast(t.base)
+	direct := returnsLast(t.base)
+	t.guardBase = guard.BaseOf(t.base, direct)
 	t.peers = tracesPeers(t)
 	if t.peers {
-		t.conns = evidence.New(func() time.Time { return t.now() }, returnsLast(t.base))
+		t.conns = evidence.New(func() time.Time { return t.now() }, direct)
 		t.traceAll = t.onRetry != nil || t.onGiveUp != nil
 		t.traceLog = !t.traceAll && t.logger != nil
 	}
@@ -545,9 +545,9 @@ func (t *Transport) plain(req *http.Request) (plain, stamp bool) {
 }
 
 // stamped returns the first attempt of req, a plain request, with left in
-// its deadline headers: a copy of req, with a copy of its header, in two
-// allocations: the attempt (its request, context and header values), and
-// the header's map.
+// its deadline headers: a copy of req, with a copy of its header: the
+// attempt (its request, context and header values), and the header's map,
+// which Go's maps make in two allocations.
 func (t *Transport) stamped(req *http.Request, left time.Duration) *http.Request {
 	s := &stampedAttempt{}
 	s.ctx.Set(req.Context(), left)

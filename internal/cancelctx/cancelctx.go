@@ -43,9 +43,6 @@ type Ctx struct {
 // Init readies c as a context derived from parent.
 func (c *Ctx) Init(parent context.Context) { c.parent = parent }
 
-// Parent returns the context c derives from.
-func (c *Ctx) Parent() context.Context { return c.parent }
-
 // Deadline returns the parent's deadline.
 func (c *Ctx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 

@@ -48,7 +48,7 @@ func TestGuardContext(t *testing.T) {
 		g, ctx := Start(context.Background(), Base{})
 		child, cancel := context.WithCancelCause(ctx) // as net/http makes one
 		defer cancel(nil)
-		g.ctx.cancel(ErrResendStopped)
+		g.ctx.Cancel(ErrResendStopped)
 		<-child.Done()
 		assert.ErrorIs(t, context.Cause(ctx), ErrResendStopped)
 	})

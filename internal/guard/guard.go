@@ -150,13 +150,11 @@ type Base struct {
 	H2C bool
 }
 
-// BaseOf returns what a guard knows of rt.
-func BaseOf(rt http.RoundTripper) Base {
+// BaseOf returns what a guard knows of rt, direct when the caller knows rt
+// to call hooks as net/http's Transport does (rt is one, or stands for one).
+func BaseOf(rt http.RoundTripper, direct bool) Base {
 	t, ok := rt.(*http.Transport)
-	if !ok {
-		return Base{}
-	}
-	return Base{Direct: true, H2C: t.Protocols != nil && t.Protocols.UnencryptedHTTP2()}
+	return Base{Direct: direct, H2C: ok && t.Protocols != nil && t.Protocols.UnencryptedHTTP2()}
 }
 
 // hooks are a guard's GetConn and GotConn, pooled for guards over a Direct
@@ -304,10 +302,6 @@ func (c *guardCtx) Value(key any) any {
 	}
 	return c.Ctx.Value(key)
 }
-
-// cancel cancels the context with cause. Like a CancelCauseFunc, it may be
-// called more than once; the first cause stays.
-func (c *guardCtx) cancel(cause error) { c.Cancel(cause) }
 
 // end cancels the context once the attempt is over. A context that nothing
 // has asked to wait on is only marked cancelled: it is made cancelled if

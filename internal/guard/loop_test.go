@@ -35,7 +35,7 @@ func TestTheConnectionTellsTheLoop(t *testing.T) {
 			}
 			defer srv.Close()
 			tr := srv.Client().Transport.(*http.Transport)
-			for _, base := range []Base{BaseOf(tr), {}} { // read from the connection, then from the stack
+			for _, base := range []Base{BaseOf(tr, true), {}} { // read from the connection, then from the stack
 				g, ctx := Start(context.Background(), base)
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("x"))
 				require.NoError(t, err)

@@ -107,7 +107,7 @@ func loopOf(conn net.Conn, h2c bool) string {
 func (g *Guard) obtainedFrom(from string, conn net.Conn) {
 	if g.conns.Add(1) > 1 && !g.provedResend(from, conn) {
 		g.set(guardStopped, true)
-		g.ctx.cancel(ErrResendStopped)
+		g.ctx.Cancel(ErrResendStopped)
 		if from == HTTP1GetConn && conn != nil {
 			// net/http's HTTP/1 write loop does not look at the context:
 			// the connection, which carries nothing else, is closed

@@ -10,6 +10,7 @@ import (
 	"github.com/retryhttp/retryhttp/budget"
 	"github.com/retryhttp/retryhttp/classify"
 	"github.com/retryhttp/retryhttp/internal/attempt"
+	"github.com/retryhttp/retryhttp/internal/cancelctx"
 	"github.com/retryhttp/retryhttp/internal/deadlinefmt"
 	"github.com/retryhttp/retryhttp/internal/sender"
 	"github.com/retryhttp/retryhttp/internal/wire"
@@ -33,8 +34,8 @@ type hedgeCall struct {
 	delay time.Duration
 	start time.Duration // monotonic
 
-	first *http.Request // the first attempt as sent: orig under ctx, held by trace
-	ctx   firstCtx
+	first *http.Request   // the first attempt as sent: orig under ctx, held by trace
+	ctx   cancelctx.Ctx   // the first attempt's (firstctx.go)
 	trace evidence.Trace  // the first attempt's trace, and its request
 	pt    *evidence.Trace // &trace when the attempts are traced, else nil
 	body  firstBody       // the first attempt's response body, when it must release ctx
@@ -157,16 +158,16 @@ func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host,
 // release the attempt's context when its body is closed, and to report
 // sent attempts.
 func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
-	release := c.ctx.settle()
+	release := c.ctx.Settle()
 	if resp == nil {
 		if release {
-			c.ctx.release()
+			c.ctx.Release()
 		}
 		return nil
 	}
 	if release {
 		if _, ok := resp.Body.(io.Writer); ok {
-			resp.Body = attempt.CancelBody(resp.Body, c.ctx.release)
+			resp.Body = attempt.CancelBody(resp.Body, c.ctx.Release)
 		} else {
 			c.body = firstBody{ReadCloser: resp.Body, ctx: &c.ctx}
 			resp.Body = &c.body
@@ -254,8 +255,8 @@ func (c *hedgeCall) drop(o hedgeOutcome) {
 		attempt.Discard(o.resp)
 	}
 	if o.n == 1 {
-		c.ctx.settle()
-		c.ctx.release()
+		c.ctx.Settle()
+		c.ctx.Release()
 		return
 	}
 	c.race.hedges[o.n-2].cancel()
@@ -282,7 +283,7 @@ func (c *hedgeCall) win(n int) {
 	first := n != 1 && !c.collecting
 	c.mu.Unlock()
 	if first {
-		c.ctx.cancel()
+		c.ctx.Cancel(context.Canceled)
 	}
 	for _, cancel := range cancels {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/retryhttp/retryhttp/internal/cancelctx"
 	"github.com/retryhttp/retryhttp/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,7 @@ func TestFirstCtx(t *testing.T) {
 		c := firstOf(parent)
 		assert.NoError(t, c.Err())
 		assert.Equal(t, "v", c.Value(key{}))
-		c.cancel()
+		c.Cancel(context.Canceled)
 		<-c.Done()
 		assert.ErrorIs(t, c.Err(), context.Canceled)
 		assert.ErrorIs(t, context.Cause(c), context.Canceled)
@@ -38,7 +39,7 @@ func TestFirstCtx(t *testing.T) {
 		fired := make(chan int, 1)
 		stopAfter := context.AfterFunc(c, func() { fired <- 1 })
 		defer stopAfter()
-		c.cancel()
+		c.Cancel(context.Canceled)
 		<-done
 		assert.Equal(t, done, c.Done(), "the same channel every time")
 		assert.ErrorIs(t, c.Err(), context.Canceled)
@@ -58,8 +59,8 @@ func TestFirstCtx(t *testing.T) {
 		parent, stop := parentOf()
 		defer stop()
 		c := firstOf(parent)
-		assert.False(t, c.settle(), "nothing to release")
-		c.cancel()
+		assert.False(t, c.Settle(), "nothing to release")
+		c.Cancel(context.Canceled)
 		assert.NoError(t, c.Err(), "a settled attempt is never cancelled")
 		assert.Equal(t, parent.Done(), c.Done())
 	})
@@ -69,17 +70,17 @@ func TestFirstCtx(t *testing.T) {
 		defer stop()
 		c := firstOf(parent)
 		done := c.Done()
-		require.True(t, c.settle(), "watched under a cancellable parent: it must be released")
+		require.True(t, c.Settle(), "watched under a cancellable parent: it must be released")
 		assert.Equal(t, done, c.Done())
-		c.release()
+		c.Release()
 		<-done
 		assert.NoError(t, parent.Err())
 	})
 }
 
 // firstOf returns a first attempt's context under parent.
-func firstOf(parent context.Context) *firstCtx {
-	c := &firstCtx{}
+func firstOf(parent context.Context) *cancelctx.Ctx {
+	c := &cancelctx.Ctx{}
 	c.Init(parent)
 	return c
 }
