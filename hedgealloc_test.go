@@ -7,10 +7,12 @@
 package retryhttp
 
 import (
+	"math"
 	"net/http"
 	"testing"
 
 	"github.com/retryhttp/retryhttp/internal/hedging"
+	"github.com/retryhttp/retryhttp/internal/wire"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -39,6 +41,33 @@ func TestHedgingSuccessPathAllocations(t *testing.T) {
 				}
 			})
 			assert.LessOrEqual(t, allocs, base.max)
+		})
+	}
+}
+
+// BenchmarkHedgeFirstApart measures what a hedged GET answered before its
+// delay costs when its host sends first attempts apart (after a hedge won
+// over an HTTP/1 first attempt) against when it does not, over the
+// default base's path, each request made anew:
+//
+//	go test -run '^$' -bench HedgeFirstApart .
+func BenchmarkHedgeFirstApart(b *testing.B) {
+	for _, apart := range []bool{false, true} {
+		name := "together"
+		if apart {
+			name = "apart"
+		}
+		b.Run(name, func(b *testing.B) {
+			tr := New(WithBase(tracedStub{newStub()}), WithHedging())
+			ctx := b.Context()
+			for range hedging.DefaultMinSamples {
+				resp, _ := tr.RoundTrip(newGet(ctx)) // the quantile is known from here on
+				resp.Body.Close()
+			}
+			if apart {
+				tr.hedge.Table().Host(wire.RequestKey(newGet(ctx))).KeepApart(math.MaxInt32)
+			}
+			sendEach(b, tr, newGet, ctx)
 		})
 	}
 }

@@ -378,8 +378,11 @@ func WithDeadlineHeader(formats ...deadline.Format) Option {
 // (WithMaxAttempts) and is paid from the retry budget; an empty budget or a
 // spent cap sends no hedge and never fails the request. The first response
 // that is a success or final wins; the others are cancelled, or drained a
-// little and closed, before RoundTrip returns. NoHedge turns it off for one
-// call; WithOnHedge sees each hedge; docs/hedging.md says the rest. Given
+// little and closed, before RoundTrip returns, but for those that have an
+// HTTP/1 connection of their own, which a cancel would close: they are left
+// to answer, their answers discarded, for 1 s at most (even once the
+// caller's context ends), and are never sent again. NoHedge turns it off
+// for one call; WithOnHedge sees each hedge; docs/hedging.md says the rest. Given
 // more than once, its options add up, a later one overriding an earlier one.
 func WithHedging(opts ...hedge.Option) Option {
 	noNil("WithHedging", "hedge.Option", opts)

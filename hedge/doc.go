@@ -42,7 +42,8 @@
 //
 // Only a request that may be sent twice is hedged, each hedge counts as an
 // attempt and is paid from the retry budget, and the first response that
-// is a success or final wins while the others are cancelled: see
+// is a success or final wins while the others are cancelled, or left to
+// answer when a cancel would close their HTTP/1 connection: see
 // retryhttp.WithHedging. retryhttp.NoHedge turns hedging off for one call,
 // and retryhttp.WithOnHedge sees each hedge. The guide [Hedging: cutting
 // the tail] measures all this against another library's hedging.

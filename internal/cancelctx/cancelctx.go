@@ -36,6 +36,7 @@ type Ctx struct {
 	cancelled   atomic.Bool // cancelled before inner was made, or without one
 	mu          sync.Mutex
 	cause       error           // the first cause, when cancelled without inner
+	err         error           // what Err reports once cancelled without inner: context.Canceled, or the followed parent's
 	causeCtx    context.Context // answers context.Cause with cause, made when asked
 	settled     bool            // nothing will cancel it any more
 }
@@ -89,7 +90,7 @@ func (c *Ctx) Err() error {
 		return c.inner.Err()
 	}
 	if c.cancelled.Load() {
-		return context.Canceled
+		return c.err
 	}
 	return c.parent.Err()
 }
@@ -119,9 +120,13 @@ func (c *Ctx) Value(key any) any {
 // Cancel cancels c with cause, unless it is settled and nothing asked for
 // its Done channel; like a CancelCauseFunc, it may be called more than
 // once, and the first cause stays.
-func (c *Ctx) Cancel(cause error) {
+func (c *Ctx) Cancel(cause error) { c.cancel(context.Canceled, cause) }
+
+// cancel cancels c with err, which Err reports unless c is under a
+// context.WithCancelCause's, and cause.
+func (c *Ctx) cancel(err, cause error) {
 	if cause == nil {
-		cause = context.Canceled
+		cause = err
 	}
 	c.mu.Lock()
 	if c.made.Load() && c.inner != nil {
@@ -133,7 +138,7 @@ func (c *Ctx) Cancel(cause error) {
 	if c.cancelled.Load() || c.settled && !c.made.Load() {
 		return
 	}
-	c.cause = cause
+	c.cause, c.err = cause, err
 	c.cancelled.Store(true)
 	if c.made.Load() {
 		close(c.done)
@@ -186,3 +191,28 @@ func (p *keyProbe) Value(key any) any {
 	}
 	return nil
 }
+
+// Follow readies c, a zero Ctx, as a context that follows parent's
+// cancellation, reporting parent's error and cause, until stop is called:
+// then only Cancel ends it. It is over Detach(parent): its Done channel is
+// its own.
+func (c *Ctx) Follow(parent context.Context) (stop func() bool) {
+	c.Init(Detach(parent))
+	return context.AfterFunc(parent, func() { c.cancel(parent.Err(), context.Cause(parent)) })
+}
+
+// Detach returns parent without its cancellation: its values and its
+// deadline, never done, as context.WithoutCancel's but for the deadline,
+// which a base may read to tell the server. An attempt under it follows the
+// caller's cancellation only as its owner passes it on (context.AfterFunc),
+// so that the owner can leave it to answer once the caller is gone.
+func Detach(parent context.Context) context.Context {
+	return detached{Context: context.WithoutCancel(parent), parent: parent}
+}
+
+type detached struct {
+	context.Context // context.WithoutCancel(parent): its values, never done
+	parent          context.Context
+}
+
+func (d detached) Deadline() (time.Time, bool) { return d.parent.Deadline() }

@@ -50,8 +50,12 @@ type Trace struct {
 	refuse []netip.AddrPort // where earlier attempts failed: pooled connections there are refused
 	turn   bool             // the attempt holds its host's turn (Evidence.admit)
 	late   atomic.Bool      // it took the turn for a send the base made again (getConn)
-	probe  bool             // it held the turn and got a new connection, on probation
-	seq    uint64           // Evidence.seq when it got its connection
+	// abandoned: its owner left it to answer, its outcome unwanted
+	// (Abandon); abandon cancels it.
+	abandoned atomic.Bool
+	abandon   func()
+	probe     bool   // it held the turn and got a new connection, on probation
+	seq       uint64 // Evidence.seq when it got its connection
 	sendCount
 
 	ev  *Evidence     // the Transport's, nil when it has none
@@ -246,6 +250,10 @@ func (p *Trace) Value(key any) any {
 }
 
 func (p *Trace) gotConn(info httptrace.GotConnInfo) {
+	if p.abandoned.Load() {
+		p.stopResend(info.Conn)
+		return
+	}
 	p.sendBegins()
 	c := info.Conn
 	if tc, ok := c.(*tls.Conn); ok {
@@ -369,6 +377,44 @@ func (p *Trace) Written() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.resent) > 0
+}
+
+// HoldsConn reports whether the attempt got a connection of its own, over
+// HTTP/1: cancelling it before its answer would close that connection,
+// where an HTTP/2 stream is reset alone, and a dial goes on for the pool.
+func (p *Trace) HoldsConn() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	return c != nil && !Multiplexed(c)
+}
+
+// Abandon marks the attempt, which got its connection, as left to answer while its outcome
+// is not wanted, so that a send of it that net/http would make again
+// (once its connection failed before an answer) is stopped before
+// anything of it is written: cancel, which cancels the attempt, is called
+// as that send looks for a connection, and a connection it gets all the
+// same is closed before the write.
+func (p *Trace) Abandon(cancel func()) {
+	p.mu.Lock()
+	p.abandon = cancel
+	p.mu.Unlock()
+	p.abandoned.Store(true)
+}
+
+// stopResend stops a send of an abandoned attempt: it cancels the attempt
+// and closes c, the connection the send got, if any.
+func (p *Trace) stopResend(c net.Conn) {
+	p.mu.Lock()
+	cancel := p.abandon
+	p.mu.Unlock()
+	cancel()
+	if c != nil {
+		c.Close()
+	}
 }
 
 // wasReused reports whether the attempt's connection had carried a

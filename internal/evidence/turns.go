@@ -188,8 +188,13 @@ func (h *hostEvidence) wakeAll() {
 // net/http sends again, by way of its own pool. Each of these would dial a
 // connection of its own, all at once: while the host's connection is being
 // replaced, each looks for one only in its turn, as admit gives turns, and
-// holds it until the send is written or the attempt ends.
+// holds it until the send is written or the attempt ends. A send of an
+// abandoned attempt is one net/http makes again: it is stopped.
 func (p *Trace) getConn(string) {
+	if p.abandoned.Load() {
+		p.stopResend(nil)
+		return
+	}
 	ev := p.ev
 	if ev == nil || ev.gates.Load() == 0 {
 		return

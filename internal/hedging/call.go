@@ -21,10 +21,10 @@ import (
 )
 
 // A hedgeCall is one request's first round of attempts: the first attempt,
-// sent on the caller's goroutine, and the hedges a timer starts while no
-// attempt has answered. Its first attempt's request, context and trace
-// live in it, so that a first attempt answered before the delay costs one
-// allocation, traced or not.
+// sent on the caller's goroutine (or apart, see SendApart), and the hedges
+// a timer starts while no attempt has answered. Its first attempt's
+// request, context and trace live in it, so that a first attempt answered
+// before the delay costs one allocation, traced or not.
 type hedgeCall struct {
 	env   Env
 	h     *Hedging
@@ -40,12 +40,24 @@ type hedgeCall struct {
 	pt    *evidence.Trace // &trace when the attempts are traced, else nil
 	body  firstBody       // the first attempt's response body, when it must release ctx
 
+	// apart: the first attempt is sent from a goroutine of its own
+	// (sendFirst), which gives its outcome to firstOut, unless a hedge
+	// that won left it (firstLeft), which gives firstOut a placeholder.
+	// Its context follows the caller's only until stopFirst.
+	apart     bool
+	firstOut  chan hedgeOutcome
+	stopFirst func() bool
+
 	mu          sync.Mutex
 	maxAttempts int32
 	sent        int32 // attempts sent, the first included
 	winner      int32 // the attempt that won; 0 while none has
 	collecting  bool  // the first attempt has returned: no more hedges
 	race        *hedgeRace
+	// Of a first attempt sent apart: whether it has returned, whether
+	// it was left, and the timer that cancels it LoserWait after.
+	firstReturned, firstLeft bool
+	firstLimit               *time.Timer
 
 	wait latency.Waiter // its place on the host's queue until its first hedge is due
 }
@@ -64,10 +76,31 @@ type hedgeRace struct {
 
 // hedgeState is what the call keeps of one hedge in flight.
 type hedgeState struct {
-	cancel   context.CancelFunc
-	returned bool // its base round trip has returned: cancelling would cut its body
-	took     budget.Millitokens
+	cancel   context.CancelFunc // cancels it, and stops follow
+	follow   func() bool        // stops its context's following the caller's
+	returned bool               // its base round trip has returned: cancelling would cut its body
+	// left: it lost once it had an HTTP/1 connection, and is left to
+	// answer (leave); limit cancels it LoserWait after.
+	left  bool
+	limit *time.Timer
+	pt    *evidence.Trace // its trace, nil when not traced
+	took  budget.Millitokens
 }
+
+// LoserWait bounds how long an attempt that lost once it had an HTTP/1
+// connection of its own is left to answer, its answer discarded, so that its connection
+// goes back to the pool rather than being closed by a cancel, which would
+// cost the server a connection and the next request a dial. It sends
+// nothing more (a send net/http would make of it again is stopped), and
+// holds a connection and a goroutine that long at most; the caller's
+// context ending does not end it sooner.
+const LoserWait = time.Second
+
+// ApartRequests is how many of a host's next hedged requests send their
+// first attempt apart once a hedge that won had to cancel a first attempt
+// that had an HTTP/1 connection (closing it), or left one: a goroutine
+// each, so that the hedge that wins can leave the first attempt to answer.
+const ApartRequests = 1000
 
 // hedgeOutcome is how one attempt of a hedged request ended.
 type hedgeOutcome struct {
@@ -76,6 +109,7 @@ type hedgeOutcome struct {
 	a    *http.Request
 	pt   *evidence.Trace // its trace, nil when not traced
 	n    int             // the attempt number
+	left bool            // it lost and was left to answer: no outcome of it is returned
 }
 
 // A Result is how a hedged request's first round ended: the winning
@@ -125,15 +159,29 @@ type Env interface {
 // host's cap and the budget allow, each traced when traced is set.
 func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host, delay time.Duration, maxAttempts int, traced bool) Result {
 	c := &hedgeCall{env: env, h: h, req: req, orig: orig, hl: hl, delay: delay, start: latency.Monotonic(), maxAttempts: int32(maxAttempts), sent: 1}
-	c.ctx.Init(orig.Context())
+	if c.apart = hl.SendApart(); c.apart {
+		c.stopFirst = c.ctx.Follow(orig.Context())
+		c.firstOut = make(chan hedgeOutcome, 1)
+	} else {
+		c.ctx.Init(orig.Context())
+	}
 	if traced {
 		c.first, c.pt = c.trace.Begin(orig.WithContext(&c.ctx), nil, nil, env.Conns(), false), &c.trace
 	} else {
 		c.first = c.trace.Hold(orig.WithContext(&c.ctx))
 	}
 	hl.Hedges().Add(&c.wait, c, c.start+delay, c.start)
-	resp, err := env.Send(c.first)
-	c.pt.End()
+	var resp *http.Response
+	var err error
+	firstLeft := false
+	if c.apart {
+		go c.sendFirst()
+		o := <-c.firstOut
+		resp, err, firstLeft = o.resp, o.err, o.left
+	} else {
+		resp, err = env.Send(c.first)
+		c.pt.End()
+	}
 	hl.Hedges().Remove(&c.wait)
 
 	c.mu.Lock()
@@ -141,7 +189,7 @@ func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host,
 	if c.race != nil && c.race.next != nil {
 		c.race.next.Stop()
 	}
-	sent, lost := int(c.sent), c.winner != 0 // lost to a hedge, which cancelled it
+	sent, lost := int(c.sent), c.winner != 0 // lost to a hedge, which cancelled or left it
 	c.mu.Unlock()
 	if resp != nil || lost {
 		// A first attempt cut short by a winning hedge was at least this
@@ -151,25 +199,55 @@ func (h *Hedging) sendHedged(env Env, req, orig *http.Request, hl *latency.Host,
 	if sent == 1 {
 		return Result{Resp: c.firstWon(resp, 1), A: orig, PT: c.pt, Sent: 1, Err: err, First: c.pt}
 	}
-	return c.collect(resp, err, sent, lost)
+	return c.collect(resp, err, sent, lost, firstLeft)
+}
+
+// sendFirst sends the first attempt apart, on a goroutine of its own, and
+// gives its outcome to firstOut, unless a hedge that won left it: it then
+// discards it.
+func (c *hedgeCall) sendFirst() {
+	resp, err := c.env.Send(c.first)
+	c.pt.End()
+	c.mu.Lock()
+	c.firstReturned = true
+	left, limit := c.firstLeft, c.firstLimit
+	c.mu.Unlock()
+	if !left {
+		c.firstOut <- hedgeOutcome{resp: resp, err: err, a: c.first, pt: c.pt, n: 1}
+		return
+	}
+	if resp != nil {
+		attempt.Discard(resp)
+	}
+	limit.Stop()
+	c.ctx.Cancel(context.Canceled)
+}
+
+// releaseFirst lets go of the first attempt's context once the attempt is
+// done with: what it holds under the caller's.
+func (c *hedgeCall) releaseFirst() {
+	c.ctx.Release()
+	if c.stopFirst != nil {
+		c.stopFirst()
+	}
 }
 
 // firstWon returns the first attempt's response as the caller's, made to
 // release the attempt's context when its body is closed, and to report
 // sent attempts.
 func (c *hedgeCall) firstWon(resp *http.Response, sent int) *http.Response {
-	release := c.ctx.Settle()
+	release := c.ctx.Settle() || c.apart
 	if resp == nil {
 		if release {
-			c.ctx.Release()
+			c.releaseFirst()
 		}
 		return nil
 	}
 	if release {
 		if _, ok := resp.Body.(io.Writer); ok {
-			resp.Body = attempt.CancelBody(resp.Body, c.ctx.Release)
+			resp.Body = attempt.CancelBody(resp.Body, c.releaseFirst)
 		} else {
-			c.body = firstBody{ReadCloser: resp.Body, ctx: &c.ctx}
+			c.body = firstBody{ReadCloser: resp.Body, c: c}
 			resp.Body = &c.body
 		}
 	}
@@ -191,15 +269,16 @@ func WithSent(resp *http.Response, sent int) {
 }
 
 // collect waits for every attempt of a call whose hedges were sent, once
-// the first attempt has returned (lost: to a hedge that already won), and
+// the first attempt has returned (lost: to a hedge that already won;
+// firstLeft: which left it to answer), but for those left to answer, and
 // picks the outcome: the winner's, or when none won, the last response to
 // arrive, or the last error.
-func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool) Result {
+func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost, firstLeft bool) Result {
 	if !lost && c.env.Wins(c.first, resp, err) {
 		c.win(1)
 	}
 	outcomes := make([]hedgeOutcome, 0, sent)
-	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: c.first, pt: c.pt, n: 1})
+	outcomes = append(outcomes, hedgeOutcome{resp: resp, err: err, a: c.first, pt: c.pt, n: 1, left: firstLeft})
 	for range sent - 1 {
 		outcomes = append(outcomes, <-c.race.results)
 	}
@@ -208,7 +287,12 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 	c.mu.Unlock()
 	// When none won, the last to end, preferring a response, which says
 	// more (Retry-After, the status) than an error.
-	pick := len(outcomes) - 1
+	pick := 0
+	for i, o := range outcomes {
+		if !o.left {
+			pick = i
+		}
+	}
 	for i, o := range outcomes {
 		if o.resp != nil && (winner == 0 || o.n == winner) {
 			pick = i
@@ -222,7 +306,8 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 	o := outcomes[pick]
 	r := Result{A: o.a, PT: o.pt, Sent: sent, Err: o.err, First: c.pt}
 	for _, o := range outcomes {
-		if o.pt != nil && o.resp == nil && !o.pt.Written() {
+		// One left to answer had its connection: it is sent.
+		if o.pt != nil && o.resp == nil && !o.left && !o.pt.Written() {
 			r.Unsent++
 		}
 	}
@@ -251,19 +336,27 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost bool)
 
 // drop discards an outcome that is not returned and ends its context.
 func (c *hedgeCall) drop(o hedgeOutcome) {
+	if o.left {
+		return // its own goroutine discards it
+	}
 	if o.resp != nil {
 		attempt.Discard(o.resp)
 	}
 	if o.n == 1 {
 		c.ctx.Settle()
-		c.ctx.Release()
+		c.releaseFirst()
 		return
 	}
 	c.race.hedges[o.n-2].cancel()
 }
 
 // win makes attempt n the winner, unless one already is, and cancels the
-// attempts still waiting for a response.
+// attempts still waiting for a response, or leaves them to answer (leave)
+// when they have an HTTP/1 connection, which a cancel would close: the
+// hedges, and the first attempt when it was sent apart. A first attempt
+// that is not must be cancelled, for it holds the caller's goroutine; when
+// it has an HTTP/1 connection, the host's next hedged requests send theirs
+// apart.
 func (c *hedgeCall) win(n int) {
 	c.mu.Lock()
 	if c.winner != 0 {
@@ -275,12 +368,27 @@ func (c *hedgeCall) win(n int) {
 		c.race.next.Stop()
 	}
 	var cancels []context.CancelFunc
-	for i, h := range c.race.hedges {
-		if i+2 != n && !h.returned {
-			cancels = append(cancels, h.cancel)
+	for i := range c.race.hedges {
+		h := &c.race.hedges[i]
+		if i+2 == n || h.returned {
+			continue
 		}
+		if h.pt.HoldsConn() {
+			h.left, h.limit = true, leave(h.pt, h.cancel, h.follow)
+			c.race.results <- hedgeOutcome{pt: h.pt, n: i + 2, left: true}
+			continue
+		}
+		cancels = append(cancels, h.cancel)
 	}
 	first := n != 1 && !c.collecting
+	if first && c.pt.HoldsConn() {
+		c.hl.KeepApart(ApartRequests)
+		if c.apart && !c.firstReturned {
+			c.firstLeft, c.firstLimit = true, leave(c.pt, c.cancelFirst, c.stopFirst)
+			c.firstOut <- hedgeOutcome{pt: c.pt, n: 1, left: true}
+			first = false
+		}
+	}
 	c.mu.Unlock()
 	if first {
 		c.ctx.Cancel(context.Canceled)
@@ -289,6 +397,19 @@ func (c *hedgeCall) win(n int) {
 		cancel()
 	}
 }
+
+// leave leaves an attempt that lost, traced by pt, to answer: its context
+// stops following the caller's (follow), a send net/http would make of it
+// again is stopped, and cancel cancels it after LoserWait, unless its
+// goroutine stops the returned timer first.
+func leave(pt *evidence.Trace, cancel func(), follow func() bool) *time.Timer {
+	follow()
+	pt.Abandon(cancel)
+	return time.AfterFunc(LoserWait, cancel)
+}
+
+// cancelFirst cancels the first attempt.
+func (c *hedgeCall) cancelFirst() { c.ctx.Cancel(context.Canceled) }
 
 // fire sends the next hedge, unless an attempt has answered, the first has
 // returned, the host has paused for everyone, or the host's cap or the
@@ -323,7 +444,10 @@ func (c *hedgeCall) fire() {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithCancel(h.Context())
+	// Its context follows the caller's until it is left to answer.
+	ctx := new(cancelctx.Ctx)
+	follow := ctx.Follow(h.Context())
+	cancel := func() { follow(); ctx.Cancel(context.Canceled) }
 	h = h.WithContext(ctx)
 	c.mu.Lock()
 	if c.collecting || c.winner != 0 {
@@ -334,7 +458,7 @@ func (c *hedgeCall) fire() {
 	}
 	c.sent = int32(n)
 	r := c.raceLocked()
-	r.hedges = append(r.hedges, hedgeState{cancel: cancel, took: took})
+	r.hedges = append(r.hedges, hedgeState{cancel: cancel, follow: follow, took: took})
 	if n < maxAttempts {
 		r.next = time.AfterFunc(c.delay, c.fire)
 	}
@@ -362,13 +486,25 @@ func (c *hedgeCall) run(h *http.Request, n int) {
 		h, pt = evidence.NewTrace(h, nil, nil, c.env.Conns(), false)
 		c.mu.Lock()
 		c.race.traces = append(c.race.traces, pt)
+		c.race.hedges[n-2].pt = pt
 		c.mu.Unlock()
 	}
 	resp, err := c.env.Send(h)
 	pt.End()
 	c.mu.Lock()
-	c.race.hedges[n-2].returned = true
+	hs := &c.race.hedges[n-2]
+	hs.returned = true
+	left, limit, cancel := hs.left, hs.limit, hs.cancel
 	c.mu.Unlock()
+	if left {
+		// It lost, and was left to answer: discarded here.
+		if resp != nil {
+			attempt.Discard(resp)
+		}
+		limit.Stop()
+		cancel()
+		return
+	}
 	if c.env.Wins(h, resp, err) {
 		c.win(n)
 	}

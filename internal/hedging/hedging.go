@@ -6,9 +6,10 @@
 // budget, its sender's say on each hedge's deadline and pace, its hooks),
 // it decides the delay, whether the host's credit allows a hedge, and
 // which attempt wins; the others are cancelled or drained before it
-// returns. It never hedges what the loop did not allow, never sends past
-// the attempts allowed, the deadline or the host's pace, never sends a
-// hedge the budget did not pay for, and never logs.
+// returns, or left to answer for LoserWait when a cancel would close their
+// HTTP/1 connection. It never hedges what the loop did not allow, never
+// sends past the attempts allowed, the deadline or the host's pace, never
+// sends a hedge the budget did not pay for, and never logs.
 package hedging
 
 import (

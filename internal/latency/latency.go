@@ -98,8 +98,28 @@ type Host struct {
 
 	hedges Queue // the calls waiting for their first hedge
 
+	// apart counts the host's next hedged requests whose first attempt
+	// is sent from a goroutine of its own (SendApart).
+	apart atomic.Int32
+
 	used lru.Use // by the Table
 }
+
+// SendApart reports whether a hedged request's first attempt is sent from
+// a goroutine of its own, so that a hedge that wins can leave it to answer
+// rather than cancel it: while the host's requests that KeepApart counted
+// are not all sent.
+func (h *Host) SendApart() bool {
+	if h.apart.Load() <= 0 {
+		return false
+	}
+	h.apart.Add(-1)
+	return true
+}
+
+// KeepApart has the host's next n hedged requests send their first
+// attempt apart (SendApart).
+func (h *Host) KeepApart(n int32) { h.apart.Store(n) }
 
 // Record adds the latency of a request sent at start and answered at end
 // (monotonic times), turning the windows when the current one holds size
