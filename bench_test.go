@@ -2,6 +2,8 @@ package retryhttp
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -53,8 +55,9 @@ func newStub() *stubBase {
 // base, an *http.Transport, with pooled hooks (returnsLast), so that the
 // cost of the trace is measured without a network. It uses the attempt's
 // context as net/http's Transport (Go 1.26) does for a request sent on an
-// idle connection it reuses over HTTP/1: it looks the trace up once, takes
-// the context's Done channel (persistConn.roundTrip's), and calls the
+// idle connection it reuses over HTTP/1: it derives a context that it
+// cancels once the answer is read, looks the trace up once, takes that
+// context's Done channel (persistConn.roundTrip's), and calls the
 // trace's hooks with what net/http gives them (StubHooks), so that what a
 // guard or a trace does in them is measured too. net/http calls
 // WroteHeaderField, WroteHeaders and WroteRequest from its connection's
@@ -68,13 +71,17 @@ func (tracedStub) Unwrap() http.RoundTripper { return unusedTransport }
 func (tracedStub) returnsLast() {}
 
 func (s tracedStub) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx := r.Context()
-	_ = ctx.Done() // persistConn.roundTrip's
+	ctx, cancel := context.WithCancelCause(r.Context()) // Transport.roundTrip's
+	_ = ctx.Done()                                      // persistConn.roundTrip's
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil {
 		StubHooks(trace, r, stubConn{})
 	}
-	return s.stubBase.RoundTrip(r)
+	resp, err := s.stubBase.RoundTrip(r)
+	cancel(errStubDone) // the read loop's, once the answer without a body is read
+	return resp, err
 }
+
+var errStubDone = errors.New("stub: request done")
 
 // StubHooks calls trace's hooks for r as net/http's Transport calls them
 // for a request it sends on conn, an idle connection it reuses over
