@@ -75,9 +75,9 @@ func TestKeylessPostAllocations(t *testing.T) {
 // TestAttemptTimeoutAllocations pins the cost of a per-attempt timeout on a
 // GET that succeeds at once: the attempt (its context, request and the
 // wrapper of its body), and its timer, two; over the default base's path,
-// besides, the Done channel net/http's Transport asks for, and two for the
-// goroutine the context package starts to tie the context net/http
-// derives to the attempt's.
+// besides, the Done channel net/http's Transport asks for and the two that
+// tie the context it derives to the attempt's (the context package's
+// function and stop, where it would otherwise start a goroutine).
 func TestAttemptTimeoutAllocations(t *testing.T) {
 	get, _ := http.NewRequest(http.MethodGet, "http://svc.test/items", nil)
 	for _, tt := range []struct {

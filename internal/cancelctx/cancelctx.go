@@ -35,10 +35,12 @@ type Ctx struct {
 	made        atomic.Bool
 	cancelled   atomic.Bool // cancelled before inner was made, or without one
 	mu          sync.Mutex
-	cause       error           // the first cause, when cancelled without inner
-	err         error           // what Err reports once cancelled without inner: context.Canceled, or the followed parent's
-	causeCtx    context.Context // answers context.Cause with cause, made when asked
-	settled     bool            // nothing will cancel it any more
+	cause       error // the first cause, when cancelled without inner
+	settled     bool  // nothing will cancel it any more
+	expired     bool  // cancelled without inner as the followed parent's deadline passed
+	// after runs what AfterFunc was given, over a parent that cannot be
+	// cancelled, as c is cancelled.
+	after func()
 }
 
 // Init readies c as a context derived from parent.
@@ -90,7 +92,10 @@ func (c *Ctx) Err() error {
 		return c.inner.Err()
 	}
 	if c.cancelled.Load() {
-		return c.err
+		if c.expired {
+			return context.DeadlineExceeded
+		}
+		return context.Canceled
 	}
 	return c.parent.Err()
 }
@@ -107,12 +112,11 @@ func (c *Ctx) Value(key any) any {
 		if c.cause == nil || c.cause == context.Canceled {
 			return nil // context.Cause falls back on Err
 		}
-		if c.causeCtx == nil {
-			cc, cancel := context.WithCancelCause(context.Background())
-			cancel(c.cause)
-			c.causeCtx = cc
-		}
-		return c.causeCtx.Value(key)
+		// A context that answers context.Cause with c's cause, made only
+		// when asked, once c is cancelled.
+		cc, cancel := context.WithCancelCause(context.Background())
+		cancel(c.cause)
+		return cc.Value(key)
 	}
 	return c.parent.Value(key)
 }
@@ -122,8 +126,9 @@ func (c *Ctx) Value(key any) any {
 // once, and the first cause stays.
 func (c *Ctx) Cancel(cause error) { c.cancel(context.Canceled, cause) }
 
-// cancel cancels c with err, which Err reports unless c is under a
-// context.WithCancelCause's, and cause.
+// cancel cancels c with err, context.Canceled or context.DeadlineExceeded,
+// which Err reports unless c is under a context.WithCancelCause's, and
+// cause.
 func (c *Ctx) cancel(err, cause error) {
 	if cause == nil {
 		cause = err
@@ -134,16 +139,56 @@ func (c *Ctx) cancel(err, cause error) {
 		c.cancelInner(cause)
 		return
 	}
-	defer c.mu.Unlock()
 	if c.cancelled.Load() || c.settled && !c.made.Load() {
+		c.mu.Unlock()
 		return
 	}
-	c.cause, c.err = cause, err
+	c.cause, c.expired = cause, err == context.DeadlineExceeded
 	c.cancelled.Store(true)
 	if c.made.Load() {
 		close(c.done)
 	}
+	after := c.after
+	c.after = nil
+	c.mu.Unlock()
+	if after != nil {
+		after()
+	}
 }
+
+// AfterFunc arranges for f to run once c is cancelled, so that a context
+// derived from c (the one net/http's Transport derives for each request)
+// is tied to it as to a context of the context package, where it would
+// otherwise need a goroutine of its own to wait on c's Done channel. f runs
+// on the goroutine that cancels c, once c's lock is released: the context
+// package gives only functions that never block (a derived context's
+// cancel; context.AfterFunc's, which starts a goroutine for its own). Under
+// a context.WithCancelCause's, it is that context's AfterFunc. Its stop
+// never stops f, which finds its context ended already when c is cancelled
+// after it: the context package's uses of stop need no more, and keeping f
+// costs no allocation.
+func (c *Ctx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	if c.made.Load() && c.inner != nil {
+		c.mu.Unlock()
+		return context.AfterFunc(c.inner, f)
+	}
+	switch prev := c.after; {
+	case c.cancelled.Load():
+		c.mu.Unlock()
+		f()
+		return keep
+	case prev == nil:
+		c.after = f
+	default:
+		c.after = func() { prev(); f() }
+	}
+	c.mu.Unlock()
+	return keep
+}
+
+// keep is the stop of AfterFunc.
+func keep() bool { return false }
 
 // Settle marks c as never to be cancelled from now on, and reports whether
 // it must still be released (Release) once its attempt is done with: when

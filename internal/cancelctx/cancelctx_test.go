@@ -3,6 +3,7 @@ package cancelctx
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -129,4 +130,40 @@ func (c *Ctx) doneOrClosed() <-chan struct{} {
 	d := c.Done()
 	c.Cancel(nil)
 	return d
+}
+
+// TestDerivedContextsNeedNoGoroutine proves that a context derived from a
+// Ctx, as net/http's Transport derives one for each request, is tied to it
+// without a goroutine of its own, over either kind of parent, and ends as
+// it is cancelled, with its cause; one derived once it is cancelled ends at
+// once; and context.AfterFunc's functions run once it is.
+func TestDerivedContextsNeedNoGoroutine(t *testing.T) {
+	for name, parent := range parents() {
+		t.Run(name, func(t *testing.T) {
+			p, cancelParent := parent()
+			defer cancelParent()
+			var c Ctx
+			c.Init(p)
+			before := runtime.NumGoroutine()
+			var derived []context.Context
+			for range 100 {
+				d, cancel := context.WithCancelCause(&c)
+				defer cancel(nil)
+				derived = append(derived, d)
+			}
+			assert.Equal(t, before, runtime.NumGoroutine(), "goroutines started by 100 derived contexts")
+			ran := make(chan struct{})
+			context.AfterFunc(&c, func() { close(ran) })
+
+			c.Cancel(errCause)
+			for _, d := range derived {
+				<-d.Done()
+				assert.ErrorIs(t, context.Cause(d), errCause)
+			}
+			<-ran
+			late, cancel := context.WithCancel(&c)
+			defer cancel()
+			<-late.Done()
+		})
+	}
 }

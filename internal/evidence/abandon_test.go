@@ -1,14 +1,18 @@
 package evidence
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/cancelctx"
 )
 
 // TestAbandonedAttemptIsNotSentAgain proves that an attempt left to
@@ -47,4 +51,23 @@ func TestAbandonedAttemptIsNotSentAgain(t *testing.T) {
 	_, err = held.Write([]byte("x"))
 	assert.NoError(t, err, "its own connection stays open")
 	p.End()
+}
+
+// TestTraceTiesDerivedContextsToItsOwn proves that a context derived from
+// a traced attempt's, as net/http's Transport derives one, is tied to the
+// cancelctx.Ctx under the trace without a goroutine of its own, and ends
+// as that is cancelled.
+func TestTraceTiesDerivedContextsToItsOwn(t *testing.T) {
+	var c cancelctx.Ctx
+	c.Init(context.Background())
+	req, err := http.NewRequestWithContext(&c, http.MethodGet, "http://svc.test/", nil)
+	require.NoError(t, err)
+	a, p := NewTrace(req, nil, nil, nil, false)
+	defer p.End()
+	before := runtime.NumGoroutine()
+	derived, cancel := context.WithCancelCause(a.Context())
+	defer cancel(nil)
+	assert.Equal(t, before, runtime.NumGoroutine(), "goroutines started by the derived context")
+	c.Cancel(context.Canceled)
+	<-derived.Done()
 }

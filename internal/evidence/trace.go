@@ -235,6 +235,18 @@ func (p *Trace) End() {
 	hooksPool.Put(h)
 }
 
+// AfterFunc is that of the attempt's context when it has one (a
+// cancelctx.Ctx's), so that the context net/http's Transport derives from
+// the attempt's for each request is tied to it as to a context of the
+// context package, not by a goroutine of its own; otherwise it is
+// context.AfterFunc's.
+func (p *Trace) AfterFunc(f func()) (stop func() bool) {
+	if a, ok := p.Context.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(p.Context, f)
+}
+
 // Value returns p for attempt.PeerKey, its trace for httptrace's key when
 // it carries it, and the parent's values otherwise.
 func (p *Trace) Value(key any) any {
