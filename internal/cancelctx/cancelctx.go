@@ -162,7 +162,10 @@ func (c *Ctx) cancel(err, cause error) {
 // otherwise need a goroutine of its own to wait on c's Done channel. f runs
 // on the goroutine that cancels c, once c's lock is released: the context
 // package gives only functions that never block (a derived context's
-// cancel; context.AfterFunc's, which starts a goroutine for its own). Under
+// cancel; context.AfterFunc's, which starts a goroutine for its own). Given
+// once c is cancelled, f runs on a goroutine of its own: the context
+// package calls AfterFunc holding the lock of the context it derives,
+// which f takes. Under
 // a context.WithCancelCause's, it is that context's AfterFunc. Its stop
 // never stops f, which finds its context ended already when c is cancelled
 // after it: the context package's uses of stop need no more, and keeping f
@@ -175,8 +178,10 @@ func (c *Ctx) AfterFunc(f func()) (stop func() bool) {
 	}
 	switch prev := c.after; {
 	case c.cancelled.Load():
+		// Its caller may hold a lock f takes (propagateCancel holds the
+		// derived context's): f runs on a goroutine of its own.
 		c.mu.Unlock()
-		f()
+		go f()
 		return keep
 	case prev == nil:
 		c.after = f

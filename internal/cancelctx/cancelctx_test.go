@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,5 +166,37 @@ func TestDerivedContextsNeedNoGoroutine(t *testing.T) {
 			defer cancel()
 			<-late.Done()
 		})
+	}
+}
+
+// TestAfterFuncOnceCancelledRunsApart proves that a function given to
+// AfterFunc once the Ctx is cancelled runs on a goroutine of its own: the
+// context package gives it holding the lock of the context it derives,
+// which the function takes, so that running it at once would deadlock; and
+// that contexts derived as the Ctx is cancelled, on another goroutine, all
+// end.
+func TestAfterFuncOnceCancelledRunsApart(t *testing.T) {
+	var c Ctx
+	c.Init(context.Background())
+	_ = c.Done()
+	c.Cancel(errCause)
+	var mu sync.Mutex
+	ran := make(chan struct{})
+	mu.Lock()
+	c.AfterFunc(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(ran)
+	})
+	mu.Unlock()
+	<-ran
+
+	for range 2000 {
+		var c Ctx
+		c.Init(context.Background())
+		go c.Cancel(errCause)
+		d, cancel := context.WithCancelCause(&c)
+		<-d.Done()
+		cancel(nil)
 	}
 }
