@@ -9,6 +9,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -47,8 +48,21 @@ func (s *Stub) RoundTrip(r *http.Request) (*http.Response, error) {
 // A TracedStub is a Stub that unwraps to an *http.Transport, which it
 // never uses: retryhttp takes such a base for one whose connections it can
 // trace, as it takes its default base, so that the default base's path is
-// measured without a network.
+// measured without a network. It uses a request's context as net/http's
+// Transport does (Go 1.26): it derives a context from it, waits on that
+// one's Done channel, and cancels it once the answer is read.
 type TracedStub struct{ *Stub }
+
+// RoundTrip answers as the Stub does, using r's context as net/http does.
+func (s TracedStub) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(r.Context()) // Transport.roundTrip's
+	_ = ctx.Done()                                      // persistConn.roundTrip's
+	resp, err := s.Stub.RoundTrip(r)
+	cancel(errAnswered) // the read loop's, once an answer without a body is read
+	return resp, err
+}
+
+var errAnswered = errors.New("bench: answer read")
 
 // Unwrap returns an *http.Transport that is never used.
 func (TracedStub) Unwrap() http.RoundTripper { return unusedTransport }
