@@ -23,7 +23,8 @@ type Digest struct {
 // values, nil when it holds none that can be checked: SHA-256 is preferred,
 // the cheaper to compute, then SHA-512; other algorithms (and the
 // deprecated md5, sha, crc32c...) are ignored, as is a malformed field, or
-// a value that is not canonical base64 (stray bits in its padding).
+// a value that is not canonical base64 (stray bits in its padding, a line
+// break within).
 func NewDigest(values []string) *Digest {
 	if len(values) == 0 {
 		return nil
@@ -38,7 +39,10 @@ func NewDigest(values []string) *Digest {
 				continue
 			}
 			value, _, _ = strings.Cut(value, ";")
-			if len(value) < 2 || value[0] != ':' || value[len(value)-1] != ':' {
+			if len(value) < 2 || value[0] != ':' || value[len(value)-1] != ':' ||
+				strings.ContainsAny(value, "\r\n") {
+				// base64's decoder skips line breaks, which a byte
+				// sequence never holds.
 				continue
 			}
 			sum, err := base64.StdEncoding.Strict().DecodeString(value[1 : len(value)-1])

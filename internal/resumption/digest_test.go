@@ -38,6 +38,7 @@ var reprDigestTests = []struct {
 	{"too long", []string{"sha-256=:" + b64(append(digestSHA256[:], 0)) + ":"}, false},
 	{"not base64", []string{"sha-256=:***:"}, false},
 	{"not canonical base64", []string{"sha-256=:" + b64(digestSHA256[:])[:42] + "1=:"}, false},
+	{"a line break within", []string{"sha-256=:" + b64(digestSHA256[:])[:20] + "\r" + b64(digestSHA256[:])[20:] + ":"}, false},
 	{"not a byte sequence", []string{"sha-256=" + b64(digestSHA256[:])}, false},
 	{"an empty byte sequence", []string{"sha-256=::"}, false},
 	{"a lone colon", []string{"sha-256=:"}, false},
