@@ -61,7 +61,7 @@ func TestDefaultBaseSuccessAllocatesNothing(t *testing.T) {
 	assert.Zero(t, addedAllocs(t, tr, keyed, reset), "keyed POST")
 
 	// The host failed: its attempts are traced, until one succeeds.
-	failed := func() { tr.conns.FailedUntraced(get, false, false) }
+	failed := func() { tr.conns.FailedUntraced(get, false) }
 	failed()
 	require.True(t, tr.conns.Traces(get))
 	assert.Equal(t, 1.0, addedAllocs(t, tr, get, failed), "GET to a host that failed")

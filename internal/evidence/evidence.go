@@ -33,8 +33,8 @@ import (
 // closes) leaves it at no cost, and is no evidence against the host.
 //
 // A host whose connections are all to blame is down, not one of its
-// instances: once HostLeaveLimit connections have been left (traced or
-// not) with no success at the host since, nor among its last downWindow outcomes (so
+// instances: once HostLeaveLimit connections have been left with no
+// success at the host since, nor among its last downWindow outcomes (so
 // that concurrent failures between successes do not count), retries stay
 // on their connections, and another is left only after ProbeGap more
 // failures or ProbeInterval since the last one left, whichever comes
@@ -224,46 +224,40 @@ func (e *Evidence) Traces(req *http.Request) bool {
 // it saw is in it: see failedLast), is taken for one of those while any is
 // unaccounted for, and otherwise for one on a connection that served.
 //
-// ends reports that leaving the connection ends it (over HTTP/1, the
-// response's body closed unread, or an error): such a failure is not one
-// of those.
-//
 // It also reports whether the failure started the record (first).
-func (e *Evidence) FailedUntraced(req *http.Request, multiplexed, ends bool) (leave, first bool) {
+func (e *Evidence) FailedUntraced(req *http.Request, multiplexed bool) (leave, first bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, created := e.host(wire.RequestKey(req))
 	if created {
 		h.untraced = true
 	}
-	h.calm = 0
-	h.recent <<= 1
-	switch {
-	case h.crowded:
-	case created || h.untracedLeft < HostLeaveLimit:
-		// The failure that starts the record leaves its connection, and
-		// so do the others sent with it, but no more than HostLeaveLimit
-		// of them: a host whose connections all fail at once is down,
-		// and dialling for each failure would only replace them. Each
-		// counts among the connections left since the host's last
-		// success.
-		if !created {
-			h.untracedLeft++
-		}
-		h.left++
-		h.since, h.leftAt = 0, e.now()
-		leave = true
-	}
 	switch {
 	case multiplexed:
 		h.suspect2 = !h.taken2
-	case leave && ends:
-		// Its connection ends as the retry leaves it: no traced failure
-		// can be on it.
 	case h.suspects < maxEvidenceConns:
 		h.suspects++
 	}
-	return leave, created
+	h.calm = 0
+	h.recent <<= 1
+	if h.crowded {
+		return false, created
+	}
+	if created {
+		// Only the failure that starts the record counts towards the
+		// host's being down: the others were sent with it, before it.
+		h.left++
+		h.since, h.leftAt = 0, e.now()
+		return true, created
+	}
+	// The others leave their connections too, but no more than
+	// HostLeaveLimit of them: a host whose connections all fail at once is
+	// down, and dialling for each failure would only replace them.
+	if h.untracedLeft >= HostLeaveLimit {
+		return false, created
+	}
+	h.untracedLeft++
+	return true, created
 }
 
 // Failed records that the attempt traced by p failed, with resp or err,
@@ -557,8 +551,7 @@ func (e *Evidence) Leave(req *http.Request, p *Trace, resp *http.Response, err e
 	}
 	// Over HTTP/2, or maybe (an error over TLS).
 	multiplexed := resp != nil && resp.ProtoMajor == 2 || resp == nil && req.URL.Scheme == "https"
-	ends := !multiplexed && (err != nil || resp != nil && resp.Body != http.NoBody)
-	leave, first := e.FailedUntraced(req, multiplexed, ends)
+	leave, first := e.FailedUntraced(req, multiplexed)
 	fresh = leave && first && resp != nil && resp.ProtoMajor == 2 && canFresh()
 	return leave || err != nil, fresh
 }

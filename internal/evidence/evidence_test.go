@@ -107,42 +107,6 @@ func TestEvidenceOutage(t *testing.T) {
 	assert.True(t, e.Failed(next(), unavailable(), nil), "after a success, a new connection that fails leaves")
 }
 
-// TestEvidenceOutageOfFailuresTogether proves that an outage met by many
-// requests at once, untraced, leaves no more connections than one met by
-// one request at a time: the failure that starts the record and
-// HostLeaveLimit of the others sent with it leave theirs, each counting
-// among the connections left since the host's last success, so that the
-// traced failures after them stay but for one every ProbeGap; and a
-// failure whose connection ended as it was left (HTTP/1, its body closed
-// unread) leaves none pooled, so that a traced failure on a connection
-// used before the record started is taken for one that served, and stays.
-func TestEvidenceOutageOfFailuresTogether(t *testing.T) {
-	now := time.Unix(0, 0)
-	e := New(func() time.Time { return now }, true)
-	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
-	left := 0
-	for range 16 {
-		if leave, _ := e.FailedUntraced(req, false, true); leave {
-			left++
-		}
-	}
-	assert.Equal(t, 1+HostLeaveLimit, left, "connections left by 16 failures together")
-
-	used := traced("svc.test", 999)
-	used.reused = true
-	assert.False(t, e.Failed(used, unavailable(), nil), "a connection used before the record, failing once, stays")
-
-	port := 1000
-	var lefts []int
-	for i := 1; i <= ProbeGap*2; i++ {
-		port++
-		if e.Failed(traced("svc.test", port), unavailable(), nil) {
-			lefts = append(lefts, i)
-		}
-	}
-	assert.Equal(t, []int{ProbeGap - 1, 2*ProbeGap - 1}, lefts, "traced failures after which a connection was left")
-}
-
 // TestEvidenceOutageProbesInTime proves that a down host's ejection is
 // bounded in time as well as in failures: a failure ProbeInterval or more
 // after the last connection left leaves its connection, whatever the count
@@ -271,12 +235,12 @@ func TestEvidenceCrowdedHostsStay(t *testing.T) {
 	}
 	assert.True(t, e.Failed(p, unavailable(), nil), "failure %d of a crowded host", ConnFailLimit)
 	other, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
-	leave, _ := e.FailedUntraced(other, false, false)
+	leave, _ := e.FailedUntraced(other, false)
 	assert.False(t, leave, "an attempt not traced, at a crowded host")
 
 	fresh := New(time.Now, true)
 	assert.True(t, fresh.Failed(traced("svc.test", 1), unavailable(), nil), "a host with room leaves a connection that never served")
-	leave, _ = fresh.FailedUntraced(other, false, false)
+	leave, _ = fresh.FailedUntraced(other, false)
 	assert.True(t, leave, "and so does an attempt not traced")
 }
 
@@ -290,7 +254,7 @@ func TestEvidenceCrowdedHostLeavesAtTheLimit(t *testing.T) {
 		e.Failed(traced("h"+strconv.Itoa(i)+".test", 1), unavailable(), nil)
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://new.test/", nil)
-	leave, _ := e.FailedUntraced(req, false, false)
+	leave, _ := e.FailedUntraced(req, false)
 	require.False(t, leave, "failure 1, not traced, of a crowded host")
 	p := traced("new.test", 1)
 	p.reused = true
@@ -307,7 +271,7 @@ func TestEvidenceTracesHostsWithARecord(t *testing.T) {
 	e := New(time.Now, true)
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 	assert.False(t, e.Traces(req), "before any failure")
-	e.FailedUntraced(req, false, false)
+	e.FailedUntraced(req, false)
 	assert.True(t, e.Traces(req), "after a failure")
 	p := traced("svc.test", 1)
 	for range calmLimit {
