@@ -67,9 +67,8 @@ func (c *hedgeCall) Hedge() { c.fire() }
 
 // hedgeRace is what a call keeps once its first hedge is sent or put off.
 type hedgeRace struct {
-	next     *time.Timer       // the timer of the next hedge
-	hedges   []hedgeState      // by attempt number - 2
-	traces   []*evidence.Trace // the hedges' traces, when traced
+	next     *time.Timer  // the timer of the next hedge
+	hedges   []hedgeState // by attempt number - 2
 	results  chan hedgeOutcome
 	deferred int // the hedge whose sending was put off by a delay
 }
@@ -312,7 +311,11 @@ func (c *hedgeCall) collect(resp *http.Response, err error, sent int, lost, firs
 		}
 	}
 	c.mu.Lock()
-	r.Hedges = c.race.traces
+	for _, h := range c.race.hedges {
+		if h.pt != nil {
+			r.Hedges = append(r.Hedges, h.pt)
+		}
+	}
 	c.mu.Unlock()
 	if o.n == 1 {
 		r.Resp, r.A = c.firstWon(o.resp, sent), c.orig
@@ -485,7 +488,6 @@ func (c *hedgeCall) run(h *http.Request, n int) {
 	if c.pt != nil { // the hedges are traced as the first attempt is
 		h, pt = evidence.NewTrace(h, nil, nil, c.env.Conns(), false)
 		c.mu.Lock()
-		c.race.traces = append(c.race.traces, pt)
 		c.race.hedges[n-2].pt = pt
 		c.mu.Unlock()
 	}
